@@ -1,0 +1,56 @@
+"""The interface every source of objects (a folder of manifests, a cluster) offers the server."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from apiserver.render.objects import ObjectRef
+
+
+class SourceUnavailable(Exception):
+    """The backing store could not answer in time; the server answers 503/504 with ``Retry-After``."""
+
+    def __init__(self, message: str, *, timeout: bool = False, retry_after: int = 1) -> None:
+        super().__init__(message)
+        self.timeout = timeout
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One named readiness check, listed by ``/readyz?verbose``."""
+
+    name: str
+    ok: bool
+    message: str = ""
+
+
+class Source(Protocol):
+    """Where VMs and the objects they reference come from.
+
+    Every read returns a plain dict (the object as the API server or the file has it) or None when it
+    does not exist. Reads may raise :class:`SourceUnavailable`. Objects are never modified by callers.
+    """
+
+    async def start(self) -> None:
+        """Begin loading (list/watch, read the folder); return without waiting for the first sync."""
+
+    async def close(self) -> None:
+        """Stop background work and release connections."""
+
+    async def get_vm(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The stored VirtualMachine."""
+
+    async def get(self, ref: ObjectRef) -> Mapping[str, Any] | None:
+        """An instancetype, preference (any of the four kinds) or ControllerRevision."""
+
+    async def presets(self, namespace: str) -> Sequence[Mapping[str, Any]]:
+        """Every VirtualMachineInstancePreset of a namespace."""
+
+    async def kubevirt(self) -> Mapping[str, Any] | None:
+        """The KubeVirt CR whose configuration feeds the rendering defaults, if there is one."""
+
+    def checks(self) -> Sequence[Check]:
+        """Readiness checks (caches synced, folder read without errors, ...)."""
