@@ -1,0 +1,5 @@
+import sys
+
+from apiserver.cli import main
+
+sys.exit(main())
