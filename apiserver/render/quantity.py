@@ -1,0 +1,375 @@
+"""Kubernetes ``resource.Quantity`` exactly as k8s.io/apimachinery v0.34 parses and prints it.
+
+KubeVirt re-serialises every quantity it touches, and its output is what users compare against, so the
+quirks matter: the parser keeps the original text for some spellings (``1e0``, ``05``, ``1.G``), rounds
+off-fast-path values up to 1n, caps BinarySI at 2**63-1, and the printer drops the suffix of DecimalSI
+values beyond ``E`` (``1000E`` prints as ``1``).
+
+A value is held as ``mantissa * 10**exponent`` (mantissa without trailing zeros) rather than as one big
+integer, so a hostile ``1e2000000000`` costs nothing. Next to the value we keep what Go keeps in the struct
+(the int64 amount or the fact that the slow ``inf.Dec`` path was taken, the format and the cached text),
+because KubeVirt's preset code compares quantities with Go ``!=`` on that representation.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+
+__all__ = [
+    "BINARY_SI",
+    "DECIMAL_EXPONENT",
+    "DECIMAL_SI",
+    "Quantity",
+    "QuantityError",
+    "canonical",
+    "cmp",
+    "format_int",
+    "parse_quantity",
+]
+
+BINARY_SI = "BinarySI"
+DECIMAL_SI = "DecimalSI"
+DECIMAL_EXPONENT = "DecimalExponent"
+
+_FORMAT_WRONG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+_NUMERIC = "unable to parse numeric part of quantity"
+_SUFFIX = "unable to parse quantity's suffix"
+
+_INT64_MAX = (1 << 63) - 1
+_INT64_MIN = -(1 << 63)
+
+# Go's strings.TrimSpace (unicode.IsSpace); Python's str.strip() also strips U+001C..U+001F.
+_GO_SPACE = (
+    "\t\n\v\f\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+)
+
+# parseQuantityString as a regex with possessive quantifiers, so it never splits differently from Go's
+# greedy scanner: sign, leading zeros, integer digits, optional "." fraction, then the suffix shape.
+_SCAN = re.compile(r"([+-]?+)0*+([0-9]*+)(?:(\.)([0-9]*+))?+([eEinumkKMGTP]*+[-+]?+[0-9]*+)")
+
+_DEC_SUFFIX_EXP = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_BIN_SUFFIX_EXP = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_DEC_EXP_SUFFIX = {v: k for k, v in _DEC_SUFFIX_EXP.items()}
+_BIN_SUFFIXES = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+# Largest number of integer digits the BinarySI fast path accepts, per suffix exponent:
+# precision = 15 - len(num) - int(exponent*3/10) - 1 >= 0.
+_BIN_FAST_DIGITS = {e: 14 - (e * 3) // 10 for e in _BIN_SUFFIX_EXP.values()}
+
+
+class QuantityError(ValueError):
+    """A string that ``resource.ParseQuantity`` rejects; the message is apimachinery's."""
+
+
+def _strip_tens(m: int) -> tuple[int, int]:
+    """Move the factors of ten of ``m`` into an exponent (``m`` non-zero)."""
+    times = 0
+    while m % 10 == 0:
+        m //= 10
+        times += 1
+    return m, times
+
+
+def _digits(m: int) -> int:
+    return len(str(abs(m)))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Quantity:
+    """An immutable quantity: exact value plus the Go-side representation details.
+
+    ``mantissa * 10**exponent`` is the value (mantissa has no trailing zeros; zero is ``0, 0``).
+    ``internal`` is Go's ``int64Amount`` ``(value, scale)`` when the parser's fast path produced it, or
+    ``None`` when the value lives in an ``inf.Dec`` pointer (slow path). ``kept`` is the text Go caches and
+    writes back verbatim.
+
+    ``==``/``<``/hash compare the value only (``Cmp``); :meth:`go_equal` models Go struct ``!=``.
+    """
+
+    mantissa: int
+    exponent: int
+    format: str
+    kept: str | None = None
+    internal: tuple[int, int] | None = None
+
+    # --- value ---------------------------------------------------------------------------------------
+
+    @property
+    def value(self) -> Fraction:
+        """The exact value (do not use on absurd exponents such as ``1e2000000000``)."""
+        if self.exponent >= 0:
+            return Fraction(self.mantissa * 10**self.exponent)
+        return Fraction(self.mantissa, 10**-self.exponent)
+
+    def is_zero(self) -> bool:
+        return self.mantissa == 0
+
+    def sign(self) -> int:
+        return (self.mantissa > 0) - (self.mantissa < 0)
+
+    def _scaled_ceil(self, scale: int) -> int:
+        """Go ``ScaledValue(scale)``: the value in units of 10**scale as an int64, rounded up.
+
+        The int64 fast path rounds away from zero; the inf.Dec path rounds toward +inf. Out-of-range
+        results saturate (apimachinery's newer releases do; older ones wrap, which nobody relies on).
+        """
+        m = self.mantissa
+        if m == 0:
+            return 0
+        shift = self.exponent - scale
+        if shift >= 0:
+            if _digits(m) + shift > 19:
+                return _INT64_MAX if m > 0 else _INT64_MIN
+            v: int = m * 10**shift
+        else:
+            # Negative inf.Dec values round toward +inf (truncate |v|); everything else away from zero.
+            away = m > 0 or self.internal is not None
+            if _digits(m) + shift <= 0:  # |value| < 1 unit
+                q = 1 if away else 0
+            else:
+                q, r = divmod(abs(m), 10**-shift)
+                if r and away:
+                    q += 1
+            v = q if m > 0 else -q
+        return max(_INT64_MIN, min(_INT64_MAX, v))
+
+    def value_ceil(self) -> int:
+        """Go ``Value()``: the value rounded up to an integer (int64)."""
+        return self._scaled_ceil(0)
+
+    def milli_value_ceil(self) -> int:
+        """Go ``MilliValue()``: the value in thousandths, rounded up."""
+        return self._scaled_ceil(-3)
+
+    # --- text ------------------------------------------------------------------------------------------
+
+    def canonical(self) -> str:
+        """Go ``String()`` / ``MarshalJSON``: the kept text if any, else the canonical rendering."""
+        if self.kept is not None:
+            return self.kept
+        return _render(self.mantissa, self.exponent, self.format)
+
+    def __str__(self) -> str:
+        return self.canonical()
+
+    # --- comparison ------------------------------------------------------------------------------------
+
+    def go_equal(self, other: Quantity) -> bool:
+        """Go struct equality (``q1 != q2``) of two parsed Quantities.
+
+        Go compares the int64 amount (value and scale), the ``*inf.Dec`` pointer, the cached string and
+        the format. Two slow-path values hold distinct pointers, so they are never equal, even when
+        parsed from the same text; fast-path values are equal when value, scale, format and kept text all
+        agree (``8192Mi`` equals ``8Gi``, ``1024Mi`` does not equal ``1Gi``, which keeps its text).
+        """
+        return (
+            self.internal is not None
+            and self.internal == other.internal
+            and self.format == other.format
+            and self.kept == other.kept
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Quantity):
+            return NotImplemented
+        return self.mantissa == other.mantissa and self.exponent == other.exponent
+
+    def __hash__(self) -> int:
+        return hash((self.mantissa, self.exponent))
+
+    def __lt__(self, other: Quantity) -> bool:
+        return cmp(self, other) < 0
+
+    def __le__(self, other: Quantity) -> bool:
+        return cmp(self, other) <= 0
+
+    def __gt__(self, other: Quantity) -> bool:
+        return cmp(self, other) > 0
+
+    def __ge__(self, other: Quantity) -> bool:
+        return cmp(self, other) >= 0
+
+    @classmethod
+    def from_int(cls, value: int, fmt: str) -> Quantity:
+        """Go ``resource.NewQuantity(value, format)`` (no kept text)."""
+        if value == 0:
+            return cls(0, 0, fmt, None, (0, 0))
+        m, e = _strip_tens(value)
+        return cls(m, e, fmt, None, (value, 0))
+
+
+def cmp(a: Quantity, b: Quantity) -> int:
+    """Go ``a.Cmp(b)``: -1, 0 or 1 by value."""
+    sa, sb = a.sign(), b.sign()
+    if sa != sb:
+        return -1 if sa < sb else 1
+    if sa == 0:
+        return 0
+    # Same sign, both non-zero: the order of magnitude decides unless equal; then align cheaply.
+    ma, mb = abs(a.mantissa), abs(b.mantissa)
+    ka, kb = _digits(ma) + a.exponent, _digits(mb) + b.exponent
+    if ka != kb:
+        r = 1 if ka > kb else -1
+    else:
+        e = min(a.exponent, b.exponent)
+        va, vb = ma * 10 ** (a.exponent - e), mb * 10 ** (b.exponent - e)
+        r = (va > vb) - (va < vb)
+    return r if sa > 0 else -r
+
+
+def _render(m: int, e: int, fmt: str) -> str:
+    """CanonicalizeBytes for a value without kept text."""
+    if m == 0:
+        return "0"
+    if fmt == BINARY_SI:
+        # |v| < 1024 or a fraction prints as DecimalSI; otherwise m' * 1024**k, k as large as possible.
+        if e >= 0 and _digits(m) + e >= 4:
+            v = m * 10**e
+            if v >= 1024 or v <= -1024:
+                a = abs(v)
+                k = 0
+                while a >= 1024 and a % 1024 == 0:
+                    a >>= 10
+                    k += 1
+                suffix = _BIN_SUFFIXES[k] if k < len(_BIN_SUFFIXES) else ""
+                return f"{a if v > 0 else -a}{suffix}"
+        fmt = DECIMAL_SI
+    elif fmt != DECIMAL_SI:
+        fmt = DECIMAL_EXPONENT
+    # m has no trailing zeros; lower e to a multiple of three.
+    r = e % 3
+    if r:
+        m *= 10**r
+        e -= r
+    if fmt == DECIMAL_SI:
+        # Beyond n..E there is no suffix and Go writes none: 1000E prints as "1" (apimachinery bug).
+        return f"{m}{_DEC_EXP_SUFFIX.get(e, '')}"
+    return f"{m}e{e}" if e else str(m)
+
+
+def _go_text(value: str | int | float) -> str:
+    """The text Go's ``UnmarshalJSON`` would parse for a JSON value."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise QuantityError(_FORMAT_WRONG)
+    return repr(value)
+
+
+@lru_cache(maxsize=4096)
+def _parse_text(text: str) -> Quantity:
+    s = text.strip(_GO_SPACE)
+    if not s:
+        raise QuantityError(_FORMAT_WRONG)
+    if s == "0":
+        return Quantity(0, 0, DECIMAL_SI, "0", (0, 0))
+    match = _SCAN.fullmatch(s)
+    if match is None:
+        raise QuantityError(_FORMAT_WRONG)
+    sign, num, _dot, denom, suffix = match.groups()
+    negative = sign == "-"
+    if not num:
+        num = "0"
+    denom = denom or ""
+
+    # quantitySuffixer.interpret
+    base = 10
+    exp = _DEC_SUFFIX_EXP.get(suffix)
+    if exp is not None:
+        fmt = DECIMAL_SI
+    else:
+        exp = _BIN_SUFFIX_EXP.get(suffix)
+        if exp is not None:
+            fmt, base = BINARY_SI, 2
+        elif len(suffix) > 1 and suffix[0] in "eE" and re.fullmatch(r"[+-]?[0-9]+", suffix[1:]):
+            parsed = int(suffix[1:])
+            if not _INT64_MIN <= parsed <= _INT64_MAX:
+                raise QuantityError(_SUFFIX)
+            exp = (parsed + (1 << 31)) % (1 << 32) - (1 << 31)  # Go's int32(parsed) wraps
+            fmt = DECIMAL_EXPONENT
+        else:
+            raise QuantityError(_SUFFIX)
+
+    # The int64 fast path: value and scale kept as Go's int64Amount, text kept if it looks canonical.
+    if base == 10:
+        scale = exp - len(denom)
+        if len(num) + len(denom) <= 18 and scale >= -9:
+            shifted = num + denom
+            value = int(shifted)
+            result = -value if negative else value
+            keep = scale % 3 == 0 and not shifted.endswith("000") and shifted[0] != "0"
+            return _fast(result, scale, fmt, s if keep else None)
+    elif not denom and len(num) <= _BIN_FAST_DIGITS[exp]:
+        value = int(num)
+        result = (-value if negative else value) << exp
+        return _fast(result, 0, fmt, s if value & 7 else None)
+
+    # The inf.Dec slow path: round away from zero to 1n, cap BinarySI at 2**63-1.
+    if not (match.group(2) or denom or "0" in s[len(sign) : match.start(2)]):
+        raise QuantityError(_NUMERIC)  # inf.Dec.SetString found no digit
+    m = int(num + denom)
+    e = -len(denom)
+    if base == 2:
+        m <<= exp
+    else:
+        e += exp
+    if m:
+        m, t = _strip_tens(m)
+        e += t
+        if e < -9:
+            over = -9 - e
+            if _digits(m) <= over:
+                m, e = 1, -9
+            else:
+                q, r = divmod(m, 10**over)
+                m, e = q + (1 if r else 0), -9
+            m, t = _strip_tens(m)
+            e += t
+        if fmt == BINARY_SI:
+            if e >= 0 and _digits(m) + e >= 19 and m * 10**e > _INT64_MAX:
+                m, e = _INT64_MAX, 0  # 2**63-1 has no trailing zero
+            elif e < 0 and _digits(m) + e <= 0:
+                fmt = DECIMAL_SI  # 0 < v < 1
+    else:
+        e = 0
+    return Quantity(-m if negative else m, e, fmt, None, None)
+
+
+def _fast(result: int, scale: int, fmt: str, kept: str | None) -> Quantity:
+    if result == 0:
+        return Quantity(0, 0, fmt, kept, (0, scale))
+    m, t = _strip_tens(result)
+    return Quantity(m, scale + t, fmt, kept, (result, scale))
+
+
+def parse_quantity(value: str | int | float) -> Quantity:
+    """``resource.ParseQuantity`` of a string, or of the JSON text of a number (``1.5`` -> ``1500m``).
+
+    A JSON number reaches Python as an int or float; its original spelling (``1E3``) is lost, so it is
+    parsed from Python's spelling, which has the same value.
+    """
+    return _parse_text(_go_text(value))
+
+
+@lru_cache(maxsize=8192, typed=True)
+def _canonical_cached(value: str | int | float) -> str:
+    return _parse_text(_go_text(value)).canonical()
+
+
+def canonical(value: str | int | float) -> str:
+    """The text Go writes for a quantity given as ``value`` (parse then ``String()``); cached."""
+    if type(value) is str:
+        return _canonical_cached(value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise QuantityError(_FORMAT_WRONG)
+    return _canonical_cached(value)
+
+
+def format_int(value: int, fmt: str) -> str:
+    """Canonical text of ``resource.NewQuantity(value, fmt)``: ``805306368`` BinarySI -> ``768Mi``."""
+    if value == 0:
+        return "0"
+    m, e = _strip_tens(value)
+    return _render(m, e, fmt)
