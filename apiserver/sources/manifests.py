@@ -207,15 +207,22 @@ def _is_list(obj: dict[str, Any]) -> bool:
     return str(obj["kind"]).endswith("List") and "items" in obj
 
 
+def load_documents(data: bytes | str, source: str) -> list[tuple[int, Any]]:
+    """(1-based document number, value) for every non-empty YAML/JSON document, whatever its shape.
+
+    For inputs that are not Kubernetes objects (a bare ``KubeVirtConfiguration``). Raises
+    :class:`ManifestError`.
+    """
+    return [(number, doc) for number, doc in _documents(data, source) if doc is not None]
+
+
 def parse_manifests(data: bytes | str, source: str) -> list[dict[str, Any]]:
     """Every Kubernetes object in ``data`` (YAML or JSON, several documents, ``*List`` kinds flattened).
 
     ``source`` names the input in error messages. Raises :class:`ManifestError`.
     """
     objects: list[dict[str, Any]] = []
-    for number, doc in _documents(data, source):
-        if doc is None:
-            continue
+    for number, doc in load_documents(data, source):
         obj = _check_object(doc, source, number)
         if not _is_list(obj):
             objects.append(obj)
