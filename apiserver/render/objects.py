@@ -23,6 +23,11 @@ CONTROLLER_REVISION = "ControllerRevision"
 PRESET = "VirtualMachineInstancePreset"
 VIRTUAL_MACHINE = "VirtualMachine"
 KUBEVIRT = "KubeVirt"
+# Read only to resolve inferFromVolume matchers (render/infer.py).
+PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+DATA_VOLUME = "DataVolume"
+DATA_SOURCE = "DataSource"
+VOLUME_SNAPSHOT = "VolumeSnapshot"
 
 INSTANCETYPE_GROUP = "instancetype.kubevirt.io"
 FLAVOR_GROUP = "flavor.kubevirt.io"
@@ -43,6 +48,10 @@ RESOURCE_NAMES: Mapping[str, str] = {
     CONTROLLER_REVISION: "controllerrevisions.apps",
     PRESET: "virtualmachineinstancepresets.kubevirt.io",
     VIRTUAL_MACHINE: "virtualmachines.kubevirt.io",
+    PERSISTENT_VOLUME_CLAIM: "persistentvolumeclaims",
+    DATA_VOLUME: "datavolumes.cdi.kubevirt.io",
+    DATA_SOURCE: "datasources.cdi.kubevirt.io",
+    VOLUME_SNAPSHOT: "volumesnapshots.snapshot.storage.k8s.io",
 }
 
 
