@@ -1,0 +1,210 @@
+"""Authorization with SubjectAccessReview (authorization.k8s.io/v1), decisions cached briefly.
+
+The attributes of a request are derived from its method and path the way k8s.io/apiserver's
+RequestInfoFactory does, so that RBAC rules written for kube-apiserver mean the same thing here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from apiserver.auth.cache import TTLCache
+from apiserver.auth.identity import MASTERS_GROUP, UserInfo
+from apiserver.auth.reviews import SUBJECT_ACCESS_REVIEW_PATH, ReviewClient, ReviewError
+from apiserver.render.errors import status
+from apiserver.render.objects import (
+    CONTROLLER_REVISION,
+    INSTANCETYPE,
+    INSTANCETYPE_GROUP,
+    PREFERENCE,
+    ObjectRef,
+)
+
+log = logging.getLogger(__name__)
+
+DEFAULT_ALLOWED_TTL = 10.0
+DEFAULT_DENIED_TTL = 10.0
+
+_METHOD_VERBS = {
+    "POST": "create",
+    "GET": "get",
+    "HEAD": "get",
+    "PUT": "update",
+    "PATCH": "patch",
+    "DELETE": "delete",
+}
+# Path segments after /namespaces/{ns} that are subresources of the namespace itself.
+_NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
+
+
+@dataclass(frozen=True, slots=True)
+class Attributes:
+    """What is asked: a resource request (group/version/resource/...) or a non-resource path."""
+
+    verb: str
+    resource_request: bool
+    path: str = ""
+    namespace: str = ""
+    group: str = ""
+    version: str = ""
+    resource: str = ""
+    subresource: str = ""
+    name: str = ""
+
+    def review_fields(self) -> dict[str, Any]:
+        """``resourceAttributes`` or ``nonResourceAttributes`` of a SubjectAccessReview spec."""
+        if not self.resource_request:
+            return {"nonResourceAttributes": {"path": self.path, "verb": self.verb}}
+        attrs = {
+            "namespace": self.namespace,
+            "verb": self.verb,
+            "group": self.group,
+            "version": self.version,
+            "resource": self.resource,
+            "subresource": self.subresource,
+            "name": self.name,
+        }
+        return {"resourceAttributes": {k: v for k, v in attrs.items() if v}}
+
+    def describe(self) -> str:
+        """For logs: ``get virtualmachines/expand-spec "x" in ns`` or ``get path "/metrics"``."""
+        if not self.resource_request:
+            return f"{self.verb} path {self.path!r}"
+        what = self.resource + (f"/{self.subresource}" if self.subresource else "")
+        return f"{self.verb} {what}.{self.group} {self.name!r} in namespace {self.namespace!r}"
+
+
+def request_attributes(method: str, path: str) -> Attributes:
+    """The attributes kube-apiserver would authorize for ``method path`` (path without the query)."""
+    parts = [p for p in path.strip("/").split("/")] if path.strip("/") else []
+    if len(parts) < 4 or parts[0] != "apis":
+        return Attributes(verb=method.lower(), resource_request=False, path=path)
+    group, version, rest = parts[1], parts[2], parts[3:]
+    verb = _METHOD_VERBS.get(method.upper(), "")
+    namespace = ""
+    if rest[0] == "namespaces" and len(rest) > 1:
+        namespace = rest[1]
+        if len(rest) > 2 and rest[2] not in _NAMESPACE_SUBRESOURCES:
+            rest = rest[2:]
+    resource = rest[0]
+    name = rest[1] if len(rest) >= 2 else ""
+    subresource = rest[2] if len(rest) >= 3 else ""
+    if not name and verb == "get":
+        verb = "list"
+    elif not name and verb == "delete":
+        verb = "deletecollection"
+    return Attributes(
+        verb=verb,
+        resource_request=True,
+        path=path,
+        namespace=namespace,
+        group=group,
+        version=version,
+        resource=resource,
+        subresource=subresource,
+        name=name,
+    )
+
+
+# Kinds a request may reference whose read --authorize-references checks, as (group, resource).
+_REFERENCE_RESOURCES = {
+    INSTANCETYPE: (INSTANCETYPE_GROUP, "virtualmachineinstancetypes"),
+    PREFERENCE: (INSTANCETYPE_GROUP, "virtualmachinepreferences"),
+    CONTROLLER_REVISION: ("apps", "controllerrevisions"),
+}
+
+
+def reference_attributes(refs: Iterable[ObjectRef]) -> list[Attributes]:
+    """``get`` attributes for each namespaced instancetype, preference or revision a rendering read."""
+    out: list[Attributes] = []
+    for ref in refs:
+        target = _REFERENCE_RESOURCES.get(ref.kind)
+        if target is None or not ref.namespace:
+            continue
+        attrs = Attributes(
+            verb="get",
+            resource_request=True,
+            namespace=ref.namespace,
+            group=target[0],
+            resource=target[1],
+            name=ref.name,
+        )
+        if attrs not in out:
+            out.append(attrs)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    allowed: bool
+    reason: str = ""
+
+
+def forbidden_status(user: UserInfo, attrs: Attributes, reason: str = "") -> dict[str, Any]:
+    """The 403 Status in kube-apiserver's words (``responsewriters.forbiddenMessage``)."""
+    if not attrs.resource_request:
+        message = f"forbidden: User {_q(user.name)} cannot {attrs.verb} path {_q(attrs.path)}"
+        if reason:
+            message += f": {reason}"
+        return status(403, "Forbidden", message, details={})
+    what = attrs.resource + (f"/{attrs.subresource}" if attrs.subresource else "")
+    scope = f"in the namespace {_q(attrs.namespace)}" if attrs.namespace else "at the cluster scope"
+    why = (
+        f"User {_q(user.name)} cannot {attrs.verb} resource {_q(what)} in API group {_q(attrs.group)} {scope}"
+    )
+    if reason:
+        why += f": {reason}"
+    qualified = f"{attrs.resource}.{attrs.group}" if attrs.group else attrs.resource
+    subject = f"{qualified} {_q(attrs.name)}" if attrs.name else qualified
+    details: dict[str, Any] = {}
+    if attrs.name:
+        details["name"] = attrs.name
+    if attrs.group:
+        details["group"] = attrs.group
+    details["kind"] = attrs.resource
+    return status(403, "Forbidden", f"{subject} is forbidden: {why}", details=details)
+
+
+def _q(text: str) -> str:
+    """Go's %q for the plain strings that occur here."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class SubjectAccessReviewer:
+    """Asks the cluster whether a user may do something; remembers allows and denies for a while."""
+
+    def __init__(
+        self,
+        client: ReviewClient,
+        *,
+        allowed_ttl: float = DEFAULT_ALLOWED_TTL,
+        denied_ttl: float = DEFAULT_DENIED_TTL,
+    ) -> None:
+        self._client = client
+        self._cache: TTLCache[Decision] = TTLCache(lambda d: allowed_ttl if d.allowed else denied_ttl)
+
+    async def authorize(self, user: UserInfo, attrs: Attributes) -> Decision:
+        """Allowed or denied; :class:`ReviewError` when the cluster could not be asked."""
+        if MASTERS_GROUP in user.groups:
+            return Decision(True, "system:masters")
+        key = (user.cache_key(), attrs)
+        return await self._cache.get(key, lambda: self._review(user, attrs))
+
+    async def _review(self, user: UserInfo, attrs: Attributes) -> Decision:
+        spec = {**attrs.review_fields(), **user.review_fields()}
+        body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}
+        answer = await self._client.create(SUBJECT_ACCESS_REVIEW_PATH, body)
+        result = answer.get("status")
+        if not isinstance(result, dict):
+            raise ReviewError("SubjectAccessReview answer has no status")
+        reason = str(result.get("reason") or "")
+        if result.get("allowed") and not result.get("denied"):
+            return Decision(True, reason)
+        if result.get("evaluationError"):
+            log.info(
+                "SubjectAccessReview for %s: evaluation error %s", attrs.describe(), result["evaluationError"]
+            )
+        return Decision(False, reason)

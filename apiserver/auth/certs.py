@@ -1,0 +1,108 @@
+"""CA bundles and the checks a client certificate must pass against one of them.
+
+OpenSSL has already verified the peer's chain during the handshake, against the union of every CA the
+server trusts. What is left to decide per request is *which* bundle the certificate was issued by, and
+whether it still is: the bundles can change while a keep-alive connection stays open, so the check is
+repeated against the bundle current at the time of the request.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.serialization import Encoding
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+
+class BundleError(ValueError):
+    """A CA bundle that cannot be used (not PEM, no certificate in it)."""
+
+
+def common_name(name: x509.Name) -> str:
+    values = name.get_attributes_for_oid(NameOID.COMMON_NAME)
+    return str(values[0].value) if values else ""
+
+
+def organizations(name: x509.Name) -> tuple[str, ...]:
+    return tuple(str(a.value) for a in name.get_attributes_for_oid(NameOID.ORGANIZATION_NAME))
+
+
+def fingerprint(cert: x509.Certificate) -> str:
+    return hashlib.sha256(cert.public_bytes(Encoding.DER)).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class CABundle:
+    """A set of trusted CA certificates, kept with the PEM it came from (for the SSL context)."""
+
+    pem: bytes
+    certificates: tuple[x509.Certificate, ...]
+    origin: str  # "configmap kube-system/extension-apiserver-authentication" or a file path
+
+    @classmethod
+    def from_pem(cls, pem: bytes, origin: str) -> CABundle:
+        try:
+            certs = tuple(x509.load_pem_x509_certificates(pem))
+        except ValueError as exc:
+            raise BundleError(f"{origin}: not a PEM bundle of certificates: {exc}") from None
+        if not certs:
+            raise BundleError(f"{origin}: no certificate in the bundle")
+        return cls(pem, certs, origin)
+
+    def describe(self) -> str:
+        """Name each CA the way an operator compares it with ``openssl x509 -noout -subject``."""
+        parts = [f"{c.subject.rfc4514_string()} (sha256 {fingerprint(c)[:16]})" for c in self.certificates]
+        return f"[{'; '.join(parts)}] from {self.origin}"
+
+    def issuer_of(self, cert: x509.Certificate) -> x509.Certificate | None:
+        """The CA in this bundle that signed ``cert``, if any."""
+        for ca in self.certificates:
+            if ca.subject != cert.issuer:
+                continue
+            try:
+                cert.verify_directly_issued_by(ca)
+            except (InvalidSignature, ValueError, TypeError):  # TypeError: unsupported key type
+                continue
+            return ca
+        return None
+
+
+def check_client_certificate(
+    cert: x509.Certificate, bundle: CABundle, now: datetime.datetime | None = None
+) -> str | None:
+    """Why ``cert`` cannot authenticate a client against ``bundle``; None when it can."""
+    now = now or datetime.datetime.now(datetime.UTC)
+    issuer = bundle.issuer_of(cert)
+    if issuer is None:
+        issued_by = cert.issuer.rfc4514_string()
+        return f"certificate issued by {issued_by!r} is not signed by a CA of {bundle.describe()}"
+    for c in (cert, issuer):
+        if not c.not_valid_before_utc <= now <= c.not_valid_after_utc:
+            return f"certificate {c.subject.rfc4514_string()!r} is not valid at {now.isoformat()}"
+    try:
+        usages = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    except x509.ExtensionNotFound:
+        return None
+    if (
+        ExtendedKeyUsageOID.CLIENT_AUTH not in usages
+        and ExtendedKeyUsageOID.ANY_EXTENDED_KEY_USAGE not in usages
+    ):
+        return "certificate is not meant for client authentication (no clientAuth extended key usage)"
+    return None
+
+
+def load_der(der: bytes) -> x509.Certificate | None:
+    try:
+        return x509.load_der_x509_certificate(der)
+    except ValueError:
+        return None
+
+
+def union_pem(bundles: Sequence[CABundle | None]) -> bytes:
+    """One PEM blob with every CA of ``bundles``, for ``SSLContext.load_verify_locations``."""
+    return b"\n".join(b.pem.strip() + b"\n" for b in bundles if b is not None)
