@@ -213,3 +213,19 @@ def test_error_in_a_directory_names_the_file(tmp_path: Path) -> None:
         read_manifest_paths([str(tmp_path)])
     assert exc.value.source == str(bad)
     assert exc.value.line == 2
+
+
+def test_every_corpus_input_survives_yaml_and_json() -> None:
+    """What the CLI tests write (YAML via PyYAML's dumper, JSON) reads back unchanged, for every case."""
+    import yaml
+
+    from tests.conformance import iter_cases
+
+    count = 0
+    for case in iter_cases():
+        docs = [case.input["vm"], *case.input["objects"]]
+        assert parse_manifests(yaml.safe_dump_all(docs, sort_keys=False), case.id) == docs, case.id
+        listing = json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}, indent=1)
+        assert parse_manifests(listing.encode(), case.id) == docs, case.id
+        count += 1
+    assert count > 2000
