@@ -1,17 +1,192 @@
-"""The ``kubevirt-expand serve``subcommand (being written)."""
+"""The ``kubevirt-expand serve`` subcommand: run the aggregated API server."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import importlib
 import sys
+from pathlib import Path
 from typing import Any
+
+from apiserver.http.logging import FORMATS, configure
+from apiserver.http.server import ServeError, serve
+from apiserver.http.settings import DEFAULT_GROUP, DEFAULT_VERSIONS, Settings
+from apiserver.sources.base import Source
+
+DESCRIPTION = """\
+Serve GET .../namespaces/NS/virtualmachines/NAME/expand-spec and PUT .../namespaces/NS/expand-vm-spec
+under /apis/GROUP/VERSION over HTTPS, as an aggregated Kubernetes API server (plus discovery, OpenAPI,
+/livez, /readyz, /healthz and /metrics).
+
+Objects come from a folder of manifests (--manifests DIR: VMs, instancetypes, preferences,
+ControllerRevisions, presets, a KubeVirt CR; re-read when it changes) or, without --manifests, from the
+cluster of the in-cluster config or kubeconfig.
+"""
+
+EPILOG = """\
+examples:
+  kubevirt-expand serve --manifests examples/
+  curl -k https://127.0.0.1:8443/apis/subresources.kubevirt.io/v1/namespaces/default/virtualmachines/my-vm/expand-spec
+"""
+
+
+def _versions(value: str) -> tuple[str, ...]:
+    versions = tuple(v.strip() for v in value.split(",") if v.strip())
+    if not versions:
+        raise argparse.ArgumentTypeError("give at least one version, e.g. v1,v1alpha3")
+    return versions
+
+
+def _positive(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if number <= 0:
+        raise argparse.ArgumentTypeError("must be greater than 0")
+    return number
+
+
+def _port(value: str) -> int:
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {value!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError("must be between 0 and 65535")
+    return port
 
 
 def add_parser(sub: Any) -> None:
-    parser = sub.add_parser("serve", help="(not implemented yet)")
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "serve",
+        help="run the aggregated API server (expand-spec, expand-vm-spec)",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    objects = parser.add_argument_group("where objects come from")
+    objects.add_argument(
+        "--manifests",
+        metavar="DIR",
+        help="serve the objects in this folder of YAML/JSON manifests (re-read on change) "
+        "instead of a cluster's",
+    )
+    api = parser.add_argument_group("API")
+    api.add_argument("--api-group", default=DEFAULT_GROUP, help="API group to serve (default: %(default)s)")
+    api.add_argument(
+        "--api-versions",
+        type=_versions,
+        default=DEFAULT_VERSIONS,
+        metavar="V1,V2",
+        help="comma-separated versions to serve, preferred first (default: v1,v1alpha3)",
+    )
+    api.add_argument(
+        "--kubevirt-error-codes",
+        action="store_true",
+        help="answer expand failures with virt-api's codes (GET 500 InternalError, PUT 400 BadRequest, "
+        "missing VM 404 'virtualmachine.kubevirt.io') instead of 422 Invalid with field causes",
+    )
+    api.add_argument(
+        "--request-timeout",
+        type=_positive,
+        default=60.0,
+        metavar="SECONDS",
+        help="answer 504 Timeout when a request takes longer (default: %(default)g)",
+    )
+    tls = parser.add_argument_group("serving")
+    tls.add_argument(
+        "--bind-address", default="127.0.0.1", help="address to listen on (default: %(default)s)"
+    )
+    tls.add_argument("--secure-port", type=_port, default=8443, help="HTTPS port (default: %(default)s)")
+    tls.add_argument(
+        "--tls-cert-file", metavar="FILE", help="serving certificate (PEM, may include the chain)"
+    )
+    tls.add_argument("--tls-private-key-file", metavar="FILE", help="private key of --tls-cert-file (PEM)")
+    tls.add_argument(
+        "--cert-dir",
+        default="apiserver.local.config/certificates",
+        metavar="DIR",
+        help="where a self-signed certificate is generated when --tls-cert-file is not given "
+        "(default: %(default)s)",
+    )
+    tls.add_argument(
+        "--tls-sni",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="extra DNS name or IP for the self-signed certificate (repeatable), "
+        "e.g. my-service.my-namespace.svc",
+    )
+    tls.add_argument(
+        "--shutdown-timeout",
+        type=_positive,
+        default=30.0,
+        metavar="SECONDS",
+        help="on SIGTERM, how long requests in flight may take to finish (default: %(default)g)",
+    )
+    logs = parser.add_argument_group("logging")
+    logs.add_argument("--log-format", choices=FORMATS, default="text", help="log line format (default: text)")
+    logs.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        default="info",
+        help="least severe level logged (default: info)",
+    )
     parser.set_defaults(func=run)
 
 
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    return Settings(
+        api_group=args.api_group,
+        api_versions=tuple(args.api_versions),
+        kubevirt_error_codes=args.kubevirt_error_codes,
+        request_timeout=args.request_timeout,
+        log_format=args.log_format,
+        bind_address=args.bind_address,
+        secure_port=args.secure_port,
+        tls_cert_file=args.tls_cert_file,
+        tls_private_key_file=args.tls_private_key_file,
+        cert_dir=args.cert_dir,
+        tls_sni=tuple(args.tls_sni),
+        shutdown_timeout=args.shutdown_timeout,
+    )
+
+
+def _source(args: argparse.Namespace) -> Source:
+    if args.manifests:
+        from apiserver.sources.folder import FolderSource
+
+        directory = Path(args.manifests)
+        if not directory.is_dir():
+            raise ServeError(f"--manifests {args.manifests}: not a directory")
+        return FolderSource(directory)
+    try:
+        cluster = importlib.import_module("apiserver.sources.cluster")
+    except ModuleNotFoundError as err:
+        if err.name != "apiserver.sources.cluster":
+            raise
+        raise ServeError(
+            "reading objects from a cluster is not available in this build; "
+            "give --manifests DIR to serve a folder of manifests"
+        ) from None
+    make = getattr(cluster, "source_from_args", None)
+    if make is None:
+        raise ServeError("the cluster source offers no source_from_args(args); give --manifests DIR")
+    source: Source = make(args)
+    return source
+
+
 def run(args: argparse.Namespace) -> int:
-    print("kubevirt-expand serve: not implemented yet", file=sys.stderr)
-    return 2
+    configure(args.log_format, args.log_level)
+    try:
+        settings = settings_from_args(args)
+        source = _source(args)
+        asyncio.run(serve(settings, source))
+    except ServeError as err:
+        print(f"kubevirt-expand serve: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # pragma: no cover - SIGINT before the loop took over
+        return 130
+    return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from apiserver.render.objects import ObjectRef
 
@@ -25,6 +25,24 @@ class Check:
     name: str
     ok: bool
     message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CacheStats:
+    """One cache of a source, as ``/metrics`` reports it: objects held, lookups answered and missed."""
+
+    cache: str
+    size: int
+    hits: int = 0
+    misses: int = 0
+
+
+@runtime_checkable
+class ReportsCacheStats(Protocol):
+    """Optional for a source: the metrics endpoint reads these counters at every scrape."""
+
+    def cache_stats(self) -> Sequence[CacheStats]:
+        """The current figures of every cache the source keeps."""
 
 
 class Source(Protocol):

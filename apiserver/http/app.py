@@ -1,0 +1,138 @@
+"""The aiohttp application: routes, middlewares, shared state, and the source's lifecycle.
+
+Middlewares run outermost first: access log and metrics (so every answer is counted, errors too),
+Status conversion (so every error is a JSON ``Status``), the per-request timeout, then whatever the
+caller adds (authentication and authorization) and the handler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Iterable
+
+from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
+
+from apiserver.http import discovery, health, openapi, routes
+from apiserver.http.errors import StatusError, from_http_exception, internal_error, status_response
+from apiserver.http.logging import log_request
+from apiserver.http.metrics import CONTENT_TYPE, Metrics
+from apiserver.http.settings import Settings
+from apiserver.render.errors import status
+from apiserver.sources.base import Source
+
+SETTINGS = web.AppKey("settings", Settings)
+SOURCE = web.AppKey("source", Source)
+METRICS = web.AppKey("metrics", Metrics)
+STATE = web.AppKey("state", health.ServerState)
+
+_log = logging.getLogger(__name__)
+
+
+def _endpoint(request: web.Request) -> str:
+    """The route template of a request, or ``other``, so metric labels stay few."""
+    resource = request.match_info.route.resource
+    return resource.canonical if resource is not None else "other"
+
+
+def _observe(metrics: Metrics) -> Middleware:
+    @web.middleware
+    async def observe(request: web.Request, handler: Handler) -> web.StreamResponse:
+        start = time.perf_counter()
+        metrics.in_flight.inc()
+        code = 500
+        try:
+            response = await handler(request)
+            code = response.status
+            return response
+        finally:
+            metrics.in_flight.dec()
+            elapsed = time.perf_counter() - start
+            metrics.observe(_endpoint(request), request.method, code, elapsed)
+            log_request(request, code, elapsed)
+
+    return observe
+
+
+def _errors(settings: Settings) -> Middleware:
+    @web.middleware
+    async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except StatusError as err:
+            return status_response(err)
+        except web.HTTPException as exc:
+            if exc.status < 400:  # redirects and 304s raised by handlers pass through as they are
+                return web.Response(status=exc.status, headers=exc.headers)
+            return status_response(from_http_exception(exc, settings.max_body_bytes))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            _log.exception("unexpected error serving %s %s", request.method, request.path)
+            return status_response(internal_error(f"{type(exc).__name__}: {exc}"))
+
+    return errors
+
+
+def _timeout(settings: Settings) -> Middleware:
+    @web.middleware
+    async def timeout(request: web.Request, handler: Handler) -> web.StreamResponse:
+        try:
+            async with asyncio.timeout(settings.request_timeout):
+                return await handler(request)
+        except TimeoutError:
+            message = f"Timeout: request did not complete within {settings.request_timeout:g}s"
+            retry = max(1, int(settings.request_timeout))
+            body = status(504, "Timeout", message, details={"retryAfterSeconds": retry})
+            raise StatusError(body, {"Retry-After": str(retry)}) from None
+
+    return timeout
+
+
+def build_app(
+    settings: Settings,
+    source: Source,
+    *,
+    middlewares: Iterable[Middleware] = (),
+    metrics: Metrics | None = None,
+    state: health.ServerState | None = None,
+) -> web.Application:
+    """The whole HTTP API over ``source``; the app starts and closes the source with itself.
+
+    ``middlewares`` run inside the error handling (so their failures become Statuses) and before
+    the handlers: the place for authentication and authorization.
+    """
+    metrics = metrics or Metrics()
+    state = state or health.ServerState()
+    metrics.watch_source(source)
+    app = web.Application(
+        middlewares=[_observe(metrics), _errors(settings), _timeout(settings), *middlewares],
+        client_max_size=settings.max_body_bytes,
+    )
+    app[SETTINGS] = settings
+    app[SOURCE] = source
+    app[METRICS] = metrics
+    app[STATE] = state
+
+    async def source_lifecycle(_app: web.Application) -> AsyncIterator[None]:
+        await source.start()
+        yield
+        await source.close()
+
+    async def on_shutdown(_app: web.Application) -> None:
+        state.shutting_down = True
+
+    app.cleanup_ctx.append(source_lifecycle)
+    app.on_shutdown.append(on_shutdown)
+
+    async def metrics_handler(_request: web.Request) -> web.Response:
+        return web.Response(body=metrics.exposition(), headers={"Content-Type": CONTENT_TYPE})
+
+    routes.add_routes(app, settings, source, metrics)
+    discovery.add_routes(app, settings)
+    openapi.add_routes(app, settings)
+    health.add_routes(app, state, source.checks)
+    app.router.add_get("/metrics", metrics_handler)
+    return app

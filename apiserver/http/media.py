@@ -1,0 +1,140 @@
+"""Content negotiation: which representation a client asked for (``Accept``) and how to write it.
+
+Responses are JSON unless ``Accept`` prefers YAML. Clients send ``application/json, */*`` (virtctl,
+kubectl) or nothing; a request that accepts neither JSON nor YAML gets 406. Media ranges carrying
+``as=``/``g=``/``v=`` parameters ask for a converted kind (``Table``, aggregated discovery); only the
+discovery handler offers such kinds, so elsewhere they are passed over.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import yaml
+from aiohttp import web
+from multidict import CIMultiDict
+
+from apiserver.http.errors import not_acceptable
+
+JSON = "application/json"
+YAML = "application/yaml"
+OFFERS = (JSON, YAML)
+
+
+@dataclass(frozen=True, slots=True)
+class MediaRange:
+    """One entry of an ``Accept`` header."""
+
+    type: str
+    subtype: str
+    params: Mapping[str, str]
+    q: float
+
+    @property
+    def converted(self) -> bool:
+        """True when the range asks for a server-side conversion (``as=Table``, discovery kinds)."""
+        return any(key in self.params for key in ("as", "g", "v"))
+
+    def matches(self, media_type: str) -> bool:
+        kind, _, sub = media_type.partition("/")
+        return (self.type in ("*", kind)) and (self.subtype in ("*", sub))
+
+
+def parse_accept(header: str | None) -> list[MediaRange]:
+    """The ranges of an ``Accept`` header, best first (ties keep the client's order); q=0 dropped."""
+    ranges: list[MediaRange] = []
+    for part in (header or "").split(","):
+        fields = [f.strip() for f in part.split(";")]
+        if not fields[0]:
+            continue
+        kind, _, sub = fields[0].lower().partition("/")
+        params: dict[str, str] = {}
+        q = 1.0
+        for field in fields[1:]:
+            key, _, value = field.partition("=")
+            key, value = key.strip().lower(), value.strip().strip('"')
+            if key == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+            elif key:
+                params[key] = value
+        if q > 0:
+            ranges.append(MediaRange(kind, sub or "*", params, q))
+    ranges.sort(key=lambda r: -r.q)
+    return ranges
+
+
+def negotiate(request: web.Request, offers: Iterable[str] = OFFERS) -> str:
+    """The media type to answer with; raises a 406 Status when none of ``offers`` is acceptable."""
+    offered = tuple(offers)
+    header = request.headers.get("Accept", "")
+    if not header.strip():
+        return offered[0]
+    for media_range in parse_accept(header):
+        if media_range.converted:
+            continue
+        for offer in offered:
+            if media_range.matches(offer):
+                return offer
+    raise not_acceptable(offered)
+
+
+def encode(obj: Any, media_type: str) -> bytes:
+    """Compact JSON (orjson), or block-style YAML in the object's own member order."""
+    if media_type == YAML:
+        text: str = yaml.safe_dump(obj, sort_keys=False, default_flow_style=False, allow_unicode=True)
+        return text.encode()
+    return orjson.dumps(obj)
+
+
+def respond(
+    obj: Any,
+    media_type: str,
+    *,
+    status: int = 200,
+    headers: Mapping[str, str] | None = None,
+) -> web.Response:
+    return web.Response(status=status, body=encode(obj, media_type), content_type=media_type, headers=headers)
+
+
+def etag_of(body: bytes) -> str:
+    """A strong validator computed from the exact response bytes."""
+    return '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+
+
+def _if_none_match(header: str, etag: str) -> bool:
+    """Weak comparison, as RFC 9110 prescribes for ``If-None-Match``."""
+    bare = etag.removeprefix("W/")
+    for candidate in header.split(","):
+        candidate = candidate.strip()
+        if candidate == "*" or candidate.removeprefix("W/") == bare:
+            return True
+    return False
+
+
+def respond_cacheable(
+    request: web.Request,
+    body: bytes,
+    content_type: str,
+    *,
+    headers: Iterable[tuple[str, str]] = (),
+) -> web.Response:
+    """200 with an ``ETag``, or 304 when the client's ``If-None-Match`` already has these bytes.
+
+    ``headers`` may repeat a name (several ``Warning`` headers).
+    """
+    etag = etag_of(body)
+    all_headers = CIMultiDict(headers)
+    all_headers["ETag"] = etag
+    all_headers["Vary"] = "Accept"
+    match = request.headers.get("If-None-Match")
+    if match and _if_none_match(match, etag):
+        return web.Response(status=304, headers=all_headers)
+    all_headers["Content-Type"] = content_type
+    return web.Response(status=200, body=body, headers=all_headers)

@@ -1,0 +1,349 @@
+"""OpenAPI v2 (``/openapi/v2``) and v3 (``/openapi/v3``, one document per group-version).
+
+Both declare the request and response as KubeVirt's ``v1.VirtualMachine`` schema (generated from
+KubeVirt's swagger.json into ``openapi_defs.json`` by ``hack/gen_openapi_defs.py``), every error as a
+``Status``, and the ``presets``/``validate`` query parameters, so generated clients get real types
+where virt-api declares a string. Documents are built once; ETags let the aggregator re-poll cheaply.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from apiserver.http.errors import not_found
+from apiserver.http.media import JSON, YAML, negotiate, respond_cacheable
+from apiserver.http.settings import Settings
+
+VM = "v1.VirtualMachine"
+STATUS = "k8s.io.apimachinery.pkg.apis.meta.v1.Status"
+MEDIA_TYPES = [JSON, YAML]
+
+PRESETS_HELP = (
+    "Also apply the VirtualMachineInstancePresets (kubevirt.io/v1) of the VM's namespace whose selector "
+    "matches the template labels, as KubeVirt applies them to a new VMI. Conflicting parts are skipped "
+    "and reported in Warning response headers. Accepts true/false/1/0; default false."
+)
+VALIDATE_HELP = (
+    "Also run the checks KubeVirt's VM admission webhook runs on instancetypes and preferences "
+    "(preference requirements, spread-topology divisibility); failures are 422 Invalid with the "
+    "webhook's causes. Accepts true/false/1/0; default false."
+)
+
+# Error responses each operation can give (every one is a Status).
+_ERRORS = {
+    "400": "Bad Request: malformed body or query parameter",
+    "401": "Unauthorized",
+    "403": "Forbidden",
+    "404": "Not Found: the VirtualMachine does not exist",
+    "405": "Method Not Allowed",
+    "406": "Not Acceptable: Accept excludes JSON and YAML",
+    "413": "Request Entity Too Large: the body exceeds 3 MiB",
+    "415": "Unsupported Media Type: the body is neither JSON nor YAML",
+    "422": "Invalid: the VirtualMachine cannot be expanded (causes name the fields)",
+    "500": "Internal Server Error",
+    "503": "Service Unavailable: the cluster API could not be reached (see Retry-After)",
+    "504": "Timeout: the cluster API or the request took too long (see Retry-After)",
+}
+_GET_ERRORS = ("400", "401", "403", "404", "405", "406", "422", "500", "503", "504")
+_PUT_ERRORS = ("400", "401", "403", "405", "406", "413", "415", "422", "500", "503", "504")
+
+
+@cache
+def definitions() -> dict[str, Any]:
+    data = resources.files("apiserver.http").joinpath("openapi_defs.json").read_text()
+    defs: dict[str, Any] = json.loads(data)["definitions"]
+    return defs
+
+
+def _ref2(name: str) -> dict[str, str]:
+    return {"$ref": f"#/definitions/{name}"}
+
+
+def _operations(settings: Settings, version: str) -> list[dict[str, Any]]:
+    """The two operations of one version, in a neutral form both document versions are built from."""
+    prefix = f"/apis/{settings.api_group}/{version}/namespaces/{{namespace}}"
+    namespace = {
+        "name": "namespace",
+        "in": "path",
+        "required": True,
+        "type": "string",
+        "description": "Object name and auth scope, such as for teams and projects",
+    }
+    name = {
+        "name": "name",
+        "in": "path",
+        "required": True,
+        "type": "string",
+        "description": "Name of the VirtualMachine",
+    }
+    flags = [
+        {"name": "presets", "in": "query", "type": "boolean", "description": PRESETS_HELP},
+        {"name": "validate", "in": "query", "type": "boolean", "description": VALIDATE_HELP},
+    ]
+    return [
+        {
+            "path": f"{prefix}/virtualmachines/{{name}}/expand-spec",
+            "method": "get",
+            "operationId": f"{version}vm-ExpandSpec",
+            "description": "Get the stored VirtualMachine with its instancetype and preference expanded.",
+            "action": "get",
+            "parameters": [
+                name,
+                namespace,
+                *flags,
+                {
+                    "name": "If-None-Match",
+                    "in": "header",
+                    "type": "string",
+                    "description": "An ETag from an earlier answer; 304 when still current.",
+                },
+            ],
+            "body": False,
+            "errors": _GET_ERRORS,
+            "etag": True,
+        },
+        {
+            "path": f"{prefix}/expand-vm-spec",
+            "method": "put",
+            "operationId": f"{version}ExpandSpec",
+            "description": "Expand the instancetype and preference of the VirtualMachine in the body.",
+            "action": "put",
+            "parameters": [namespace, *flags],
+            "body": True,
+            "errors": _PUT_ERRORS,
+            "etag": False,
+        },
+    ]
+
+
+def _response_headers2(op: dict[str, Any], code: str) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+    if code == "200":
+        headers["Warning"] = {
+            "type": "string",
+            "description": "Preset conflicts and deprecations (code 299).",
+        }
+        if op["etag"]:
+            headers["ETag"] = {"type": "string", "description": "Strong validator of the response bytes."}
+    if code in ("503", "504"):
+        headers["Retry-After"] = {"type": "integer", "description": "Seconds to wait before retrying."}
+    return headers
+
+
+def openapi_v2(settings: Settings) -> dict[str, Any]:
+    paths: dict[str, Any] = {}
+    for version in settings.api_versions:
+        for op in _operations(settings, version):
+            params = [dict(p) for p in op["parameters"]]
+            if op["body"]:
+                params.insert(0, {"name": "body", "in": "body", "required": True, "schema": _ref2(VM)})
+            responses: dict[str, Any] = {"200": {"description": "OK", "schema": _ref2(VM)}}
+            if op["etag"]:
+                responses["304"] = {"description": "Not Modified: the If-None-Match ETag is current"}
+            responses.update(
+                {code: {"description": _ERRORS[code], "schema": _ref2(STATUS)} for code in op["errors"]}
+            )
+            for code, response in responses.items():
+                if headers := _response_headers2(op, code):
+                    response["headers"] = headers
+            operation: dict[str, Any] = {
+                "description": op["description"],
+                "operationId": op["operationId"],
+                "produces": MEDIA_TYPES,
+                "schemes": ["https"],
+                "tags": [f"{settings.api_group.replace('.', '_')}_{version}"],
+                "parameters": params,
+                "responses": responses,
+                "x-kubernetes-action": op["action"],
+                "x-kubernetes-group-version-kind": {
+                    "group": "kubevirt.io",
+                    "version": "v1",
+                    "kind": "VirtualMachine",
+                },
+            }
+            if op["body"]:
+                operation["consumes"] = MEDIA_TYPES
+            paths.setdefault(op["path"], {})[op["method"]] = operation
+    return {
+        "swagger": "2.0",
+        "info": {"title": "kubevirt-expand-apiserver", "version": _package_version()},
+        "paths": paths,
+        "definitions": _schema_v2(copy.deepcopy(definitions())),
+        "securityDefinitions": {
+            "BearerToken": {
+                "type": "apiKey",
+                "name": "authorization",
+                "in": "header",
+                "description": "Bearer Token authentication",
+            }
+        },
+        "security": [{"BearerToken": []}],
+    }
+
+
+def _schema_v2(node: Any) -> Any:
+    """KubeVirt's schemas as Swagger 2.0 allows them: one type per schema, ``x-nullable``."""
+    if isinstance(node, list):
+        return [_schema_v2(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _schema_v2(value) for key, value in node.items()}
+    if out.pop("nullable", False):
+        out["x-nullable"] = True
+    kind = out.get("type")
+    if isinstance(kind, list):
+        types = [t for t in kind if t != "null"]
+        if len(types) < len(kind):
+            out["x-nullable"] = True
+        if len(types) == 1:
+            out["type"] = types[0]
+        else:
+            # kube-openapi's v2 spelling of int-or-string.
+            out["type"] = "string"
+            out["format"] = "int-or-string"
+    return out
+
+
+def _schema_v3(node: Any) -> Any:
+    """A v2 schema as OpenAPI 3.0 has it: refs to components, no siblings beside ``$ref``."""
+    if isinstance(node, list):
+        return [_schema_v3(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _schema_v3(value) for key, value in node.items()}
+    kind = out.get("type")
+    if isinstance(kind, list):
+        # KubeVirt writes ``type: [string, number]`` (int-or-string) and ``[string, "null"]``; 3.0 wants
+        # one type per schema and ``nullable``.
+        types = [t for t in kind if t != "null"]
+        if len(types) < len(kind):
+            out["nullable"] = True
+        if len(types) == 1:
+            out["type"] = types[0]
+        else:
+            del out["type"]
+            out["anyOf"] = [{"type": t} for t in types]
+            out["x-kubernetes-int-or-string"] = True
+    ref = out.get("$ref")
+    if isinstance(ref, str):
+        ref = ref.replace("#/definitions/", "#/components/schemas/")
+        siblings = {k: v for k, v in out.items() if k != "$ref"}
+        if not siblings:
+            return {"$ref": ref}
+        # 3.0 ignores members beside $ref; kube-openapi wraps the ref in allOf to keep them.
+        return {"allOf": [{"$ref": ref}], **siblings}
+    return out
+
+
+def _param_v3(param: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in param.items() if k != "type"}
+    out["schema"] = {"type": param["type"]}
+    return out
+
+
+def _content(name: str, media_types: list[str]) -> dict[str, Any]:
+    return {media: {"schema": {"$ref": f"#/components/schemas/{name}"}} for media in media_types}
+
+
+def openapi_v3(settings: Settings, version: str) -> dict[str, Any]:
+    paths: dict[str, Any] = {}
+    for op in _operations(settings, version):
+        responses: dict[str, Any] = {"200": {"description": "OK", "content": _content(VM, MEDIA_TYPES)}}
+        if op["etag"]:
+            responses["304"] = {"description": "Not Modified: the If-None-Match ETag is current"}
+        for code in op["errors"]:
+            responses[code] = {"description": _ERRORS[code], "content": _content(STATUS, [JSON])}
+        for code, response in responses.items():
+            headers = _response_headers2(op, code)
+            if headers:
+                response["headers"] = {
+                    name: {"description": h["description"], "schema": {"type": h["type"]}}
+                    for name, h in headers.items()
+                }
+        operation: dict[str, Any] = {
+            "description": op["description"],
+            "operationId": op["operationId"],
+            "tags": [f"{settings.api_group.replace('.', '_')}_{version}"],
+            "parameters": [_param_v3(p) for p in op["parameters"]],
+            "responses": responses,
+            "x-kubernetes-action": op["action"],
+            "x-kubernetes-group-version-kind": {
+                "group": "kubevirt.io",
+                "version": "v1",
+                "kind": "VirtualMachine",
+            },
+        }
+        if op["body"]:
+            operation["requestBody"] = {"required": True, "content": _content(VM, MEDIA_TYPES)}
+        paths[op["path"]] = {op["method"]: operation}
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "kubevirt-expand-apiserver", "version": _package_version()},
+        "paths": paths,
+        "components": {
+            "schemas": _schema_v3(copy.deepcopy(definitions())),
+            "securitySchemes": {
+                "BearerToken": {
+                    "type": "apiKey",
+                    "name": "authorization",
+                    "in": "header",
+                    "description": "Bearer Token authentication",
+                }
+            },
+        },
+        "security": [{"BearerToken": []}],
+    }
+
+
+def _package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kubevirt-expand-apiserver")
+    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return "0.0.0"
+
+
+def add_routes(app: web.Application, settings: Settings) -> None:
+    v2_body = orjson.dumps(openapi_v2(settings))
+    v3_bodies = {
+        f"apis/{settings.api_group}/{version}": orjson.dumps(openapi_v3(settings, version))
+        for version in settings.api_versions
+    }
+    hashes = {path: hashlib.sha256(body).hexdigest().upper() for path, body in v3_bodies.items()}
+    v3_index = orjson.dumps(
+        {"paths": {path: {"serverRelativeURL": f"/openapi/v3/{path}?hash={h}"} for path, h in hashes.items()}}
+    )
+
+    async def v2(request: web.Request) -> web.Response:
+        negotiate(request, (JSON,))
+        return respond_cacheable(request, v2_body, JSON)
+
+    async def v3_root(request: web.Request) -> web.Response:
+        negotiate(request, (JSON,))
+        return respond_cacheable(request, v3_index, JSON)
+
+    async def v3_group_version(request: web.Request) -> web.Response:
+        negotiate(request, (JSON,))
+        path = request.match_info["gv"].strip("/")
+        body = v3_bodies.get(path)
+        if body is None:
+            raise not_found()
+        wanted = request.query.get("hash")
+        if wanted is not None and wanted != hashes[path]:
+            # An old hash: send the client to the current document, as kube-apiserver does.
+            raise web.HTTPMovedPermanently(f"/openapi/v3/{path}?hash={hashes[path]}")
+        cache_control = "public, immutable" if wanted else "no-cache, private"
+        return respond_cacheable(request, body, JSON, headers=[("Cache-Control", cache_control)])
+
+    app.router.add_get("/openapi/v2", v2)
+    app.router.add_get("/openapi/v3", v3_root)
+    app.router.add_get("/openapi/v3/{gv:apis/.+}", v3_group_version)

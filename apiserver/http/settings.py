@@ -1,0 +1,38 @@
+"""Server options, fixed at start-up; one frozen value shared by every part of the application."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+DEFAULT_GROUP = "subresources.kubevirt.io"
+DEFAULT_VERSIONS = ("v1", "v1alpha3")
+# k8s.io/apiserver's limit for a request body; KubeVirt's VM objects stay far below it.
+DEFAULT_MAX_BODY = 3 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What the HTTP application and the TLS listener need to know."""
+
+    api_group: str = DEFAULT_GROUP
+    # The first version is the preferred one in discovery.
+    api_versions: tuple[str, ...] = DEFAULT_VERSIONS
+    # Answer expand failures with KubeVirt's codes (GET 500, PUT 400) instead of 422/404.
+    kubevirt_error_codes: bool = False
+    request_timeout: float = 60.0
+    max_body_bytes: int = DEFAULT_MAX_BODY
+    log_format: str = "text"
+    bind_address: str = "127.0.0.1"
+    secure_port: int = 8443
+    tls_cert_file: str | None = None
+    tls_private_key_file: str | None = None
+    cert_dir: str = "apiserver.local.config/certificates"
+    tls_sni: tuple[str, ...] = field(default_factory=tuple)
+    # How long SIGTERM waits for requests in flight before closing their connections.
+    shutdown_timeout: float = 30.0
+
+    def __post_init__(self) -> None:
+        if not self.api_versions:
+            raise ValueError("at least one API version must be served")
+        if self.request_timeout <= 0:
+            raise ValueError("the request timeout must be positive")

@@ -1,0 +1,247 @@
+"""A source over a folder of YAML/JSON manifests, re-read when it changes.
+
+Every reload builds a complete new index and swaps it in with one assignment, so a request never sees
+a half-read folder. Unchanged files (same size, mtime and inode) are not parsed again. A file that
+fails to parse keeps serving the objects it last had, and is reported in the log and as the failing
+``manifests`` readiness check until it is fixed; a deleted file takes its objects with it. Changes are
+noticed through ``watchfiles`` and, as a safety net (network filesystems, ConfigMap volumes), a cheap
+periodic stat of every file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from apiserver.render.objects import KUBEVIRT, PRESET, VIRTUAL_MACHINE, ObjectIndex, ObjectRef, ref_of
+from apiserver.sources.base import CacheStats, Check
+from apiserver.sources.manifests import MANIFEST_SUFFIXES, ManifestError, parse_manifests
+
+_log = logging.getLogger(__name__)
+
+CHECK_NAME = "manifests"
+
+
+@dataclass(frozen=True, slots=True)
+class _FileState:
+    stamp: tuple[int, int, int]  # (size, mtime_ns, inode)
+    objects: tuple[Mapping[str, Any], ...]
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class _Snapshot:
+    """Everything one reload found; replaced whole, never changed."""
+
+    objects: ObjectIndex = field(default_factory=ObjectIndex)
+    vms: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+    kubevirt: Mapping[str, Any] | None = None
+    presets: int = 0
+    errors: dict[str, str] = field(default_factory=dict)
+    directory_error: str | None = None
+
+
+def _manifest_files(directory: Path) -> Iterator[Path]:
+    """Manifest files under ``directory`` in name order; hidden entries (``..data``) skipped."""
+    seen: set[str] = set()
+
+    def walk(path: Path) -> Iterator[Path]:
+        real = os.path.realpath(path)
+        if real in seen:
+            return
+        seen.add(real)
+        for entry in sorted(os.scandir(path), key=lambda e: e.name):
+            if entry.name.startswith("."):
+                continue
+            with contextlib.suppress(OSError):
+                if entry.is_dir():
+                    yield from walk(Path(entry.path))
+                elif entry.name.endswith(MANIFEST_SUFFIXES):
+                    yield Path(entry.path)
+
+    yield from walk(directory)
+
+
+class FolderSource:
+    """VMs, instancetypes, preferences, ControllerRevisions, presets and a KubeVirt CR from a folder."""
+
+    def __init__(
+        self, directory: str | os.PathLike[str], *, poll_interval: float = 2.0, watch: bool = True
+    ) -> None:
+        self.directory = Path(directory)
+        self.poll_interval = poll_interval
+        self.watch = watch
+        self._files: dict[str, _FileState] = {}
+        self._snapshot = _Snapshot()
+        self._lock = asyncio.Lock()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stop = asyncio.Event()
+        # (hits, misses) per cache, reported through cache_stats().
+        self._lookups = {"virtualmachines": [0, 0], "objects": [0, 0]}
+        self.reloads = 0
+
+    # -- loading -----------------------------------------------------------------------------
+
+    def _scan(self) -> tuple[dict[str, _FileState], _Snapshot] | None:
+        """Read what changed; return the new file table and snapshot, or None when nothing did."""
+        try:
+            paths = list(_manifest_files(self.directory))
+        except OSError as err:
+            message = f"cannot read directory {self.directory}: {err.strerror or err}"
+            if self._snapshot.directory_error == message:
+                return None
+            _log.error("%s (keeping the objects read before)", message)
+            snapshot = self._build(self._files)
+            snapshot.directory_error = message
+            return self._files, snapshot
+        files: dict[str, _FileState] = {}
+        changed = set(self._files) - {str(p) for p in paths}
+        for path in paths:
+            name = str(path)
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            stamp = (st.st_size, st.st_mtime_ns, st.st_ino)
+            old = self._files.get(name)
+            if old is not None and old.stamp == stamp:
+                files[name] = old
+                continue
+            changed.add(name)
+            try:
+                objects = tuple(parse_manifests(path.read_bytes(), name))
+            except (ManifestError, OSError) as err:
+                problem = str(err) if isinstance(err, ManifestError) else f"{name}: {err.strerror or err}"
+                kept = old.objects if old is not None else ()
+                _log.error("%s (serving the %d object(s) read from it before)", problem, len(kept))
+                files[name] = _FileState(stamp, kept, problem)
+                continue
+            files[name] = _FileState(stamp, objects)
+        if not changed and self._snapshot.directory_error is None:
+            return None
+        return files, self._build(files)
+
+    @staticmethod
+    def _build(files: Mapping[str, _FileState]) -> _Snapshot:
+        snapshot = _Snapshot()
+        for name, state in files.items():
+            if state.error:
+                snapshot.errors[name] = state.error
+            for obj in state.objects:
+                ref = ref_of(obj)
+                if ref is None:
+                    continue
+                if ref.kind == VIRTUAL_MACHINE:
+                    snapshot.vms[(ref.namespace, ref.name)] = obj
+                elif ref.kind == KUBEVIRT:
+                    if snapshot.kubevirt is not None:
+                        _log.warning("%s: a second KubeVirt CR (%s) replaces the first", name, ref.name)
+                    snapshot.kubevirt = obj
+                else:
+                    snapshot.objects.add(obj)
+                    snapshot.presets += ref.kind == PRESET
+        return snapshot
+
+    async def reload(self) -> bool:
+        """Re-read the folder; True when anything changed. Safe to call at any time."""
+        async with self._lock:
+            result = await asyncio.to_thread(self._scan)
+            if result is None:
+                return False
+            self._files, self._snapshot = result
+            self.reloads += 1
+            snap = self._snapshot
+            _log.info(
+                "read %s: %d VM(s), %d other object(s), %d file(s) with errors",
+                self.directory,
+                len(snap.vms),
+                len(snap.objects),
+                len(snap.errors),
+            )
+            return True
+
+    async def _poll(self) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), self.poll_interval)
+            if not self._stop.is_set():
+                await self._reload_logged()
+
+    async def _watch(self) -> None:
+        import watchfiles
+
+        try:
+            async for _changes in watchfiles.awatch(
+                self.directory, stop_event=self._stop, debounce=100, step=20
+            ):
+                await self._reload_logged()
+        except Exception as err:  # inotify unavailable, directory gone: the poll loop carries on
+            _log.warning(
+                "not watching %s for changes (%s); polling every %gs", self.directory, err, self.poll_interval
+            )
+
+    async def _reload_logged(self) -> None:
+        try:
+            await self.reload()
+        except Exception:  # a bug must not stop the reload loops
+            _log.exception("reloading %s failed", self.directory)
+
+    # -- Source protocol -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._stop.clear()
+        await self.reload()
+        self._tasks.append(asyncio.create_task(self._poll(), name="folder-poll"))
+        if self.watch:
+            self._tasks.append(asyncio.create_task(self._watch(), name="folder-watch"))
+
+    async def close(self) -> None:
+        self._stop.set()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+
+    def _count(self, cache: str, found: bool) -> None:
+        self._lookups[cache][0 if found else 1] += 1
+
+    async def get_vm(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        vm = self._snapshot.vms.get((namespace, name))
+        self._count("virtualmachines", vm is not None)
+        return vm
+
+    async def get(self, ref: ObjectRef) -> Mapping[str, Any] | None:
+        obj = self._snapshot.objects.get(ref)
+        self._count("objects", obj is not None)
+        return obj
+
+    async def presets(self, namespace: str) -> Sequence[Mapping[str, Any]]:
+        return self._snapshot.objects.presets(namespace)
+
+    async def kubevirt(self) -> Mapping[str, Any] | None:
+        return self._snapshot.kubevirt
+
+    def checks(self) -> Sequence[Check]:
+        snap = self._snapshot
+        problems = ([snap.directory_error] if snap.directory_error else []) + list(snap.errors.values())
+        if problems:
+            return [Check(CHECK_NAME, False, "; ".join(problems))]
+        return [Check(CHECK_NAME, True)]
+
+    def cache_stats(self) -> Sequence[CacheStats]:
+        snap = self._snapshot
+        vm_hits, vm_misses = self._lookups["virtualmachines"]
+        hits, misses = self._lookups["objects"]
+        return [
+            CacheStats("virtualmachines", len(snap.vms), vm_hits, vm_misses),
+            CacheStats("objects", len(snap.objects) - snap.presets, hits, misses),
+            CacheStats("presets", snap.presets),
+        ]
