@@ -1,0 +1,264 @@
+"""A watch-backed cache of one resource type (a reflector, as client-go calls it).
+
+List once, then watch from the list's resourceVersion with bookmarks, so that a reconnect resumes where
+it stopped instead of listing again. A 410 Expired (history compacted while we were away) forces a new
+list. Errors back off exponentially with jitter; the cache keeps serving what it holds meanwhile.
+A CRD that is not installed is found through discovery and skipped with one log line; it is looked for
+again now and then, so installing KubeVirt after this server starts works.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from apiserver.sources.base import SourceUnavailable
+from apiserver.sources.cluster.client import ApiError, JSONDict, KubeClient
+from apiserver.sources.cluster.kinds import Resource
+
+log = logging.getLogger("apiserver.sources.cluster")
+
+Key = tuple[str, str]  # (namespace, name)
+
+
+def rv_of(obj: Mapping[str, Any]) -> int | None:
+    """resourceVersions are opaque by contract but etcd revisions in practice; None if not a number."""
+    try:
+        return int(obj["metadata"]["resourceVersion"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def key_of(obj: Mapping[str, Any]) -> Key:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def slim(obj: JSONDict, resource: Resource) -> JSONDict:
+    """Fill in kind/apiVersion (list items of built-in types lack them) and drop managedFields."""
+    obj.setdefault("apiVersion", resource.api_version)
+    obj.setdefault("kind", resource.kind)
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return obj
+
+
+class Backoff:
+    """Exponential backoff with "equal jitter": half fixed, half random, capped."""
+
+    def __init__(self, base: float = 0.2, cap: float = 30.0) -> None:
+        self.base = base
+        self.cap = cap
+        self.failures = 0
+
+    def next_delay(self) -> float:
+        ceiling = min(self.cap, self.base * 2**self.failures)
+        self.failures += 1
+        delay: float = ceiling / 2 + random.uniform(0, ceiling / 2)
+        return delay
+
+    def reset(self) -> None:
+        self.failures = 0
+
+
+async def served(client: KubeClient, resource: Resource) -> bool:
+    """Whether the API server serves ``resource`` (its CRD is installed), by discovery."""
+    try:
+        doc = await client.get(resource.group_version_path, verb="discovery")
+    except ApiError as err:
+        if err.code == 404:
+            return False
+        raise
+    return any(r.get("name") == resource.plural for r in doc.get("resources") or ())
+
+
+class WatchCache:
+    """Objects of one resource type in every namespace, kept current by a watch."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        resource: Resource,
+        *,
+        backoff: Backoff | None = None,
+        watch_seconds: tuple[int, int] = (300, 600),
+        idle_timeout: float = 120.0,
+        recheck_missing: float = 60.0,
+    ) -> None:
+        self.client = client
+        self.resource = resource
+        self.name = resource.plural
+        self.backoff = backoff or Backoff()
+        self.watch_seconds = watch_seconds
+        self.idle_timeout = idle_timeout
+        self.recheck_missing = recheck_missing
+        self.store: dict[Key, JSONDict] = {}
+        # The resourceVersion up to which the store reflects every change (list, events, bookmarks).
+        self.rv: str | None = None
+        self.synced = asyncio.Event()
+        self.ready = asyncio.Event()  # synced, or known not to be installed
+        self.missing: bool | None = None  # unknown until discovery answered
+        self.last_error = ""
+        self.last_error_at = 0.0
+        self.hits = 0
+        self.misses = 0
+        self.lists = 0
+        self.watches = 0
+
+    # ------------------------------------------------------------------ reads
+
+    @property
+    def usable(self) -> bool:
+        """Synced, or known not to exist: either way its answer needs no request."""
+        return self.synced.is_set() or self.missing is True
+
+    def lookup(self, namespace: str, name: str) -> JSONDict | None:
+        obj = self.store.get((namespace if self.resource.namespaced else "", name))
+        if obj is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return obj
+
+    def in_namespace(self, namespace: str) -> list[JSONDict]:
+        return sorted((o for (ns, _), o in self.store.items() if ns == namespace), key=lambda o: key_of(o)[1])
+
+    def offer(self, obj: JSONDict) -> None:
+        """Put a freshly read object in, unless the cache already knows something newer.
+
+        An object absent from the store at a resourceVersion not newer than the cache's own was deleted
+        after it was read (the watch already said so): keeping it out keeps deleted objects deleted.
+        """
+        if not self.synced.is_set():
+            return
+        new_rv = rv_of(obj)
+        key = key_of(obj)
+        if not self.resource.namespaced:
+            key = ("", key[1])
+        current = self.store.get(key)
+        if new_rv is None:
+            return
+        if current is not None:
+            cur_rv = rv_of(current)
+            if cur_rv is None or new_rv > cur_rv:
+                self.store[key] = slim(obj, self.resource)
+            return
+        known = int(self.rv) if self.rv and self.rv.isdigit() else None
+        if known is None or new_rv > known:
+            self.store[key] = slim(obj, self.resource)
+
+    # ------------------------------------------------------------------ the loop
+
+    async def run(self) -> None:
+        while True:
+            try:
+                if self.missing is not False and not await self._discover():
+                    await asyncio.sleep(self.recheck_missing)
+                    continue
+                if self.rv is None:
+                    await self._list()
+                await self._watch()
+                self.backoff.reset()
+            except asyncio.CancelledError:
+                raise
+            except ApiError as err:
+                if err.code == 404:  # the CRD went away: look it up again
+                    self.missing = None
+                await self._failed(err)
+            except (SourceUnavailable, ValueError) as err:
+                await self._failed(err)
+
+    async def _discover(self) -> bool:
+        found = await served(self.client, self.resource)
+        if not found:
+            if self.missing is not True:
+                log.info("%s is not served by this cluster (CRD not installed); not caching it", self.name)
+            self.missing = True
+            self.ready.set()
+            self.store.clear()
+            self.rv = None
+            return False
+        if self.missing is True:
+            log.info("%s is served now; caching it", self.name)
+        self.missing = False
+        return True
+
+    async def _failed(self, err: Exception) -> None:
+        self.last_error = str(err)
+        self.last_error_at = time.time()
+        delay = self.backoff.next_delay()
+        log.warning("cache %s: %s (retrying in %.1fs)", self.name, err, delay)
+        await asyncio.sleep(delay)
+
+    async def _list(self) -> None:
+        self.lists += 1
+        store: dict[Key, JSONDict] = {}
+        query: dict[str, str] = {"limit": "500"}
+        while True:
+            page = await self.client.get(self.resource.path(), query, verb="list")
+            for item in page.get("items") or ():
+                obj = slim(item, self.resource)
+                store[key_of(obj)] = obj
+            meta = page.get("metadata") or {}
+            if not meta.get("continue"):
+                break
+            query = {"limit": "500", "continue": str(meta["continue"])}
+        self.store = store
+        self.rv = str(meta.get("resourceVersion") or "")
+        self.last_error = ""
+        if not self.synced.is_set():
+            log.info("cache %s synced: %d objects at resourceVersion %s", self.name, len(store), self.rv)
+        self.synced.set()
+        self.ready.set()
+
+    async def _watch(self) -> None:
+        self.watches += 1
+        query = {
+            "resourceVersion": self.rv or "",
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(random.randint(*self.watch_seconds)),
+        }
+        async for event in self.client.watch(self.resource.path(), query, idle_timeout=self.idle_timeout):
+            kind = event.get("type")
+            obj = event.get("object")
+            if not isinstance(obj, dict):
+                continue
+            if kind == "ERROR":
+                if obj.get("code") == 410:
+                    log.info("cache %s: resourceVersion %s expired; listing again", self.name, self.rv)
+                    self.rv = None
+                    return
+                raise ApiError(int(obj.get("code") or 500), obj)
+            rv = (obj.get("metadata") or {}).get("resourceVersion")
+            if kind in ("ADDED", "MODIFIED"):
+                self._put(slim(obj, self.resource))
+            elif kind == "DELETED":
+                self._remove(obj)
+            if rv:
+                self.rv = str(rv)
+            self.backoff.reset()
+            self.last_error = ""
+
+    def _put(self, obj: JSONDict) -> None:
+        key = key_of(obj)
+        current = self.store.get(key)
+        if current is not None:
+            new_rv, cur_rv = rv_of(obj), rv_of(current)
+            if new_rv is not None and cur_rv is not None and new_rv < cur_rv:
+                return  # a direct read already brought a newer version
+        self.store[key] = obj
+
+    def _remove(self, obj: JSONDict) -> None:
+        key = key_of(obj)
+        current = self.store.get(key)
+        if current is None:
+            return
+        gone_rv, cur_rv = rv_of(obj), rv_of(current)
+        if gone_rv is not None and cur_rv is not None and cur_rv > gone_rv:
+            return  # re-created since, and a direct read already brought the new one
+        del self.store[key]

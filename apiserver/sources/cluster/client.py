@@ -1,0 +1,191 @@
+"""A small JSON client for kube-apiserver on top of kubernetes-asyncio's connection and auth handling.
+
+kubernetes-asyncio gives us the configuration loaders (kubeconfig, in-cluster with the rotating token
+re-read every minute through ``refresh_api_key_hook``), TLS and the bearer token on every request. Its
+typed models do not help here: objects are passed on as plain dicts, so we ask for raw responses and
+decode them ourselves. Every failure is mapped onto two outcomes the source cares about: the API server
+answered with a Status (:class:`ApiError`), or it could not be reached in time (:class:`SourceUnavailable`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+from kubernetes_asyncio.client import ApiClient, Configuration
+from kubernetes_asyncio.config import incluster_config, kube_config
+from kubernetes_asyncio.config.config_exception import ConfigException
+
+from apiserver.sources.base import SourceUnavailable
+
+JSONDict = dict[str, Any]
+
+
+class ApiError(Exception):
+    """kube-apiserver answered with an error Status."""
+
+    def __init__(self, code: int, status: Mapping[str, Any]) -> None:
+        self.code = code
+        self.status = dict(status)
+        self.reason = str(status.get("reason", ""))
+        super().__init__(str(status.get("message") or f"HTTP {code}"))
+
+
+@dataclass
+class RequestCounts:
+    """Requests sent upstream, by verb (get, list, watch, discovery)."""
+
+    by_verb: dict[str, int] = field(default_factory=dict)
+
+    def add(self, verb: str) -> None:
+        self.by_verb[verb] = self.by_verb.get(verb, 0) + 1
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_verb.values())
+
+
+async def load_configuration(
+    kubeconfig: str | None = None,
+    *,
+    context: str | None = None,
+    token_file: str = incluster_config.SERVICE_TOKEN_FILENAME,
+    cert_file: str = incluster_config.SERVICE_CERT_FILENAME,
+    environ: Mapping[str, str] | None = None,
+) -> Configuration:
+    """``--kubeconfig`` (or $KUBECONFIG) when given, else the pod's service account.
+
+    In-cluster, the projected token is re-read at most a minute after it rotates (kubelet rotates it at
+    80% of its lifetime, so a live token is always presented). Raises ValueError with a readable message.
+    """
+    env = os.environ if environ is None else environ
+    config = Configuration()
+    path = kubeconfig or env.get("KUBECONFIG")
+    try:
+        if path:
+            await kube_config.load_kube_config(config_file=path, context=context, client_configuration=config)
+        else:
+            loader = incluster_config.InClusterConfigLoader(
+                token_filename=token_file, cert_filename=cert_file, environ=dict(env)
+            )
+            loader.load_and_set(config)
+    except (ConfigException, OSError) as err:
+        where = f"kubeconfig {path}" if path else "in-cluster service account"
+        raise ValueError(f"cannot load the cluster configuration ({where}): {err}") from err
+    return config
+
+
+class KubeClient:
+    """GET and WATCH against kube-apiserver, returning decoded JSON."""
+
+    def __init__(self, api: ApiClient, *, read_timeout: float = 5.0, connect_timeout: float = 3.0) -> None:
+        self._api = api
+        self.read_timeout = read_timeout
+        self.connect_timeout = connect_timeout
+        self.counts = RequestCounts()
+
+    @classmethod
+    def from_configuration(cls, config: Configuration, **kw: float) -> KubeClient:
+        return cls(ApiClient(configuration=config), **kw)
+
+    async def close(self) -> None:
+        await self._api.close()
+
+    async def _send(
+        self, path: str, query: Mapping[str, str] | None, client_timeout: aiohttp.ClientTimeout
+    ) -> aiohttp.ClientResponse:
+        resp: aiohttp.ClientResponse = await self._api.call_api(
+            path,
+            "GET",
+            query_params=list((query or {}).items()),
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _request_timeout=client_timeout,
+        )
+        return resp
+
+    async def get(self, path: str, query: Mapping[str, str] | None = None, *, verb: str = "get") -> JSONDict:
+        """One object, list or discovery document; at most ``read_timeout`` seconds in all."""
+        self.counts.add(verb)
+        timeout = aiohttp.ClientTimeout(total=self.read_timeout, sock_connect=self.connect_timeout)
+        try:
+            async with asyncio.timeout(self.read_timeout):
+                resp = await self._send(path, query, timeout)
+                try:
+                    body = await resp.read()
+                finally:
+                    resp.release()
+        except TimeoutError as err:
+            raise SourceUnavailable(
+                f"the Kubernetes API did not answer {path} within {self.read_timeout:g}s", timeout=True
+            ) from err
+        except (aiohttp.ClientError, OSError) as err:
+            raise SourceUnavailable(f"cannot reach the Kubernetes API: {err or type(err).__name__}") from err
+        return _decode(resp, body, path)
+
+    async def watch(
+        self, path: str, query: Mapping[str, str], *, idle_timeout: float
+    ) -> AsyncIterator[JSONDict]:
+        """The events of one watch request, until the server ends it.
+
+        ``idle_timeout`` bounds the silence between two lines (bookmarks keep a healthy watch talking),
+        so a connection that died without a reset is noticed.
+        """
+        self.counts.add("watch")
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.connect_timeout, sock_read=idle_timeout)
+        try:
+            async with asyncio.timeout(self.read_timeout):
+                resp = await self._send(path, {**query, "watch": "true"}, timeout)
+        except TimeoutError as err:
+            raise SourceUnavailable(
+                f"the Kubernetes API did not start watching {path}", timeout=True
+            ) from err
+        except (aiohttp.ClientError, OSError) as err:
+            raise SourceUnavailable(f"cannot reach the Kubernetes API: {err or type(err).__name__}") from err
+        try:
+            if resp.status != 200:
+                _decode(resp, await resp.read(), path)
+            async for line in resp.content:
+                if line.strip():
+                    yield json.loads(line)
+        except (aiohttp.ClientError, OSError, TimeoutError) as err:
+            raise SourceUnavailable(f"watch of {path} broke: {err or type(err).__name__}") from err
+        finally:
+            resp.release()
+
+
+def _decode(resp: aiohttp.ClientResponse, body: bytes, path: str) -> JSONDict:
+    try:
+        data = json.loads(body) if body else {}
+    except ValueError:
+        data = {}
+    if not isinstance(data, dict):
+        data = {}
+    if 200 <= resp.status < 300:
+        return data
+    if data.get("kind") != "Status":
+        data = {"message": body[:200].decode("utf-8", "replace") or f"HTTP {resp.status}"}
+    if resp.status == 429 or resp.status >= 500:
+        retry = _retry_after(resp, data)
+        timeout = resp.status == 504
+        raise SourceUnavailable(
+            f"the Kubernetes API answered {resp.status} for {path}: {data.get('message', '')}",
+            timeout=timeout,
+            retry_after=retry,
+        )
+    raise ApiError(resp.status, data)
+
+
+def _retry_after(resp: aiohttp.ClientResponse, status: Mapping[str, Any]) -> int:
+    header = resp.headers.get("Retry-After", "")
+    if header.isdigit():
+        return max(1, int(header))
+    details = status.get("details") or {}
+    seconds = details.get("retryAfterSeconds") if isinstance(details, Mapping) else None
+    return max(1, int(seconds)) if isinstance(seconds, int) else 1

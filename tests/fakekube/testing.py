@@ -1,0 +1,58 @@
+"""Object builders and helpers shared by the tests that run against the fake."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.fakekube import FakeKube
+
+IT = "instancetype.kubevirt.io/v1beta1"
+
+
+def obj(kind: str, name: str, ns: str | None = "default", api: str = IT, **fields: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if ns is not None:
+        meta["namespace"] = ns
+    meta.update(fields.pop("metadata", {}))
+    return {"apiVersion": api, "kind": kind, "metadata": meta, **fields}
+
+
+def instancetype(
+    name: str, ns: str | None = "default", cpus: int = 1, *, cluster: bool = False
+) -> dict[str, Any]:
+    kind = "VirtualMachineClusterInstancetype" if cluster else "VirtualMachineInstancetype"
+    return obj(kind, name, None if cluster else ns, spec={"cpu": {"guest": cpus}, "memory": {"guest": "1Gi"}})
+
+
+def preference(name: str, ns: str | None = "default", *, cluster: bool = False) -> dict[str, Any]:
+    kind = "VirtualMachineClusterPreference" if cluster else "VirtualMachinePreference"
+    return obj(kind, name, None if cluster else ns, spec={"cpu": {"preferredCPUTopology": "cores"}})
+
+
+def kubeconfig(fake: FakeKube, path: Path, token: str | None = None) -> str:
+    user: dict[str, Any] = {"token": token} if token else {}
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "fake", "cluster": {"server": fake.url}}],
+        "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "u"}}],
+        "current-context": "fake",
+    }
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+async def eventually(check: Callable[[], bool], timeout: float = 5.0) -> float:
+    """Poll ``check`` until it holds; return how long that took."""
+    start = time.monotonic()
+    async with asyncio.timeout(timeout):
+        while not check():
+            await asyncio.sleep(0.005)
+    return time.monotonic() - start
