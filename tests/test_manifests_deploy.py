@@ -1,0 +1,574 @@
+"""The deployment manifests (apiservice/) and the hack/ scripts that install them.
+
+Every overlay is rendered with the real ``kubectl kustomize`` and checked as the cluster would see
+it: objects valid against the Kubernetes schemas, the server's flags accepted by the real
+``kubevirt-expand serve`` parser, APIServices routed to group-versions the server serves, the RBAC
+the code declares, probes that the running server answers with the certificate hack/gen-certs.sh
+makes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import functools
+import http.client
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+APISERVICE = ROOT / "apiservice"
+OVERLAYS = sorted(p.name for p in (APISERVICE / "overlays").iterdir() if (p / "kustomization.yaml").is_file())
+# The oldest Kubernetes the manifests claim to install on, and the newest the validator knows.
+KUBERNETES_VERSIONS = ("1.27.0", "latest")
+NAMESPACE = "kubevirt-expand"
+SERVICE_DNS = f"kubevirt-expand.{NAMESPACE}.svc"
+SERVING_SECRET = "kubevirt-expand-serving-cert"
+# Kinds from CRDs the schema bundle does not know; checked field by field below instead.
+CERT_MANAGER_KINDS = {"Issuer", "Certificate"}
+
+# What the built-in roles the manifests bind grant (k8s.io/kubernetes
+# plugin/pkg/auth/authorizer/rbac/bootstrappolicy): (apiGroup, resource, verb) triples.
+AUTH_DELEGATOR = {
+    ("authentication.k8s.io", "tokenreviews", "create"),
+    ("authorization.k8s.io", "subjectaccessreviews", "create"),
+}
+# Role kube-system/extension-apiserver-authentication-reader (resourceNames: that one ConfigMap).
+AUTHENTICATION_READER = {("", "configmaps", v) for v in ("get", "list", "watch")}
+
+
+def _kubectl() -> str:
+    found = shutil.which("kubectl") or ("/usr/bin/kubectl" if Path("/usr/bin/kubectl").exists() else None)
+    if found is None:
+        pytest.skip("kubectl is not installed: cannot render the kustomize overlays")
+    return found
+
+
+def _kustomize(path: Path) -> list[dict[str, Any]]:
+    proc = subprocess.run(
+        [_kubectl(), "kustomize", str(path)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, f"kubectl kustomize {path} failed:\n{proc.stderr}"
+    return [d for d in yaml.safe_load_all(proc.stdout) if d]
+
+
+@functools.cache
+def _rendered(overlay: str) -> tuple[dict[str, Any], ...]:
+    return tuple(_kustomize(APISERVICE / "overlays" / overlay))
+
+
+def rendered(overlay: str) -> list[dict[str, Any]]:
+    """A fresh copy each time, so a test cannot change what the next one sees."""
+    return [yaml.safe_load(yaml.safe_dump(o)) for o in _rendered(overlay)]
+
+
+def only(objects: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
+    found = [o for o in objects if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)]
+    assert len(found) == 1, f"expected exactly one {kind} {name or ''}, found {len(found)}"
+    return found[0]
+
+
+def of_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [o for o in objects if o["kind"] == kind]
+
+
+def container(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    containers = only(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert len(containers) == 1
+    c: dict[str, Any] = containers[0]
+    return c
+
+
+def serve_options(args: list[str]) -> Any:
+    """The Deployment's args as the real ``kubevirt-expand serve`` parser reads them."""
+    from apiserver.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    serve = sub.choices["serve"]
+    if not any("--secure-port" in a.option_strings for a in serve._actions):
+        pytest.skip("kubevirt-expand serve has no flags yet (the server is being written)")
+    try:
+        return parser.parse_args(["serve", *args])
+    except SystemExit as e:  # argparse already printed which flag it refused
+        pytest.fail(f"kubevirt-expand serve refuses the Deployment's args {args}: exit {e.code}")
+
+
+def served_versions(options: Any) -> list[str]:
+    versions = options.api_versions
+    if isinstance(versions, str):
+        versions = versions.split(",")
+    return [v.strip() for v in versions if v.strip()]
+
+
+# --- every object valid -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_object_is_valid_against_the_kubernetes_schemas(overlay: str) -> None:
+    import kubernetes_validate  # type: ignore[import-untyped]
+
+    versions = [kubernetes_validate.latest_version() if v == "latest" else v for v in KUBERNETES_VERSIONS]
+    objects = rendered(overlay)
+    assert objects
+    seen = set()
+    for obj in objects:
+        key = (obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"])
+        assert key not in seen, f"{overlay}: {key} appears twice"
+        seen.add(key)
+        if obj["kind"] in CERT_MANAGER_KINDS and obj["apiVersion"] == "cert-manager.io/v1":
+            continue
+        for version in versions:
+            try:
+                kubernetes_validate.validate(obj, version, strict=True)
+            except kubernetes_validate.ValidationError as e:
+                pytest.fail(f"{overlay}: {key} is invalid for Kubernetes {version}: {e.message} at {e.path}")
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_namespaced_object_lives_in_the_namespace_the_overlay_creates(overlay: str) -> None:
+    objects = rendered(overlay)
+    assert only(objects, "Namespace")["metadata"]["name"] == NAMESPACE
+    for obj in objects:
+        ns = obj["metadata"].get("namespace")
+        if obj["kind"] == "RoleBinding":
+            assert ns == "kube-system"  # the only object outside: it binds a kube-system Role
+        elif obj["kind"] not in {"Namespace", "ClusterRole", "ClusterRoleBinding", "APIService"}:
+            assert ns == NAMESPACE, f"{obj['kind']} {obj['metadata']['name']} is in {ns}"
+
+
+# --- the server's flags, the APIServices and the wiring between them --------------------------------
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_apiservices_route_exactly_the_group_versions_the_server_serves(overlay: str) -> None:
+    objects = rendered(overlay)
+    options = serve_options(container(objects)["args"])
+    versions = served_versions(options)
+    apiservices = of_kind(objects, "APIService")
+    assert sorted(a["metadata"]["name"] for a in apiservices) == sorted(
+        f"{v}.{options.api_group}" for v in versions
+    )
+    for a in apiservices:
+        spec = a["spec"]
+        assert a["metadata"]["name"] == f"{spec['version']}.{spec['group']}"
+        assert not spec.get("insecureSkipTLSVerify"), "the caBundle must verify the server"
+        assert spec["groupPriorityMinimum"] > 0 and spec["versionPriority"] > 0
+    # The preferred (first) version the server lists is the one discovery ranks highest.
+    ranked = sorted(apiservices, key=lambda a: -a["spec"]["versionPriority"])
+    assert ranked[0]["spec"]["version"] == versions[0]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_service_reaches_the_port_the_server_listens_on(overlay: str) -> None:
+    objects = rendered(overlay)
+    c = container(objects)
+    options = serve_options(c["args"])
+    service = only(objects, "Service")
+    pod_labels = only(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= pod_labels.items()
+    for a in of_kind(objects, "APIService"):
+        ref = a["spec"]["service"]
+        assert (ref["namespace"], ref["name"]) == (
+            service["metadata"]["namespace"],
+            service["metadata"]["name"],
+        )
+        (port,) = [p for p in service["spec"]["ports"] if p["port"] == ref.get("port", 443)]
+        target = port["targetPort"]
+        if isinstance(target, str):
+            (cport,) = [p for p in c["ports"] if p.get("name") == target]
+            target = cport["containerPort"]
+        assert target == options.secure_port
+    # Reachable from outside the pod, with a certificate the APIService can verify.
+    assert options.bind_address in {"0.0.0.0", "::"}
+    mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+    volumes = {v["name"]: v for v in only(objects, "Deployment")["spec"]["template"]["spec"]["volumes"]}
+    (secret_volume,) = [
+        n for n, v in volumes.items() if v.get("secret", {}).get("secretName") == SERVING_SECRET
+    ]
+    assert options.tls_cert_file == f"{mounts[secret_volume]}/tls.crt"
+    assert options.tls_private_key_file == f"{mounts[secret_volume]}/tls.key"
+    cert_dir_mount = [m for m in mounts.values() if options.cert_dir.startswith(m)]
+    assert cert_dir_mount and "emptyDir" in volumes[next(n for n, m in mounts.items() if m in cert_dir_mount)]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_probes_ask_the_health_paths_over_https_on_the_secure_port(overlay: str) -> None:
+    objects = rendered(overlay)
+    c = container(objects)
+    options = serve_options(c["args"])
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    for probe, path in (("readinessProbe", "/readyz"), ("livenessProbe", "/livez")):
+        get = c[probe]["httpGet"]
+        assert (get["scheme"], get["path"]) == ("HTTPS", path)
+        assert ports.get(get["port"], get["port"]) == options.secure_port
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_pdb_and_network_policy_cover_the_server_pods_and_only_its_port(overlay: str) -> None:
+    objects = rendered(overlay)
+    deployment = only(objects, "Deployment")
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert deployment["spec"]["replicas"] >= 2
+    pdb = only(objects, "PodDisruptionBudget")
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
+    assert 0 < pdb["spec"]["minAvailable"] < deployment["spec"]["replicas"]
+    anti = deployment["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+    (term,) = anti["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    assert term["podAffinityTerm"]["labelSelector"]["matchLabels"].items() <= pod_labels.items()
+    policy = only(objects, "NetworkPolicy")
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod_labels.items()
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    options = serve_options(container(objects)["args"])
+    ports = [p for rule in policy["spec"]["ingress"] for p in rule["ports"]]
+    assert ports == [{"protocol": "TCP", "port": options.secure_port}]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_pod_runs_restricted(overlay: str) -> None:
+    objects = rendered(overlay)
+    pod = only(objects, "Deployment")["spec"]["template"]["spec"]
+    c = container(objects)
+    sc = c["securityContext"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] == dockerfile_uid() != 0
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert sc["allowPrivilegeEscalation"] is False
+    assert sc["readOnlyRootFilesystem"] is True
+    assert sc["capabilities"] == {"drop": ["ALL"]}
+    assert sc["seccompProfile"] == {"type": "RuntimeDefault"}
+    for key in ("requests", "limits"):
+        assert c["resources"][key]["memory"]
+    assert c["resources"]["requests"]["cpu"]
+    # Pod Security admission enforces the same, so a later edit cannot quietly loosen it.
+    labels = only(objects, "Namespace")["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+def dockerfile_uid() -> int:
+    users = [
+        line.split()[1] for line in (ROOT / "Dockerfile").read_text().splitlines() if line.startswith("USER ")
+    ]
+    assert users, "the Dockerfile sets no USER"
+    return int(users[-1].split(":")[0])
+
+
+# --- RBAC ---------------------------------------------------------------------------------------
+
+
+def _triples(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    return {
+        (g, r, v)
+        for rule in rules
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+        for v in rule["verbs"]
+    }
+
+
+def _declared(module: str) -> set[tuple[str, str, str]]:
+    import importlib
+
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name and module.startswith(e.name):
+            pytest.skip(f"{module} does not exist yet: the RBAC the code needs cannot be compared")
+        raise
+    out: set[tuple[str, str, str]] = set()
+    for rule in mod.RULES:
+        group, resource, verbs = (
+            (rule.api_group, rule.resource, rule.verbs) if hasattr(rule, "api_group") else rule
+        )
+        out |= {(group, resource, v) for v in ([verbs] if isinstance(verbs, str) else verbs)}
+    assert out, f"{module}.RULES is empty"
+    return out
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_server_is_granted_exactly_what_the_code_declares(overlay: str) -> None:
+    """Nothing the code reads is missing (a 403 in production), nothing more is granted."""
+    objects = rendered(overlay)
+    sa = only(objects, "ServiceAccount")
+    subject = {"kind": "ServiceAccount", "name": sa["metadata"]["name"], "namespace": NAMESPACE}
+    cluster_roles = {r["metadata"]["name"]: r for r in of_kind(objects, "ClusterRole")}
+    granted: set[tuple[str, str, str]] = set()
+    builtin = {"system:auth-delegator": AUTH_DELEGATOR}
+    for binding in of_kind(objects, "ClusterRoleBinding"):
+        assert binding["subjects"] == [subject]
+        name = binding["roleRef"]["name"]
+        granted |= builtin[name] if name in builtin else _triples(cluster_roles[name]["rules"])
+    (rb,) = of_kind(objects, "RoleBinding")
+    assert rb["subjects"] == [subject]
+    assert rb["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": "extension-apiserver-authentication-reader",
+    }
+    granted |= AUTHENTICATION_READER
+    declared = _declared("apiserver.sources.cluster.rbac") | _declared("apiserver.auth.rbac")
+    assert granted == declared, (
+        f"missing: {sorted(declared - granted)}; granted but unused: {sorted(granted - declared)}"
+    )
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_view_edit_admin_may_call_both_endpoints_of_the_served_group(overlay: str) -> None:
+    objects = rendered(overlay)
+    options = serve_options(container(objects)["args"])
+    role = only(objects, "ClusterRole", "kubevirt-expand:expand")
+    for aggregate in ("view", "edit", "admin"):
+        assert role["metadata"]["labels"][f"rbac.authorization.k8s.io/aggregate-to-{aggregate}"] == "true"
+    assert _triples(role["rules"]) == {
+        (options.api_group, "virtualmachines/expand-spec", "get"),
+        (options.api_group, "expand-vm-spec", "update"),
+    }
+    # Nobody is bound to it directly: it reaches users only through the aggregated roles.
+    assert all(
+        b["roleRef"]["name"] != role["metadata"]["name"] for b in of_kind(objects, "ClusterRoleBinding")
+    )
+
+
+# --- certificates: hack/gen-certs.sh, components/ca-bundle, cert-manager ---------------------------
+
+
+@pytest.fixture
+def repo_copy(tmp_path: Path) -> Path:
+    """The manifests and scripts in a scratch tree, so the scripts' .certs/ lands there."""
+    for part in ("apiservice", "hack"):
+        shutil.copytree(ROOT / part, tmp_path / part)
+    return tmp_path
+
+
+def _run(cmd: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False, **kw)
+
+
+def _certificate(pem: bytes) -> Any:
+    from cryptography import x509
+
+    return x509.load_pem_x509_certificate(pem)
+
+
+@pytest.mark.parametrize("overlay", ["kubevirt-group", "own-group"])
+def test_deploy_fills_every_caBundle_with_the_CA_of_the_serving_secret(repo_copy: Path, overlay: str) -> None:
+    from cryptography import x509
+
+    _kubectl()
+    proc = _run(["bash", str(repo_copy / "hack/deploy.sh"), "--dry-run", overlay])
+    assert proc.returncode == 0, proc.stderr
+    objects = [d for d in yaml.safe_load_all(proc.stdout) if d]
+    ca_pem = (repo_copy / ".certs/ca.crt").read_bytes()
+    secret = only(objects, "Secret", SERVING_SECRET)
+    assert secret["type"] == "kubernetes.io/tls"
+    assert base64.b64decode(secret["data"]["ca.crt"]) == ca_pem
+    apiservices = of_kind(objects, "APIService")
+    assert apiservices
+    for a in apiservices:
+        assert base64.b64decode(a["spec"]["caBundle"]) == ca_pem
+    # The serving certificate in the Secret chains to that CA and names the Service.
+    ca = _certificate(ca_pem)
+    cert = _certificate(base64.b64decode(secret["data"]["tls.crt"]))
+    cert.verify_directly_issued_by(ca)
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert set(names.get_values_for_type(x509.DNSName)) == {SERVICE_DNS, f"{SERVICE_DNS}.cluster.local"}
+    # The rest is the overlay as rendered on its own.
+    assert sorted(o["kind"] for o in objects) == sorted([o["kind"] for o in rendered(overlay)] + ["Secret"])
+
+
+def test_deploy_sets_the_image_it_is_given(repo_copy: Path) -> None:
+    _kubectl()
+    for image, expected in (
+        ("registry.example:5000/team/kubevirt-expand:1.2", "registry.example:5000/team/kubevirt-expand:1.2"),
+        ("registry.example/kx@sha256:" + "a" * 64, "registry.example/kx@sha256:" + "a" * 64),
+    ):
+        proc = _run(["bash", str(repo_copy / "hack/deploy.sh"), "--dry-run", "--image", image, "own-group"])
+        assert proc.returncode == 0, proc.stderr
+        objects = [d for d in yaml.safe_load_all(proc.stdout) if d]
+        assert container(objects)["image"] == expected
+
+
+def test_deploy_refuses_an_unknown_overlay_and_explains_its_usage(repo_copy: Path) -> None:
+    proc = _run(["bash", str(repo_copy / "hack/deploy.sh"), "no-such-overlay"])
+    assert proc.returncode == 2
+    assert "no overlay 'no-such-overlay'" in proc.stderr and "kubevirt-group" in proc.stderr
+
+
+def test_gen_certs_keeps_a_good_certificate_and_replaces_it_on_force(tmp_path: Path) -> None:
+    from cryptography import x509
+
+    script = str(ROOT / "hack/gen-certs.sh")
+    out = tmp_path / "certs"
+    assert _run(["bash", script, "--out", str(out)]).returncode == 0
+    first = {n: (out / n).read_bytes() for n in ("ca.crt", "tls.crt", "tls.key")}
+    assert _run(["bash", script, "--out", str(out)]).returncode == 0
+    assert {n: (out / n).read_bytes() for n in first} == first
+    proc = _run(["bash", script, "--out", str(out), "--force"])
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "ca.crt").read_bytes() == first["ca.crt"]
+    assert (out / "tls.crt").read_bytes() != first["tls.crt"]
+    # Another service name cannot reuse the certificate.
+    assert _run(["bash", script, "--out", str(out), "--service", "other"]).returncode == 0
+    san = _certificate((out / "tls.crt").read_bytes()).extensions.get_extension_for_class(
+        x509.SubjectAlternativeName
+    )
+    assert "other.kubevirt-expand.svc" in san.value.get_values_for_type(x509.DNSName)
+    assert oct((out / "tls.key").stat().st_mode & 0o777) == "0o600"
+
+
+def test_cert_manager_overlay_issues_the_secret_the_pods_mount_and_injects_its_CA() -> None:
+    objects = rendered("cert-manager")
+    volumes = only(objects, "Deployment")["spec"]["template"]["spec"]["volumes"]
+    mounted = {v["secret"]["secretName"] for v in volumes if "secret" in v}
+    serving = [c for c in of_kind(objects, "Certificate") if c["spec"]["secretName"] in mounted]
+    assert len(serving) == 1
+    cert = serving[0]
+    assert cert["metadata"]["namespace"] == NAMESPACE
+    assert set(cert["spec"]["dnsNames"]) == {SERVICE_DNS, f"{SERVICE_DNS}.cluster.local"}
+    assert "server auth" in cert["spec"]["usages"]
+    issuers = {i["metadata"]["name"]: i for i in of_kind(objects, "Issuer")}
+    issuer = issuers[cert["spec"]["issuerRef"]["name"]]
+    # That issuer signs with a CA Certificate issued in turn by a self-signed Issuer of the overlay.
+    (ca_cert,) = [
+        c
+        for c in of_kind(objects, "Certificate")
+        if c["spec"]["secretName"] == issuer["spec"]["ca"]["secretName"]
+    ]
+    assert ca_cert["spec"]["isCA"] is True
+    assert "selfSigned" in issuers[ca_cert["spec"]["issuerRef"]["name"]]["spec"]
+    apiservices = of_kind(objects, "APIService")
+    assert apiservices
+    for a in apiservices:
+        inject = a["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]
+        assert inject == f"{NAMESPACE}/{cert['metadata']['name']}"
+        assert "caBundle" not in a["spec"]  # cainjector's to fill; an apply must not blank it
+
+
+# --- the scripts --------------------------------------------------------------------------------
+
+SCRIPTS = ["gen-certs.sh", "deploy.sh", "run-local.sh"]
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_scripts_are_strict_and_explain_themselves(script: str) -> None:
+    path = ROOT / "hack" / script
+    text = path.read_text()
+    assert "set -euo pipefail" in text
+    assert os.access(path, os.X_OK), f"{script} is not executable"
+    assert _run(["bash", "-n", str(path)]).returncode == 0
+    proc = _run(["bash", str(path), "--help"])
+    assert proc.returncode == 0 and proc.stdout.startswith("Usage: hack/" + script)
+    bad = _run(["bash", str(path), "--no-such-option"])
+    assert bad.returncode == 2 and "unknown" in bad.stderr
+    if shutil.which("shellcheck"):
+        check = _run(["shellcheck", "-S", "warning", str(path)])
+        assert check.returncode == 0, check.stdout
+
+
+# --- the manifests' flags and probes against the running server ------------------------------------
+
+
+class _HTTPS(http.client.HTTPSConnection):
+    """Connects to 127.0.0.1 but checks the certificate for the name the aggregator uses."""
+
+    def __init__(self, port: int, ctx: ssl.SSLContext, server_name: str) -> None:
+        super().__init__("127.0.0.1", port, timeout=5)
+        self._ctx, self._name = ctx, server_name
+
+    def connect(self) -> None:
+        sock = socket.create_connection((self.host, self.port), self.timeout)
+        self.sock = self._ctx.wrap_socket(sock, server_hostname=self._name)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[int, ssl.SSLContext]]:
+    """The server started with the kubevirt-group Deployment's args, its files moved to tmp."""
+    objects = rendered("kubevirt-group")
+    args = container(objects)["args"]
+    serve_options(args)  # skips while serve has no flags
+    certs = tmp_path / "certs"
+    proc = _run(["bash", str(ROOT / "hack/gen-certs.sh"), "--out", str(certs)])
+    assert proc.returncode == 0, proc.stderr
+    port = _free_port()
+    local = []
+    for arg in args:
+        flag, _, _value = arg.partition("=")
+        local.append(
+            {
+                "--bind-address": "--bind-address=127.0.0.1",  # loopback only in tests
+                "--secure-port": f"--secure-port={port}",
+                "--tls-cert-file": f"--tls-cert-file={certs / 'tls.crt'}",
+                "--tls-private-key-file": f"--tls-private-key-file={certs / 'tls.key'}",
+                "--cert-dir": f"--cert-dir={tmp_path / 'cert-dir'}",
+            }.get(flag, arg)
+        )
+    # The folder source stands in for the cluster: the one difference from the Deployment.
+    cmd = [sys.executable, "-m", "apiserver.cli", "serve", *local, "--manifests", str(ROOT / "examples")]
+    server = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    ctx = ssl.create_default_context(cafile=str(certs / "ca.crt"))
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                conn = _HTTPS(port, ctx, SERVICE_DNS)
+                conn.request("GET", "/livez")
+                conn.getresponse().read()
+                conn.close()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    server.kill()
+                    pytest.fail(f"the server did not start: {' '.join(cmd)}\n{server.communicate()[1]}")
+                time.sleep(0.2)
+        yield port, ctx
+    finally:
+        if server.poll() is None:
+            server.send_signal(signal.SIGTERM)
+            try:
+                server.wait(15)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+
+
+def test_the_probe_paths_and_apiservice_paths_answer_with_the_generated_certificate(
+    served: tuple[int, ssl.SSLContext],
+) -> None:
+    port, ctx = served
+    objects = rendered("kubevirt-group")
+    c = container(objects)
+    paths = [c["readinessProbe"]["httpGet"]["path"], c["livenessProbe"]["httpGet"]["path"]]
+    # What the aggregator's availability check fetches for each APIService.
+    paths += [f"/apis/{a['spec']['group']}/{a['spec']['version']}" for a in of_kind(objects, "APIService")]
+    for path in paths:
+        deadline = time.monotonic() + 30
+        while True:
+            conn = _HTTPS(port, ctx, SERVICE_DNS)
+            conn.request("GET", path)
+            response = conn.getresponse()
+            body = response.read()
+            conn.close()
+            if response.status == 200 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)  # /readyz turns ready once the source has loaded
+        assert response.status == 200, f"GET {path}: {response.status} {body[:300]!r}"
