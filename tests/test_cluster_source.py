@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from apiserver.render.objects import ObjectRef
-from apiserver.sources.base import SourceUnavailable
 from apiserver.sources.cluster import ClusterSource
 from apiserver.sources.cluster.rbac import RULES
 from tests.fakekube import FLAVOR_RESOURCES, FakeKube

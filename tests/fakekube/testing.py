@@ -49,10 +49,11 @@ def kubeconfig(fake: FakeKube, path: Path, token: str | None = None) -> str:
     return str(path)
 
 
-async def eventually(check: Callable[[], bool], timeout: float = 5.0) -> float:
-    """Poll ``check`` until it holds; return how long that took."""
+async def eventually(check: Callable[[], bool], within: float = 5.0) -> float:
+    """Poll ``check`` until it holds (TimeoutError after ``within`` seconds); return how long it took."""
     start = time.monotonic()
-    async with asyncio.timeout(timeout):
-        while not check():
-            await asyncio.sleep(0.005)
+    while not check():
+        if time.monotonic() - start > within:
+            raise TimeoutError(f"condition not met within {within}s")
+        await asyncio.sleep(0.005)
     return time.monotonic() - start

@@ -191,7 +191,9 @@ class ClusterSource:
     # ------------------------------------------------------------------ reads
 
     async def _cached(self, kind: str, ref: ObjectRef) -> Mapping[str, Any] | None:
-        cache = self.caches[kind]
+        cache = self.caches.get(kind)
+        if cache is None:
+            raise SourceUnavailable("the cluster source has not been started")
         flavor = self.caches.get(kinds.FLAVORS[kind].kind) if kind in kinds.FLAVORS else None
         if cache.usable:
             hit = cache.lookup(ref.namespace, ref.name)
