@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any, Protocol
 
 TOKEN_REVIEW_PATH = "/apis/authentication.k8s.io/v1/tokenreviews"
 SUBJECT_ACCESS_REVIEW_PATH = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+
+
+class _NoReviewBodies(logging.Filter):
+    """kubernetes-asyncio logs response bodies at debug level; a TokenReview's echoes the token."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "tokenreview" not in record.getMessage().lower()
+
+
+logging.getLogger("kubernetes_asyncio.client.rest").addFilter(_NoReviewBodies())
 
 
 class ReviewError(Exception):

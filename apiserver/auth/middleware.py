@@ -1,0 +1,177 @@
+"""The decision for one request, independent of the web framework: who is calling, and may they.
+
+Paths fall in three classes (k8s.io/apiserver's defaults, plus the discovery rule KubeVirt's servers use):
+health endpoints are open to anyone; discovery and OpenAPI to any authenticated caller, without a review
+(the aggregator fetches discovery as ``system:kube-aggregator`` without groups); everything else needs an
+identity and an allowed SubjectAccessReview.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from apiserver.auth import requestheader, x509
+from apiserver.auth.authorization import (
+    Attributes,
+    Decision,
+    SubjectAccessReviewer,
+    forbidden_status,
+    reference_attributes,
+    request_attributes,
+)
+from apiserver.auth.certs import load_der
+from apiserver.auth.config import TrustState
+from apiserver.auth.identity import AUTHENTICATED_GROUP, UserInfo
+from apiserver.auth.requestheader import Headers
+from apiserver.auth.reviews import ReviewError
+from apiserver.auth.tokenreview import TokenAuthenticator, bearer_token
+from apiserver.render.errors import status
+from apiserver.render.objects import ObjectRef
+
+log = logging.getLogger(__name__)
+
+RETRY_AFTER = 3
+
+
+class PathClass(enum.Enum):
+    PUBLIC = "public"  # no authentication
+    AUTHENTICATED = "authenticated"  # any identity, no review
+    REVIEWED = "reviewed"  # identity and SubjectAccessReview
+
+
+_HEALTH = re.compile(r"^/(healthz|livez|readyz)(/.*)?$")
+_DISCOVERY = re.compile(r"^/apis(/[^/]+(/[^/]+(/version)?)?)?/?$")
+_OPENAPI = re.compile(r"^/openapi/(v2|v3)(/.*)?$")
+
+
+def classify(path: str) -> PathClass:
+    if _HEALTH.match(path):
+        return PathClass.PUBLIC
+    if _DISCOVERY.match(path) or _OPENAPI.match(path):
+        return PathClass.AUTHENTICATED
+    return PathClass.REVIEWED
+
+
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    """What the decision needs from a request."""
+
+    method: str
+    path: str
+    headers: Headers
+    peer_certificate: bytes | None = None  # DER, verified by the TLS handshake
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """``user`` when known; ``status`` (a Status dict) and ``headers`` when the request is refused."""
+
+    user: UserInfo | None = None
+    status: dict[str, Any] | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+def unauthorized() -> dict[str, Any]:
+    return status(401, "Unauthorized", "Unauthorized")
+
+
+def unavailable(message: str) -> Verdict:
+    body = status(503, "ServiceUnavailable", message, details={"retryAfterSeconds": RETRY_AFTER})
+    return Verdict(status=body, headers={"Retry-After": str(RETRY_AFTER)})
+
+
+def _with_authenticated_group(user: UserInfo) -> UserInfo:
+    if AUTHENTICATED_GROUP in user.groups:
+        return user
+    return UserInfo(user.name, user.uid, (*user.groups, AUTHENTICATED_GROUP), user.extra, user.method)
+
+
+class AuthGate:
+    """Authentication (request-header, client certificate, bearer token, in that order) and authorization."""
+
+    def __init__(
+        self,
+        trust: TrustState,
+        *,
+        tokens: TokenAuthenticator | None,
+        reviewer: SubjectAccessReviewer | None,
+        authorize_references: bool = False,
+    ) -> None:
+        self.trust = trust
+        self.tokens = tokens
+        self.reviewer = reviewer
+        self.authorize_references = authorize_references
+
+    def identity_headers(self, present: Iterable[str]) -> list[str]:
+        """Headers to remove from the request before it reaches a handler, trusted or not."""
+        settings = self.trust.settings
+        return requestheader.identity_header_names(settings.request_header if settings else None, present)
+
+    async def authenticate(self, info: RequestInfo) -> UserInfo | None:
+        """The caller, or None; raises :class:`ReviewError` when a token could not be checked."""
+        settings = self.trust.settings
+        cert = load_der(info.peer_certificate) if info.peer_certificate else None
+        if settings is not None:
+            user = requestheader.authenticate(settings.request_header, cert, info.headers)
+            if user is None:
+                user = x509.authenticate(settings.client_ca, cert)
+            if user is not None:
+                return _with_authenticated_group(user)
+        if self.tokens is not None:
+            for value in info.headers.getall("Authorization", []):
+                token = bearer_token(value)
+                if token:
+                    user = await self.tokens.authenticate(token)
+                    return _with_authenticated_group(user) if user else None
+        return None
+
+    async def authorize(self, user: UserInfo, attrs: Attributes) -> Decision:
+        """Raises :class:`ReviewError` when the cluster could not be asked."""
+        if self.reviewer is None:
+            return Decision(False, "no authorizer configured")
+        return await self.reviewer.authorize(user, attrs)
+
+    async def check(self, info: RequestInfo) -> Verdict:
+        kind = classify(info.path)
+        if kind is PathClass.PUBLIC:
+            return Verdict()
+        if self.trust.settings is None:
+            _ready, why = self.trust.readiness()
+            return unavailable(f"authentication is not configured yet: {why}")
+        try:
+            user = await self.authenticate(info)
+        except ReviewError as exc:
+            log.warning("cannot authenticate %s %s: %s", info.method, info.path, exc)
+            return unavailable("the credentials of the request could not be checked, try again later")
+        if user is None:
+            return Verdict(status=unauthorized())
+        if kind is PathClass.AUTHENTICATED:
+            return Verdict(user=user)
+        attrs = request_attributes(info.method, info.path)
+        return await self._decide(user, attrs)
+
+    async def _decide(self, user: UserInfo, attrs: Attributes) -> Verdict:
+        try:
+            decision = await self.authorize(user, attrs)
+        except ReviewError as exc:
+            log.warning("cannot authorize %s for %r: %s", attrs.describe(), user.name, exc)
+            return unavailable("the request could not be authorized, try again later")
+        if decision.allowed:
+            return Verdict(user=user)
+        log.info("forbidden: %r may not %s (%s)", user.name, attrs.describe(), decision.reason or "no reason")
+        return Verdict(user=user, status=forbidden_status(user, attrs, decision.reason))
+
+    async def check_references(self, user: UserInfo, refs: Iterable[ObjectRef]) -> Verdict:
+        """With ``--authorize-references``: may ``user`` read what the rendering read on their behalf?"""
+        if not self.authorize_references:
+            return Verdict(user=user)
+        for attrs in reference_attributes(refs):
+            verdict = await self._decide(user, attrs)
+            if verdict.status is not None:
+                return verdict
+        return Verdict(user=user)

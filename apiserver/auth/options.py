@@ -1,0 +1,240 @@
+"""The authentication and authorization flags (named as in k8s.io/apiserver) and what they build."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import ssl
+from dataclasses import dataclass, field
+from typing import Any
+
+from apiserver.auth.authorization import DEFAULT_ALLOWED_TTL, DEFAULT_DENIED_TTL, SubjectAccessReviewer
+from apiserver.auth.config import TrustOptions, TrustState, split_list
+from apiserver.auth.configmap import ConfigMapWatcher
+from apiserver.auth.filewatch import DEFAULT_POLL_INTERVAL, FileWatcher
+from apiserver.auth.middleware import AuthGate
+from apiserver.auth.requestheader import (
+    DEFAULT_EXTRA_PREFIXES,
+    DEFAULT_GROUP_HEADERS,
+    DEFAULT_UID_HEADERS,
+    DEFAULT_USERNAME_HEADERS,
+)
+from apiserver.auth.reviews import KubeReviewClient
+from apiserver.auth.tls import TLS_VERSIONS
+from apiserver.auth.tokenreview import DEFAULT_TTL, TokenAuthenticator
+
+READINESS_CHECK = "authentication-config"
+
+
+class AuthConfigError(ValueError):
+    """The server must not start like this (exit 2 with this message)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AuthOptions:
+    authentication: str = "auto"  # auto | on | off
+    trust: TrustOptions = field(default_factory=TrustOptions)
+    authentication_kubeconfig: str = ""
+    authorization_kubeconfig: str = ""
+    token_cache_ttl: float = DEFAULT_TTL
+    authorized_ttl: float = DEFAULT_ALLOWED_TTL
+    unauthorized_ttl: float = DEFAULT_DENIED_TTL
+    authorize_references: bool = False
+    tls_min_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_2
+    file_poll_interval: float = DEFAULT_POLL_INTERVAL
+
+
+def _duration(text: str) -> float:
+    """Go durations as k8s flags take them (``10s``, ``1m``, ``500ms``) or plain seconds."""
+    units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    raw = text.strip()
+    for suffix in ("ms", "s", "m", "h"):
+        if raw.endswith(suffix):
+            number = raw[: -len(suffix)]
+            try:
+                value = float(number) * units[suffix]
+            except ValueError:
+                break
+            return value
+    try:
+        return float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (use e.g. 10s, 1m)") from None
+
+
+def _tls_version(text: str) -> ssl.TLSVersion:
+    try:
+        return TLS_VERSIONS[text]
+    except KeyError:
+        raise argparse.ArgumentTypeError(f"must be one of {', '.join(TLS_VERSIONS)}") from None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("authentication and authorization (as k8s.io/apiserver)")
+    add = group.add_argument
+    add(
+        "--authentication",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="auto: off only for the folder source on a loopback address, on anywhere else; "
+        "off is refused unless the server serves the folder source on loopback",
+    )
+    add("--client-ca-file", default="", help="CA bundle for client certificates (overrides the ConfigMap)")
+    add(
+        "--requestheader-client-ca-file",
+        default="",
+        help="front-proxy CA bundle; when given, all --requestheader-* flags replace the ConfigMap's values",
+    )
+    lists = (
+        ("--requestheader-allowed-names", (), "common names the front proxy may present (empty: any)"),
+        ("--requestheader-username-headers", DEFAULT_USERNAME_HEADERS, "headers naming the user"),
+        ("--requestheader-uid-headers", DEFAULT_UID_HEADERS, "headers carrying the user's UID"),
+        ("--requestheader-group-headers", DEFAULT_GROUP_HEADERS, "headers naming groups"),
+        ("--requestheader-extra-headers-prefix", DEFAULT_EXTRA_PREFIXES, "prefixes of extra-value headers"),
+    )
+    for flag, default, text in lists:
+        add(
+            flag,
+            action="append",
+            default=None,
+            metavar="NAME[,NAME]",
+            help=f"{text} (default {list(default)})",
+        )
+    add(
+        "--authentication-skip-lookup",
+        action="store_true",
+        help="do not read kube-system/extension-apiserver-authentication (trust only the CA flags)",
+    )
+    add("--authentication-kubeconfig", default="", help="cluster for TokenReviews and the ConfigMap")
+    add("--authorization-kubeconfig", default="", help="cluster for SubjectAccessReviews")
+    add("--authentication-token-webhook-cache-ttl", type=_duration, default=DEFAULT_TTL, metavar="DURATION")
+    add("--authorization-webhook-cache-authorized-ttl", type=_duration, default=DEFAULT_ALLOWED_TTL)
+    add("--authorization-webhook-cache-unauthorized-ttl", type=_duration, default=DEFAULT_DENIED_TTL)
+    add(
+        "--authorize-references",
+        action="store_true",
+        help="also require that the caller may get the namespaced instancetypes, preferences and "
+        "ControllerRevisions a request reads",
+    )
+    add(
+        "--tls-min-version",
+        type=_tls_version,
+        default=ssl.TLSVersion.TLSv1_2,
+        metavar="VersionTLS12|VersionTLS13",
+    )
+
+
+def options_from_args(args: argparse.Namespace) -> AuthOptions:
+    def listed(name: str, default: tuple[str, ...]) -> tuple[str, ...]:
+        values = getattr(args, name, None)
+        return split_list(values) if values is not None else default
+
+    trust = TrustOptions(
+        client_ca_file=args.client_ca_file,
+        requestheader_client_ca_file=args.requestheader_client_ca_file,
+        requestheader_allowed_names=listed("requestheader_allowed_names", ()),
+        requestheader_username_headers=listed("requestheader_username_headers", DEFAULT_USERNAME_HEADERS),
+        requestheader_uid_headers=listed("requestheader_uid_headers", DEFAULT_UID_HEADERS),
+        requestheader_group_headers=listed("requestheader_group_headers", DEFAULT_GROUP_HEADERS),
+        requestheader_extra_headers_prefix=listed(
+            "requestheader_extra_headers_prefix", DEFAULT_EXTRA_PREFIXES
+        ),
+        skip_lookup=args.authentication_skip_lookup,
+    )
+    return AuthOptions(
+        authentication=args.authentication,
+        trust=trust,
+        authentication_kubeconfig=args.authentication_kubeconfig,
+        authorization_kubeconfig=args.authorization_kubeconfig,
+        token_cache_ttl=args.authentication_token_webhook_cache_ttl,
+        authorized_ttl=args.authorization_webhook_cache_authorized_ttl,
+        unauthorized_ttl=args.authorization_webhook_cache_unauthorized_ttl,
+        authorize_references=args.authorize_references,
+        tls_min_version=args.tls_min_version,
+    )
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def authentication_enabled(mode: str, *, folder_source: bool, bind_address: str) -> bool:
+    """Whether to authenticate; AuthConfigError when ``off`` is asked for where it is not safe."""
+    local = folder_source and is_loopback(bind_address)
+    if mode == "on":
+        return True
+    if mode == "off":
+        if not local:
+            where = "the cluster source" if not folder_source else f"address {bind_address or '0.0.0.0'}"
+            raise AuthConfigError(
+                f"--authentication=off is only allowed for the folder source on a loopback address, "
+                f"not for {where}: without authentication anyone who reaches the port could read what the "
+                "server can read"
+            )
+        return False
+    return not local
+
+
+class AuthRuntime:
+    """Everything authentication needs while the server runs: trust settings kept current, the gate."""
+
+    def __init__(
+        self,
+        options: AuthOptions,
+        *,
+        authn_api: Any,
+        authz_api: Any,
+    ) -> None:
+        self.options = options
+        self.trust = TrustState(options.trust)
+        self._apis = [a for a in dict.fromkeys([authn_api, authz_api]) if a is not None]
+        tokens = (
+            TokenAuthenticator(KubeReviewClient(authn_api), ttl=options.token_cache_ttl)
+            if authn_api
+            else None
+        )
+        reviewer = (
+            SubjectAccessReviewer(
+                KubeReviewClient(authz_api),
+                allowed_ttl=options.authorized_ttl,
+                denied_ttl=options.unauthorized_ttl,
+            )
+            if authz_api
+            else None
+        )
+        self.gate = AuthGate(
+            self.trust, tokens=tokens, reviewer=reviewer, authorize_references=options.authorize_references
+        )
+        self._files = FileWatcher(
+            options.trust.files, self.trust.reload, poll_interval=options.file_poll_interval
+        )
+        self._configmap = (
+            ConfigMapWatcher(authn_api, self.trust.apply_configmap)
+            if options.trust.needs_lookup and authn_api is not None
+            else None
+        )
+
+    async def load_files(self) -> None:
+        """Read the CA files now (before the TLS context is built), when they are all the trust needed."""
+        await self.trust.reload()
+
+    async def start(self) -> None:
+        await self.trust.reload()
+        await self._files.start()
+        if self._configmap is not None:
+            await self._configmap.start()
+
+    async def close(self) -> None:
+        if self._configmap is not None:
+            await self._configmap.close()
+        await self._files.close()
+        for api in self._apis:
+            await api.close()
+
+    def readiness(self) -> tuple[bool, str]:
+        return self.trust.readiness()

@@ -1,0 +1,278 @@
+"""Each way into the server, and each way refused, over real TLS with certificates made here."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from tests.auth_fixtures import GROUP, auth_env, wait_for
+
+DISCOVERY = f"/apis/{GROUP}/v1"
+EXPAND = f"/apis/{GROUP}/v1/namespaces/ns1/virtualmachines/vm1/expand-spec"
+EXPAND_V1ALPHA3 = f"/apis/{GROUP}/v1alpha3/namespaces/ns1/virtualmachines/vm1/expand-spec"
+PUT = f"/apis/{GROUP}/v1/namespaces/ns1/expand-vm-spec"
+
+PROXY_HEADERS = [
+    ("X-Remote-User", "alice"),
+    ("X-Remote-Uid", "u-123"),
+    ("X-Remote-Group", "dev"),
+    ("X-Remote-Group", "system:authenticated"),
+    ("X-Remote-Extra-Scopes.example.com%2fteam", "blue"),
+    ("X-Remote-Extra-Scopes.example.com%2fteam", "green"),
+]
+
+
+def assert_unauthorized(code: int, body: object) -> None:
+    assert code == 401
+    assert body == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": "Unauthorized",
+        "reason": "Unauthorized",
+        "code": 401,
+    }
+
+
+async def test_front_proxy_identity_is_used_only_from_the_aggregator(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING)
+    async with auth_env(tmp_path) as env:
+        env.reviews.allow(user="alice", path="/metrics")
+        code, _, _ = await env.call("/metrics", cert=env.pki.aggregator, headers=PROXY_HEADERS)
+        assert code == 200
+        spec = env.reviews.access_reviews[-1]["spec"]
+        assert spec["user"] == "alice"
+        assert spec["uid"] == "u-123"
+        assert spec["groups"] == ["dev", "system:authenticated"]
+        assert spec["extra"] == {"scopes.example.com/team": ["blue", "green"]}
+        assert spec["nonResourceAttributes"] == {"path": "/metrics", "verb": "get"}
+        assert "resourceAttributes" not in spec
+        reviews_before = len(env.reviews.access_reviews)
+
+        # A certificate of the front-proxy CA whose CN is not allowed: the headers are not believed.
+        code, _, body = await env.call("/metrics", cert=env.pki.wrong_cn, headers=PROXY_HEADERS)
+        assert_unauthorized(code, body)
+        assert "common name 'impostor' is not one of the allowed names" in caplog.text
+        assert "front-proxy-client" in caplog.text
+
+        # No certificate at all.
+        code, _, body = await env.call("/metrics", headers=PROXY_HEADERS)
+        assert_unauthorized(code, body)
+        assert "sent without a client certificate were ignored" in caplog.text
+
+        # A certificate of another CA never gets past the handshake, and the log says what was expected.
+        with pytest.raises(aiohttp.ClientError):
+            await env.call("/metrics", cert=env.pki.stranger, headers=PROXY_HEADERS)
+        await wait_for(lambda: "TLS handshake refused" in caplog.text)
+        refusal = next(r.getMessage() for r in caplog.records if "TLS handshake refused" in r.getMessage())
+        assert "request-header CA" in refusal and "client CA" in refusal
+
+        assert len(env.reviews.access_reviews) == reviews_before  # nobody but the aggregator got reviewed
+
+
+async def test_identity_headers_do_not_reach_handlers_and_discovery_needs_no_review(tmp_path: Path) -> None:
+    async with auth_env(tmp_path) as env:
+        code, _, body = await env.call(
+            DISCOVERY, cert=env.pki.aggregator, headers=[("X-Remote-User", "system:kube-aggregator")]
+        )
+        assert code == 200
+        assert body["kind"] == "APIResourceList"
+        code, _, _ = await env.call("/apis", cert=env.pki.aggregator, headers=[("X-Remote-User", "x")])
+        assert code == 200
+        code, _, _ = await env.call("/openapi/v2", cert=env.pki.aggregator, headers=[("X-Remote-User", "x")])
+        assert code == 200
+        assert env.reviews.access_reviews == []
+        code, _, body = await env.call(DISCOVERY)
+        assert_unauthorized(code, body)
+
+
+async def test_health_is_open_to_anonymous(tmp_path: Path) -> None:
+    async with auth_env(tmp_path) as env:
+        for path in ("/livez", "/readyz", "/healthz", "/livez?verbose"):
+            code, _, _ = await env.call(path)
+            assert code == 200, path
+        code, _, body = await env.call("/apis")
+        assert_unauthorized(code, body)
+        code, _, body = await env.call("/no/such/path")
+        assert_unauthorized(code, body)
+
+
+async def test_client_certificate_authenticates_its_subject(tmp_path: Path) -> None:
+    async with auth_env(tmp_path) as env:
+        env.reviews.allow(user="carol", path="/metrics")
+        # Headers from a client-CA certificate are not a front-proxy identity.
+        code, _, _ = await env.call("/metrics", cert=env.pki.carol, headers=[("X-Remote-User", "admin")])
+        assert code == 200
+        spec = env.reviews.access_reviews[-1]["spec"]
+        assert spec["user"] == "carol"
+        assert spec["groups"] == ["devs", "system:authenticated"]
+        assert spec["extra"]["authentication.kubernetes.io/credential-id"][0].startswith("X509SHA256=")
+
+
+async def test_bearer_token_reviewed_once_within_the_ttl(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    async with auth_env(tmp_path) as env:
+        env.reviews.tokens["sekret-token-1"] = ("dave", ["ops"])
+        env.reviews.allow(user="dave")
+        for _ in range(2):
+            code, _, _ = await env.call("/metrics", headers={"Authorization": "Bearer sekret-token-1"})
+            assert code == 200
+        assert len(env.reviews.token_reviews) == 1
+        assert env.reviews.token_reviews[0]["spec"] == {"token": "sekret-token-1"}
+        assert len(env.reviews.access_reviews) == 1  # the decision is cached too
+        spec = env.reviews.access_reviews[0]["spec"]
+        assert (spec["user"], spec["uid"], spec["groups"]) == (
+            "dave",
+            "uid-dave",
+            ["ops", "system:authenticated"],
+        )
+
+        code, _, body = await env.call("/metrics", headers={"Authorization": "Bearer wrong-token-2"})
+        assert_unauthorized(code, body)
+        assert "sekret-token-1" not in caplog.text and "wrong-token-2" not in caplog.text
+
+
+async def test_review_attributes_for_each_endpoint(tmp_path: Path) -> None:
+    async with auth_env(tmp_path) as env:
+        env.reviews.allow(user="alice")
+        who = [("X-Remote-User", "alice"), ("X-Remote-Group", "g1")]
+        code, _, body = await env.call(EXPAND, cert=env.pki.aggregator, headers=who)
+        assert code == 404, body  # past authorization: the VM does not exist
+        assert env.reviews.access_reviews[-1]["spec"] == {
+            "resourceAttributes": {
+                "namespace": "ns1",
+                "verb": "get",
+                "group": GROUP,
+                "version": "v1",
+                "resource": "virtualmachines",
+                "subresource": "expand-spec",
+                "name": "vm1",
+            },
+            "user": "alice",
+            "groups": ["g1", "system:authenticated"],
+        }
+        await env.call(EXPAND_V1ALPHA3, cert=env.pki.aggregator, headers=who)
+        assert env.reviews.access_reviews[-1]["spec"]["resourceAttributes"]["version"] == "v1alpha3"
+
+        await env.call(
+            PUT, cert=env.pki.aggregator, headers=who, method="PUT", body={"kind": "VirtualMachine"}
+        )
+        attrs = env.reviews.access_reviews[-1]["spec"]["resourceAttributes"]
+        assert attrs == {
+            "namespace": "ns1",
+            "verb": "update",
+            "group": GROUP,
+            "version": "v1",
+            "resource": "expand-vm-spec",
+        }
+
+
+async def test_denied_is_403_in_kube_apiserver_words(tmp_path: Path) -> None:
+    async with auth_env(tmp_path) as env:
+        env.reviews.deny(user="bob", reason="no RBAC policy matched")
+        who = [("X-Remote-User", "bob")]
+        code, _, body = await env.call(EXPAND, cert=env.pki.aggregator, headers=who)
+        assert code == 403
+        assert body["reason"] == "Forbidden"
+        assert body["message"] == (
+            f'virtualmachines.{GROUP} "vm1" is forbidden: User "bob" cannot get resource '
+            f'"virtualmachines/expand-spec" in API group "{GROUP}" in the namespace "ns1": '
+            "no RBAC policy matched"
+        )
+        assert body["details"] == {"name": "vm1", "group": GROUP, "kind": "virtualmachines"}
+        code, _, body = await env.call(PUT, cert=env.pki.aggregator, headers=who, method="PUT", body={})
+        assert code == 403
+        assert body["message"].startswith(
+            f'expand-vm-spec.{GROUP} is forbidden: User "bob" cannot update resource "expand-vm-spec"'
+        )
+        code, _, body = await env.call("/metrics", cert=env.pki.aggregator, headers=who)
+        assert (code, body["message"]) == (
+            403,
+            'forbidden: User "bob" cannot get path "/metrics": no RBAC policy matched',
+        )
+        # The denial was cached: asking again sends no new review.
+        count = len(env.reviews.access_reviews)
+        await env.call(EXPAND, cert=env.pki.aggregator, headers=who)
+        assert len(env.reviews.access_reviews) == count
+
+
+async def test_masters_are_allowed_without_review(tmp_path: Path) -> None:
+    async with auth_env(tmp_path) as env:
+        who = [("X-Remote-User", "root"), ("X-Remote-Group", "system:masters")]
+        code, _, _ = await env.call("/metrics", cert=env.pki.aggregator, headers=who)
+        assert code == 200
+        assert env.reviews.access_reviews == []
+
+
+async def test_review_failure_is_503_never_allowed(tmp_path: Path) -> None:
+    async with auth_env(tmp_path) as env:
+        env.reviews.rules.append(__import__("tests.fakekube.reviews", fromlist=["Rule"]).Rule("error"))
+        code, headers, body = await env.call(
+            "/metrics", cert=env.pki.aggregator, headers=[("X-Remote-User", "a")]
+        )
+        assert code == 503
+        assert headers["Retry-After"] == "3"
+        assert body["reason"] == "ServiceUnavailable"
+        env.reviews.token_error = 500
+        code, headers, body = await env.call("/metrics", headers={"Authorization": "Bearer x"})
+        assert code == 503 and "Retry-After" in headers
+
+
+async def test_configmap_changes_take_effect(tmp_path: Path) -> None:
+    async with auth_env(tmp_path) as env:
+        env.reviews.allow()
+        who = [("X-Remote-User", "alice")]
+        assert (await env.call("/metrics", cert=env.pki.aggregator, headers=who))[0] == 200
+        assert (await env.call("/metrics", cert=env.pki.wrong_cn, headers=who))[0] == 401
+        # The cluster now allows the other name and uses another user header.
+        env.fake.update(
+            env.pki.configmap(
+                **{
+                    "requestheader-allowed-names": json.dumps(["impostor"]),
+                    "requestheader-username-headers": json.dumps(["X-Proxy-User"]),
+                }
+            )
+        )
+        await wait_for(
+            lambda: (
+                env.runtime.trust.settings is not None
+                and env.runtime.trust.settings.request_header is not None
+                and env.runtime.trust.settings.request_header.allowed_names == ("impostor",)
+            )
+        )
+        assert (await env.call("/metrics", cert=env.pki.aggregator, headers=who))[0] == 401
+        assert (await env.call("/metrics", cert=env.pki.wrong_cn, headers=who))[
+            0
+        ] == 401  # wrong header name now
+        assert (await env.call("/metrics", cert=env.pki.wrong_cn, headers=[("X-Proxy-User", "alice")]))[
+            0
+        ] == 200
+
+        # A new front-proxy CA: the old aggregator certificate stops working, the new one works.
+        import trustme
+
+        new_ca = trustme.CA()
+        new_aggregator = new_ca.issue_cert("front-proxy-client", common_name="front-proxy-client")
+        env.fake.update(
+            env.pki.configmap(**{"requestheader-client-ca-file": new_ca.cert_pem.bytes().decode()})
+        )
+        await wait_for(
+            lambda: (
+                env.tls.context.cert_store_stats()["x509_ca"] == 2
+                and env.runtime.trust.settings is not None
+                and env.runtime.trust.settings.request_header is not None
+                and env.runtime.trust.settings.request_header.allowed_names == ("front-proxy-client",)
+            )
+        )
+        assert (await env.call("/metrics", cert=new_aggregator, headers=who))[0] == 200
+        with pytest.raises(aiohttp.ClientError):
+            await env.call("/metrics", cert=env.pki.aggregator, headers=who)
