@@ -8,6 +8,7 @@ VirtualMachine or names another namespace.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
@@ -77,16 +78,20 @@ def parse(data: bytes, fmt: str, *, kubevirt_messages: bool = False) -> dict[str
     return doc
 
 
-def schema_causes(doc: dict[str, Any]) -> list[Cause]:
-    """Schema problems of ``doc`` as a VirtualMachine (the renderer's Go-type checker)."""
+def schema_checker() -> Callable[[Any, str], Iterable[Cause]] | None:
+    """The renderer's Go-type checker, or None while it is not in this tree (the engine still checks)."""
     try:
         from apiserver.render import gojson
-    except ImportError:  # the checker is not in this tree yet: the engine's own errors still apply
-        return []
-    check = getattr(gojson, "check", None)
-    if check is None:
-        return []
-    return list(check(doc, "VirtualMachine"))
+    except ImportError:
+        return None
+    check: Callable[[Any, str], Iterable[Cause]] | None = getattr(gojson, "check", None)
+    return check
+
+
+def schema_causes(doc: dict[str, Any]) -> list[Cause]:
+    """Schema problems of ``doc`` as a VirtualMachine."""
+    check = schema_checker()
+    return [] if check is None else list(check(doc, "VirtualMachine"))
 
 
 def _invalid_message(name: str, causes: list[Cause]) -> str:

@@ -1,7 +1,7 @@
 """Log set-up (text or JSON lines) and the one access-log line per request.
 
 The access line names method, path, code, latency and the user when authentication put one on the
-request (``request[USER_KEY]``: a string, or an object with ``name``/``username``). Bodies are never
+request (``request[USER_KEY]``). Bodies are never
 logged: they are users' VMs.
 """
 
@@ -16,8 +16,9 @@ import orjson
 from aiohttp import web
 
 ACCESS_LOGGER = "apiserver.access"
-# Where authentication leaves the caller's identity on the request.
-USER_KEY = "user"
+# Where authentication leaves the caller's identity on the request: a user name, or an object with a
+# ``name`` or ``username`` attribute.
+USER_KEY = web.RequestKey("user", object)
 FORMATS = ("text", "json")
 
 _access = logging.getLogger(ACCESS_LOGGER)

@@ -189,6 +189,18 @@ def openapi_v2(settings: Settings) -> dict[str, Any]:
     }
 
 
+def _drop_invalid_default(out: dict[str, Any]) -> None:
+    """Drop Go zero-value defaults that contradict their schema (``{}`` for an object with required
+    members, ``""`` outside an enum): they carry no information and OpenAPI validators reject them."""
+    if "default" not in out:
+        return
+    default = out["default"]
+    empty_object = ("$ref" in out or "allOf" in out) and default == {}
+    outside_enum = "enum" in out and default not in out["enum"]
+    if empty_object or outside_enum:
+        del out["default"]
+
+
 def _schema_v2(node: Any) -> Any:
     """KubeVirt's schemas as Swagger 2.0 allows them: one type per schema, ``x-nullable``."""
     if isinstance(node, list):
@@ -196,6 +208,7 @@ def _schema_v2(node: Any) -> Any:
     if not isinstance(node, dict):
         return node
     out = {key: _schema_v2(value) for key, value in node.items()}
+    _drop_invalid_default(out)
     if out.pop("nullable", False):
         out["x-nullable"] = True
     kind = out.get("type")
@@ -219,6 +232,7 @@ def _schema_v3(node: Any) -> Any:
     if not isinstance(node, dict):
         return node
     out = {key: _schema_v3(value) for key, value in node.items()}
+    _drop_invalid_default(out)
     kind = out.get("type")
     if isinstance(kind, list):
         # KubeVirt writes ``type: [string, number]`` (int-or-string) and ``[string, "null"]``; 3.0 wants

@@ -184,7 +184,6 @@ class Server:
             self.settings.bind_address,
             self.settings.secure_port,
             ssl_context=context,
-            shutdown_timeout=self.settings.shutdown_timeout,
         )
         try:
             await site.start()
