@@ -145,7 +145,7 @@ async def test_body_over_3_mib_is_413(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("timeout", "code", "reason"), [(False, 503, "ServiceUnavailable"), (True, 504, "Timeout")]
+    ("slow", "code", "reason"), [(False, 503, "ServiceUnavailable"), (True, 504, "Timeout")]
 )
 @pytest.mark.parametrize("method", ["GET", "PUT"])
 async def test_source_unavailable_is_503_or_504_with_retry_after(
