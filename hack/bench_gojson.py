@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Micro-benchmark of the Go JSON codec: median microseconds per call on a typical corpus VM.
+
+    .venv/bin/python hack/bench_gojson.py [case-file]
+
+Uses the expected output of a ``common-*`` vm-b (app-vm) case (disks, cdrom, interfaces, dataVolumeTemplates)
+unless a case file is given.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from apiserver.render import gojson  # noqa: E402
+
+CASES = REPO.parent / "shared" / "conformance" / "cases"
+
+
+def _pick_case() -> Path:
+    for path in sorted(CASES.glob("common-*.json")):
+        case = json.loads(path.read_text())
+        if "vm-b" in case["name"] and "expanded" in case["expected"]:
+            return path
+    raise SystemExit("no common app-vm case found")
+
+
+def _median_us(fn: Callable[[], Any], rounds: int = 15, number: int = 200) -> float:
+    fn()
+    samples = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        samples.append((time.perf_counter() - start) / number * 1e6)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    path = Path(sys.argv[1]) if len(sys.argv) > 1 else _pick_case()
+    case = json.loads(path.read_text())
+    vm_in = case["input"]["vm"]
+    vm_out = case["expected"]["expanded"]
+    decoded = gojson.decode(vm_out, "VirtualMachine")
+    print(f"case: {path.name} ({case['name']}), expanded VM {len(json.dumps(vm_out))} bytes of JSON")
+    figures = {
+        "decode(expanded)": lambda: gojson.decode(vm_out, "VirtualMachine"),
+        "decode(expanded, exact_names)": lambda: gojson.decode(vm_out, "VirtualMachine", exact_names=True),
+        "encode(decoded)": lambda: gojson.encode(decoded, "VirtualMachine"),
+        "roundtrip(expanded)": lambda: gojson.roundtrip(vm_out, "VirtualMachine"),
+        "roundtrip(input vm)": lambda: gojson.roundtrip(vm_in, "VirtualMachine"),
+        "check(input vm)": lambda: gojson.check(vm_in, "VirtualMachine"),
+        "json.loads+dumps (reference)": lambda: json.loads(json.dumps(vm_out)),
+    }
+    for label, fn in figures.items():
+        print(f"{label:32s} {_median_us(fn):8.1f} µs")
+
+
+if __name__ == "__main__":
+    main()
