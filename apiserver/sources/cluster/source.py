@@ -19,6 +19,8 @@ import logging
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from kubernetes_asyncio.client import Configuration
+
 from apiserver.render import objects as o
 from apiserver.render.objects import ObjectRef
 from apiserver.sources.base import CacheStats, Check, SourceUnavailable
@@ -40,6 +42,7 @@ class ClusterSource:
         self,
         client: KubeClient | None = None,
         *,
+        configuration: Configuration | None = None,
         kubeconfig: str | None = None,
         context: str | None = None,
         vm_cache: bool = False,
@@ -52,6 +55,7 @@ class ClusterSource:
         recheck_missing: float = 60.0,
     ) -> None:
         self.client = client
+        self.configuration = configuration
         self.kubeconfig = kubeconfig
         self.context = context
         self.vm_cache = vm_cache
@@ -94,7 +98,7 @@ class ClusterSource:
         if self._tasks:
             return
         if self.client is None:
-            config = await load_configuration(self.kubeconfig, context=self.context)
+            config = self.configuration or await load_configuration(self.kubeconfig, context=self.context)
             self.client = KubeClient.from_configuration(config, read_timeout=self.read_timeout)
         watched: list[Resource] = [*kinds.CACHED, *kinds.FLAVORS.values()]
         if self.vm_cache:
@@ -291,3 +295,19 @@ def _deployed(crs: Sequence[JSONDict]) -> JSONDict | None:
         if (cr.get("status") or {}).get("phase") == "Deployed":
             return cr
     return ordered[0] if ordered else None
+
+
+def source_from_args(args: Any) -> ClusterSource:
+    """The source for ``kubevirt-expand serve`` without ``--manifests``.
+
+    The configuration is loaded here, before the server starts, so a bad ``--kubeconfig`` or a missing
+    service account is a start-up error (ValueError), not a server that never becomes ready.
+    """
+    kubeconfig = getattr(args, "kubeconfig", None)
+    context = getattr(args, "context", None)
+    configuration = asyncio.run(load_configuration(kubeconfig, context=context))
+    return ClusterSource(
+        configuration=configuration,
+        vm_cache=bool(getattr(args, "vm_cache", False)),
+        read_timeout=float(getattr(args, "kube_timeout", 5.0)),
+    )
