@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import re
 from typing import Any
 
@@ -207,6 +208,7 @@ def test_invalid_selector_in_non_matching_preset_fails_everything() -> None:
         }
     ]
     assert "cpu" not in domain_of(vm), "nothing may be applied when the preset step fails"
+    assert error.status["details"]["name"] == "testvm" and error.status["details"]["kind"] == "VirtualMachine"
 
 
 def test_invalid_operator_cause_names_the_expression() -> None:
@@ -761,6 +763,9 @@ def test_conformance(path: Any) -> None:
         return
     report = apply_presets(vm, presets)
     assert vm == expected["expanded"]
+    # The template is re-encoded here, so its member order (Go declaration order) is ours to keep.
+    template, expected_template = vm["spec"]["template"], expected["expanded"]["spec"]["template"]
+    assert json.dumps(template) == json.dumps(expected_template)
     assert report.matched == expected["matched"]
     assert report.excluded == expected.get("excluded", False)
     assert [(w.preset, w.applied, w.fields, _prefix(w.message)) for w in report.warnings] == [
