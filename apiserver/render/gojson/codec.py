@@ -34,7 +34,6 @@ ZERO_TIME = "0001-01-01T00:00:00Z"
 Decoder = Callable[[Any, bool, Any], Any]
 Encoder = Callable[[Any], Any]
 
-_MISSING: Any = object()
 _EMPTY: dict[str, Any] = {}
 
 
@@ -179,24 +178,6 @@ def _enc_time(v: Any) -> Any:
     return None if v == ZERO_TIME else v
 
 
-def _identity(v: Any) -> Any:
-    return v
-
-
-_CUSTOM_ENCODERS: dict[str, Encoder] = {
-    "quantity": _enc_quantity,
-    "time": _enc_time,
-    "duration": _identity,
-    "intorstring": _identity,
-    "raw": _identity,
-}
-
-
-def _custom_is_zero(kind: str, encoded: Any) -> bool:
-    """``IsZero()`` for omitzero (only Quantity and Time have it)."""
-    return encoded is None or (kind == "quantity" and encoded == "0")
-
-
 # --- decode hooks -------------------------------------------------------------------------------------
 
 
@@ -242,28 +223,15 @@ _D_SLICE = 5  # slice: null deletes
 _D_CUSTOM = 6  # non-pointer custom type: null leaves
 _D_CUSTOM_NULL = 7  # non-pointer custom type whose UnmarshalJSON also sees null (Duration)
 
-# Encode modes of a struct member.
-_E_SCALAR_OMIT = 0  # non-pointer scalar with omitempty
-_E_SCALAR = 1  # non-pointer scalar: zero written
-_E_PTR_OMIT = 2  # pointer with omitempty, value used as is
-_E_PTR_OMIT_FN = 3  # pointer with omitempty, value encoded
-_E_PTR = 4  # pointer without omitempty: null when nil
-_E_COLL_OMIT = 5  # map/slice with omitempty: dropped when empty
-_E_COLL = 6  # map/slice without omitempty: null when nil
-_E_STRUCT = 7  # non-pointer struct: always written
-_E_CUSTOM = 8  # non-pointer custom type: always written (unless omitzero and zero)
-
 _ZERO_SCALARS: dict[str, Any] = {"string": "", "bool": False, "float32": 0, "float64": 0}
 
 
 class _Compiler:
-    """Builds one decoder and one encoder per type reference, sharing them per struct type."""
+    """Builds one decoder per type reference, sharing them per struct type."""
 
     def __init__(self) -> None:
         self.struct_decoders: dict[str, Decoder] = {}
-        self.struct_encoders: dict[str, Encoder] = {}
         self._decode_tables: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
-        self._encode_plans: dict[str, list[Any]] = {}
         for name in STRUCTS:
             self._declare(name)
         for name in STRUCTS:
@@ -303,28 +271,6 @@ class _Compiler:
             return lambda: value
         value = _ZERO_SCALARS.get(kind, 0)
         return lambda: value
-
-    def encoder(self, ref: dict[str, Any]) -> Encoder | None:
-        """None when the decoded value is already what Go writes."""
-        kind = ref["k"]
-        if kind == "struct":
-            return self.struct_encoders[ref["t"]]
-        if kind == "custom":
-            enc = _CUSTOM_ENCODERS[ref["c"]]
-            return None if enc is _identity else enc
-        if kind == "slice":
-            item = self.encoder(ref["elem"])
-            if item is None:
-                return list
-            elem: Encoder = item
-            return lambda v: [elem(x) for x in v]
-        if kind == "map":
-            value = self.encoder(ref["elem"])
-            if value is None:
-                return lambda v: {k: v[k] for k in sorted(v)}
-            val: Encoder = value
-            return lambda v: {k: val(v[k]) for k in sorted(v)}
-        return None
 
     def _slice_decoder(self, ref: dict[str, Any]) -> Decoder:
         go_type = ref["g"]
@@ -381,9 +327,7 @@ class _Compiler:
     def _declare(self, type_name: str) -> None:
         table: dict[str, Any] = {}
         folded: dict[str, Any] = {}
-        plan: list[Any] = []
         self._decode_tables[type_name] = (table, folded)
-        self._encode_plans[type_name] = plan
         info = STRUCTS[type_name]
         struct_go = info["go"]
         struct_type = short_name(type_name)
@@ -447,50 +391,11 @@ class _Compiler:
                 hook(out)
             return out
 
-        def enc(d: Any) -> Any:
-            out: dict[str, Any] = {}
-            get = d.get
-            for name, mode, fn, zero in plan:
-                v = get(name)
-                if mode == _E_SCALAR_OMIT:
-                    if v:
-                        out[name] = v
-                elif mode == _E_PTR_OMIT:
-                    if v is not None:
-                        out[name] = v
-                elif mode == _E_STRUCT:
-                    out[name] = fn(_EMPTY if v is None else v)
-                elif mode == _E_PTR_OMIT_FN:
-                    if v is not None:
-                        out[name] = fn(v)
-                elif mode == _E_COLL_OMIT:
-                    if v:
-                        out[name] = fn(v)
-                elif mode == _E_SCALAR:
-                    out[name] = zero if v is None else v
-                elif mode == _E_CUSTOM:
-                    if v is None:
-                        if zero is not _MISSING:
-                            out[name] = zero
-                    else:
-                        y = v if fn is None else fn(v)
-                        if zero is _MISSING and (y is None or y == "0"):
-                            continue  # omitzero and IsZero()
-                        out[name] = y
-                elif v is None:  # _E_PTR, _E_COLL
-                    out[name] = None
-                else:
-                    out[name] = v if fn is None else fn(v)
-            return out
-
         self.struct_decoders[type_name] = dec
-        self.struct_encoders[type_name] = enc
 
     def _fill(self, type_name: str) -> None:
         table, folded = self._decode_tables[type_name]
-        plan = self._encode_plans[type_name]
-        for name, ref, omit in STRUCTS[type_name]["fields"]:
-            omitempty, omitzero = "e" in omit, "z" in omit
+        for name, ref, _omit in STRUCTS[type_name]["fields"]:
             kind, pointer = ref["k"], bool(ref.get("p"))
             fn = self.decoder(ref)
             if kind in ("slice", "map"):
@@ -509,23 +414,91 @@ class _Compiler:
             table[name] = entry
             folded.setdefault(_fold(name), entry)
 
-            enc = self.encoder(ref)
-            zero: Any = None
-            if pointer:
-                emode = _E_PTR if not omitempty else _E_PTR_OMIT if enc is None else _E_PTR_OMIT_FN
-            elif kind in ("slice", "map"):
-                emode = _E_COLL_OMIT if omitempty else _E_COLL
-            elif kind == "struct":
-                emode = _E_STRUCT
-            elif kind == "custom":
-                emode = _E_CUSTOM
-                zero = _MISSING if omitzero else _CUSTOM_ZERO_JSON[ref["c"]]
-            elif omitempty:
-                emode = _E_SCALAR_OMIT
+
+# --- generated encoders -----------------------------------------------------------------------------------
+#
+# Encoding visits every declared member of every struct present (Go writes members that are absent from
+# the input), so it is the hot loop. Each struct gets a straight-line function generated from its member
+# plan: one dict lookup and one test per member, no dispatch. Struct encoders call each other by global
+# name in one shared namespace, so recursive types work.
+
+
+def _encoder_name(type_name: str) -> str:
+    return "enc_" + "".join(c if c.isalnum() else "_" for c in type_name)
+
+
+def _value_expr(ref: dict[str, Any], var: str, depth: int = 0) -> str:
+    """A Python expression for what Go writes for the non-nil decoded value ``var``."""
+    kind = ref["k"]
+    if kind == "struct":
+        return f"{_encoder_name(ref['t'])}({var})"
+    if kind == "custom":
+        return {"quantity": f"Q({var})", "time": f"T({var})"}.get(ref["c"], var)
+    item = f"x{depth}"
+    if kind == "slice":
+        elem = _value_expr(ref["elem"], item, depth + 1)
+        return f"list({var})" if elem == item else f"[{elem} for {item} in {var}]"
+    if kind == "map":
+        elem = _value_expr(ref["elem"], f"{var}[{item}]", depth + 1)
+        return f"{{{item}: {elem} for {item} in sorted({var})}}"
+    return var
+
+
+def _encoder_source(type_name: str) -> str:
+    lines = [f"def {_encoder_name(type_name)}(d):", "    out = {}", "    get = d.get"]
+    for name, ref, omit in STRUCTS[type_name]["fields"]:
+        omitempty, omitzero = "e" in omit, "z" in omit
+        kind, pointer = ref["k"], bool(ref.get("p"))
+        key = repr(name)
+        expr = _value_expr(ref, "v")
+        lines.append(f"    v = get({key})")
+        if pointer or kind in ("slice", "map"):
+            if not omitempty:
+                lines.append(f"    out[{key}] = None if v is None else {expr}")
+            elif pointer:
+                lines.append(f"    if v is not None: out[{key}] = {expr}")
             else:
-                emode = _E_SCALAR
-                zero = _ZERO_SCALARS.get(kind, 0)
-            plan.append((name, emode, enc, zero))
+                lines.append(f"    if v: out[{key}] = {expr}")
+        elif kind == "struct":
+            lines.append(f"    out[{key}] = {_encoder_name(ref['t'])}(EMPTY if v is None else v)")
+        elif kind == "custom":
+            if omitzero:
+                lines.append("    if v is not None:")
+                lines.append(f"        y = {expr}")
+                lines.append(f"        if y is not None and y != '0': out[{key}] = y")
+            else:
+                zero = _CUSTOM_ZERO_JSON[ref["c"]]
+                lines.append(f"    out[{key}] = {zero!r} if v is None else {expr}")
+        elif omitempty:
+            lines.append(f"    if v: out[{key}] = v")
+        else:
+            zero = _ZERO_SCALARS.get(kind, 0)
+            lines.append(f"    out[{key}] = {zero!r} if v is None else v")
+    lines.append("    return out")
+    return "\n".join(lines)
+
+
+_NAMESPACE: dict[str, Any] = {"Q": _enc_quantity, "T": _enc_time, "EMPTY": _EMPTY}
+_ENCODERS: dict[str, Encoder] = {}
+
+
+def _lazy_encoder(type_name: str) -> Encoder:
+    """A stand-in that compiles the real encoder on first use (compiling all 277 up front costs ~100ms
+    of start-up; a VM touches a few dozen) and then replaces itself everywhere."""
+    function_name = _encoder_name(type_name)
+
+    def first_call(d: Any) -> Any:
+        source = _encoder_source(type_name)
+        exec(compile(source, f"<gojson encoder {type_name}>", "exec"), _NAMESPACE)
+        real: Encoder = _NAMESPACE[function_name]
+        _ENCODERS[type_name] = real
+        return real(d)
+
+    return first_call
+
+
+for _name in STRUCTS:
+    _ENCODERS[_name] = _NAMESPACE[_encoder_name(_name)] = _lazy_encoder(_name)
 
 
 _COMPILED = _Compiler()
@@ -568,7 +541,7 @@ def decode(doc: Any, root: str, *, exact_names: bool = False) -> Any:
 def encode(doc: Any, root: str) -> Any:
     """What ``json.Marshal`` writes for a decoded value: members in Go order, omitempty applied,
     always-written members added, map keys sorted. Assumes ``doc`` came from :func:`decode`."""
-    return _COMPILED.struct_encoders[resolve_root(root)](doc)
+    return _ENCODERS[resolve_root(root)](doc)
 
 
 def roundtrip(doc: Any, root: str, *, exact_names: bool = False) -> Any:
@@ -578,7 +551,7 @@ def roundtrip(doc: Any, root: str, *, exact_names: bool = False) -> Any:
         decoded = _COMPILED.struct_decoders[type_name](doc, exact_names, None)
     except _Fail as fail:
         raise _error(fail, type_name) from None
-    return _COMPILED.struct_encoders[type_name](decoded)
+    return _ENCODERS[type_name](decoded)
 
 
 def struct_go_name(root: str) -> str:
