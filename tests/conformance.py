@@ -11,7 +11,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 # KUBEVIRT_EXPAND_CONFORMANCE points at another cases folder (the held-back cases, built the same way).
-CASES_DIR = Path(os.environ.get("KUBEVIRT_EXPAND_CONFORMANCE", REPO.parent / "shared" / "conformance" / "cases"))
+CASES_DIR = Path(
+    os.environ.get("KUBEVIRT_EXPAND_CONFORMANCE", REPO.parent / "shared" / "conformance" / "cases")
+)
 
 # Superseded by legacy-065 (same input): it records KubeVirt v1.7+ refusing a revision we decode.
 SUPERSEDED = {"revision-021"}

@@ -1,4 +1,9 @@
-"""The expand pipeline: find, default, apply the instancetype and preference, default again, strip."""
+"""The expand pipeline: find, default, apply the instancetype and preference, default again, strip.
+
+Mirrors KubeVirt's ``pkg/instancetype/expand`` step for step. The VM is decoded into Go's semantics
+first (unknown members dropped, canonical quantities, absent vs empty kept apart) and encoded the way
+Go's ``encoding/json`` writes it at the end, so the result equals KubeVirt's byte for byte.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from apiserver.render import gojson
+from apiserver.render.admission import check_requirements, check_spread
+from apiserver.render.apply_instancetype import apply_instancetype
+from apiserver.render.apply_preference import apply_preference
+from apiserver.render.config import cluster_config
+from apiserver.render.defaults import (
+    set_default_network_interface,
+    set_default_volume_disks,
+    set_vmi_spec_defaults,
+)
+from apiserver.render.errors import CAUSE_INVALID, CAUSE_REQUIRED, CAUSE_TYPE_INVALID, Cause, ExpandError
+from apiserver.render.find import find_instancetype, find_preference
+from apiserver.render.infer import infer_matchers
 from apiserver.render.objects import ObjectLookup
+from apiserver.render.tree import child
+
+JSON = dict[str, Any]
+CONFLICT_FMT = "VM field(s) {} conflicts with selected instance type"
 
 
 @dataclass(slots=True)
@@ -16,6 +38,32 @@ class ExpandResult:
     vm: dict[str, Any]
     # Human-readable warnings (preset conflicts, deprecations), sent as HTTP ``Warning`` headers.
     warnings: list[str] = field(default_factory=list)
+    # The presets step's report (apiserver.render.presets.PresetReport) when presets were applied.
+    presets: Any = None
+
+
+def decode_vm(vm: Mapping[str, Any], *, exact_names: bool = False) -> JSON:
+    """Decode a VirtualMachine as Go's json.Unmarshal would; a wrong type is a 422 naming the field."""
+    if not isinstance(vm, Mapping):
+        raise ExpandError.bad_request("the VirtualMachine must be a JSON object")
+    try:
+        decoded: JSON = gojson.decode(vm, "VirtualMachine", exact_names=exact_names)
+    except gojson.GoDecodeError as err:
+        message = f"Can not unmarshal Request body to struct, error: {err}"
+        raise ExpandError.invalid(message, Cause(err.path, str(err), CAUSE_TYPE_INVALID)) from None
+    return decoded
+
+
+def _spec_dict(model: Any) -> JSON | None:
+    if model is None:
+        return None
+    dumped: JSON = model.model_dump(by_alias=True, exclude_none=True)
+    return dumped
+
+
+def _conflict_error(paths: list[str], name: str) -> ExpandError:
+    causes = [Cause(p, CONFLICT_FMT.format(p), CAUSE_INVALID) for p in paths]
+    return ExpandError.invalid(CONFLICT_FMT.format(", ".join(paths)), *causes, name=name)
 
 
 def expand(
@@ -35,4 +83,67 @@ def expand(
     Raises :class:`~apiserver.render.errors.ExpandError` with the Status to send, or
     :class:`~apiserver.render.objects.LookupPending` when ``lookup`` must fetch an object first.
     """
-    raise NotImplementedError
+    decoded = decode_vm(vm, exact_names=exact_names)
+    meta = decoded.get("metadata") or {}
+    name = meta.get("name", "")
+    namespace = meta.get("namespace", "")
+    spec = decoded.get("spec") or {}
+
+    if spec.get("instancetype") is not None or spec.get("preference") is not None:
+        # KubeVirt's mutating webhook resolves inferFromVolume before a VM is stored; a VM sent to
+        # expand-vm-spec has not been through it, so we resolve it here (KubeVirt's expand fails).
+        infer_matchers(decoded, lookup)
+        _expand_in_place(decoded, lookup, kubevirt, validate=validate, name=name)
+
+    out: JSON = gojson.encode(decoded, "VirtualMachine")
+    result = ExpandResult(out)
+    if presets:
+        from apiserver.render.presets import apply_presets
+
+        report = apply_presets(out, lookup.presets(namespace))
+        result.presets = report
+        result.warnings.extend(report.warning_texts())
+    return result
+
+
+def _expand_in_place(
+    vm: JSON,
+    lookup: ObjectLookup,
+    kubevirt: Mapping[str, Any] | None,
+    *,
+    validate: bool,
+    name: str,
+) -> None:
+    spec: JSON = vm["spec"]
+    instancetype = _spec_dict(find_instancetype(vm, lookup))
+    preference = _spec_dict(find_preference(vm, lookup))
+    config = cluster_config(kubevirt)
+
+    template = spec.get("template")
+    if template is None:
+        # KubeVirt dereferences the nil template and panics; we name the missing field instead.
+        message = "spec.template is required to expand a VirtualMachine"
+        raise ExpandError.invalid(message, Cause("spec.template", message, CAUSE_REQUIRED), name=name)
+    tspec = child(template, "spec")
+    tmeta = child(template, "metadata")
+
+    set_default_volume_disks(tspec)
+    set_default_network_interface(config, tspec)
+    if instancetype is not None:
+        conflicts = apply_instancetype(instancetype, preference, tspec, tmeta)
+        if conflicts:
+            raise _conflict_error(conflicts, name)
+    if preference is not None:
+        apply_preference(preference, tspec, tmeta)
+    set_vmi_spec_defaults(config, tspec)
+
+    spec.pop("instancetype", None)
+    spec.pop("preference", None)
+    status = vm.get("status")
+    if status is not None:
+        status.pop("instancetypeRef", None)
+        status.pop("preferenceRef", None)
+
+    if validate:
+        check_spread(instancetype, preference)
+        check_requirements(instancetype, preference, tspec)

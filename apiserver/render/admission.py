@@ -1,0 +1,149 @@
+"""The instancetype/preference checks of KubeVirt's VM validating webhook (``validate=true``).
+
+Expand itself checks neither preference requirements nor spread divisibility, so a VM can expand and
+still be refused at creation. Running the webhook's checks here lets automation learn that first.
+Mirrors ``pkg/instancetype/webhooks/vm`` (``ApplyToVM``), ``pkg/instancetype/preference/validation``
+and ``pkg/instancetype/preference/requirements``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apiserver.render.errors import CAUSE_INVALID, CAUSE_NOT_FOUND, Cause, ExpandError
+from apiserver.render.quantity import parse_quantity
+from apiserver.render.topology import (
+    ACROSS_CORES_THREADS,
+    ACROSS_SOCKETS_CORES,
+    ACROSS_SOCKETS_CORES_THREADS,
+    SPREAD,
+    THREADS_PER_CORE,
+    preferred_topology,
+    spread_options,
+)
+
+JSON = dict[str, Any]
+
+_GUEST_PATH = "instancetype.spec.cpu.guest"
+_RATIO_TEXT = "Spec.PreferSpreadSocketToCoreRatio or Spec.CPU.PreferSpreadOptions.Ratio"
+_CPU = "spec.template.spec.domain.cpu"
+
+
+def _denied(causes: list[Cause]) -> ExpandError:
+    message = "admission webhook would deny the VirtualMachine: " + "; ".join(c.message for c in causes)
+    return ExpandError.invalid(message, *causes)
+
+
+def check_spread(instancetype: JSON | None, preference: JSON | None) -> None:
+    """CheckSpreadCPUTopology: the instancetype's vCPUs must divide over the preferred spread."""
+    if instancetype is None or preference is None or preferred_topology(preference) not in SPREAD:
+        return
+    guest = int((instancetype.get("cpu") or {}).get("guest") or 0)
+    ratio, across = spread_options(preference)
+    message = None
+    if ratio == 0 and across in (ACROSS_SOCKETS_CORES, ACROSS_CORES_THREADS, ACROSS_SOCKETS_CORES_THREADS):
+        message = (
+            f"{guest} vCPUs cannot be spread with a ratio of 0 (KubeVirt panics: integer divide by zero)"
+        )
+    elif across == ACROSS_SOCKETS_CORES and guest % ratio:
+        message = (
+            f"{guest} vCPUs provided by the instance type are not divisible by the {_RATIO_TEXT} of {ratio} "
+            "provided by the preference"
+        )
+    elif across == ACROSS_CORES_THREADS and guest % ratio:
+        message = f"{guest} vCPUs provided by the instance type are not divisible by the number of threads per core {ratio}"
+    elif across == ACROSS_SOCKETS_CORES_THREADS and (
+        guest % THREADS_PER_CORE or (guest // THREADS_PER_CORE) % ratio
+    ):
+        message = (
+            f"{guest} vCPUs provided by the instance type are not divisible by the number of threads per core "
+            f"{THREADS_PER_CORE} and {_RATIO_TEXT} of {ratio}"
+        )
+    if message:
+        raise _denied([Cause(_GUEST_PATH, message, CAUSE_INVALID)])
+
+
+def check_requirements(instancetype: JSON | None, preference: JSON | None, tspec: JSON) -> None:
+    """The preference's requirements against the applied and defaulted template: first failure wins."""
+    if preference is None or preference.get("requirements") is None:
+        return
+    requirements = preference["requirements"]
+    failure = None
+    if requirements.get("cpu") is not None:
+        failure = _check_cpu(instancetype, preference, tspec)
+    if failure is None and requirements.get("memory") is not None:
+        failure = _check_memory(instancetype, preference, tspec)
+    if failure is None and requirements.get("architecture") is not None:
+        required = requirements["architecture"]
+        actual = tspec.get("architecture", "")
+        if actual != required:
+            failure = (
+                ["spec.template.spec.architecture"],
+                f"preference requires architecture {required} but {actual} is being requested",
+            )
+    if failure is not None:
+        paths, error = failure
+        message = f"failure checking preference requirements: {error}"
+        raise _denied([Cause(", ".join(paths), message, CAUSE_NOT_FOUND)])
+
+
+def _check_cpu(instancetype: JSON | None, preference: JSON, tspec: JSON) -> tuple[list[str], str] | None:
+    required = int(preference["requirements"]["cpu"].get("guest") or 0)
+    if instancetype is not None:
+        guest = int((instancetype.get("cpu") or {}).get("guest") or 0)
+        if guest < required:
+            return ["spec.instancetype"], (
+                f"insufficient CPU resources of {guest} vCPU provided by instance type, "
+                f"preference requires {required} vCPU"
+            )
+        return None
+    cpu = (tspec.get("domain") or {}).get("cpu")
+    if cpu is None:
+        return [_CPU], f"no CPU resources provided by VirtualMachine, preference requires {required} vCPU"
+    sockets, cores, threads = (int(cpu.get(k) or 0) for k in ("sockets", "cores", "threads"))
+
+    def short(count: int, members: list[str], provided_as: str) -> tuple[list[str], str] | None:
+        if count >= required:
+            return None
+        return [f"{_CPU}.{m}" for m in members], (
+            f"insufficient CPU resources of {count} vCPU provided by VirtualMachine, "
+            f"preference requires {required} vCPU provided as {provided_as}"
+        )
+
+    topology = preferred_topology(preference)
+    if topology in ("threads", "preferThreads"):
+        return short(threads, ["threads"], "threads")
+    if topology in ("cores", "preferCores"):
+        return short(cores, ["cores"], "cores")
+    if topology in ("sockets", "preferSockets"):
+        return short(sockets, ["sockets"], "sockets")
+    if topology in SPREAD:
+        _, across = spread_options(preference)
+        if across == ACROSS_SOCKETS_CORES:
+            return short(sockets * cores, ["sockets", "cores"], across)
+        if across == ACROSS_CORES_THREADS:
+            return short(cores * threads, ["cores", "threads"], across)
+        if across == ACROSS_SOCKETS_CORES_THREADS:
+            return short(sockets * cores * threads, ["sockets", "cores", "threads"], across)
+        # KubeVirt leaves the count at 0 for an unknown across value and compares that.
+        return short(0, [], across)
+    if topology in ("any", "preferAny"):
+        return short(cores * sockets * threads, ["cores", "sockets", "threads"], "cores, sockets and threads")
+    return None
+
+
+def _check_memory(instancetype: JSON | None, preference: JSON, tspec: JSON) -> tuple[list[str], str] | None:
+    required = preference["requirements"]["memory"].get("guest") or "0"
+    path, source, provided = "spec.template.spec.domain.memory", "VirtualMachine", "0"
+    if instancetype is not None:
+        path, source = "spec.instancetype", "instance type"
+        provided = (instancetype.get("memory") or {}).get("guest") or "0"
+    vm_guest = ((tspec.get("domain") or {}).get("memory") or {}).get("guest")
+    if vm_guest is not None:
+        provided = vm_guest
+    if parse_quantity(provided) < parse_quantity(required):
+        return [path], (
+            f"insufficient Memory resources of {parse_quantity(provided).canonical()} provided by {source}, "
+            f"preference requires {parse_quantity(required).canonical()}"
+        )
+    return None

@@ -1,0 +1,254 @@
+"""Applying a preference to a VM template (KubeVirt ``pkg/instancetype/preference/apply``).
+
+Preferences fill gaps only, with KubeVirt's documented exceptions (``preferredAcpi`` and
+``preferredDisableHotplug`` always overwrite). Order: cpu features, devices, features, firmware,
+machine, clock, subdomain, termination grace period, architecture, annotations, launch security.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from apiserver.render.errors import Cause, ExpandError
+from apiserver.render.tree import child
+
+JSON = dict[str, Any]
+
+_AUTOATTACH = (
+    ("preferredAutoattachGraphicsDevice", "autoattachGraphicsDevice"),
+    ("preferredAutoattachMemBalloon", "autoattachMemBalloon"),
+    ("preferredAutoattachPodInterface", "autoattachPodInterface"),
+    ("preferredAutoattachSerialConsole", "autoattachSerialConsole"),
+    ("preferredAutoattachInputDevice", "autoattachInputDevice"),
+)
+_DEVICE_FLAGS = (
+    ("preferredUseVirtioTransitional", "useVirtioTransitional"),
+    ("preferredBlockMultiQueue", "blockMultiQueue"),
+    ("preferredNetworkInterfaceMultiQueue", "networkInterfaceMultiqueue"),
+)
+_HYPERV = (
+    "evmcs",
+    "frequencies",
+    "ipi",
+    "reenlightenment",
+    "relaxed",
+    "reset",
+    "runtime",
+    "spinlocks",
+    "synic",
+    "synictimer",
+    "tlbflush",
+    "vapic",
+    "vpindex",
+    "vendorid",
+)
+_SIMPLE_FEATURES = (("preferredKvm", "kvm"), ("preferredPvspinlock", "pvspinlock"), ("preferredSmm", "smm"))
+_BINDING_METHODS = ("bridge", "slirp", "masquerade", "sriov", "macvtap", "passt", "passtBinding")
+
+
+def apply_preference(preference: JSON, tspec: JSON, tmeta: JSON) -> None:
+    domain = child(tspec, "domain")
+    _cpu_features(preference, domain)
+    _devices(preference, tspec, domain)
+    _features(preference, domain)
+    _firmware(preference, domain)
+    _machine(preference, domain)
+    _clock(preference, domain)
+    subdomain = preference.get("preferredSubdomain")
+    if not tspec.get("subdomain") and subdomain is not None:
+        tspec["subdomain"] = subdomain
+    grace = preference.get("preferredTerminationGracePeriodSeconds")
+    if grace is not None and tspec.get("terminationGracePeriodSeconds") is None:
+        tspec["terminationGracePeriodSeconds"] = grace
+    arch = preference.get("preferredArchitecture")
+    if arch and not tspec.get("architecture"):
+        tspec["architecture"] = arch
+    annotations = child(tmeta, "annotations")
+    for key, value in (preference.get("annotations") or {}).items():
+        annotations.setdefault(key, value)
+    launch = preference.get("preferredLaunchSecurity")
+    if launch is not None and domain.get("launchSecurity") is None:
+        domain["launchSecurity"] = copy.deepcopy(launch)
+
+
+def _cpu_features(preference: JSON, domain: JSON) -> None:
+    wanted = (preference.get("cpu") or {}).get("preferredCPUFeatures")
+    if not wanted:
+        return
+    cpu = domain.get("cpu")
+    if cpu is None:
+        # KubeVirt dereferences a nil domain.cpu here and panics; we refuse the input cleanly.
+        message = (
+            "preference cpu.preferredCPUFeatures needs spec.template.spec.domain.cpu in a VM without an "
+            "instancetype (KubeVirt panics: invalid memory address or nil pointer dereference)"
+        )
+        raise ExpandError.invalid(message, Cause("spec.template.spec.domain.cpu", message))
+    features = cpu.get("features") or []
+    names = {f.get("name", "") for f in features}
+    added = [copy.deepcopy(f) for f in wanted if f.get("name", "") not in names]
+    if added:
+        cpu["features"] = [*features, *added]
+
+
+def _devices(preference: JSON, tspec: JSON, domain: JSON) -> None:
+    prefs = preference.get("devices")
+    if prefs is None:
+        return
+    devices = child(domain, "devices")
+    for pref_key, member in _DEVICE_FLAGS:
+        if prefs.get(pref_key) is not None and devices.get(member) is None:
+            devices[member] = prefs[pref_key]
+    if prefs.get("preferredDisableHotplug") is not None:
+        devices["disableHotplug"] = prefs["preferredDisableHotplug"]
+    sound_model = prefs.get("preferredSoundModel")
+    sound = devices.get("sound")
+    if sound_model and sound is not None and not sound.get("model"):
+        sound["model"] = sound_model
+    for pref_key, member in (("preferredRng", "rng"), ("preferredTPM", "tpm")):
+        if prefs.get(pref_key) is not None and devices.get(member) is None:
+            devices[member] = copy.deepcopy(prefs[pref_key])
+    video_type = prefs.get("preferredVideoType")
+    if video_type is not None:
+        video = child(devices, "video")
+        if not video.get("type"):
+            video["type"] = video_type
+    for pref_key, member in _AUTOATTACH:
+        if prefs.get(pref_key) is not None and devices.get(member) is None:
+            devices[member] = prefs[pref_key]
+    _disks(prefs, devices)
+    _interfaces(prefs, tspec, devices)
+    for item in devices.get("inputs") or []:
+        if prefs.get("preferredInputBus") and not item.get("bus"):
+            item["bus"] = prefs["preferredInputBus"]
+        if prefs.get("preferredInputType") and not item.get("type"):
+            item["type"] = prefs["preferredInputType"]
+    _panic_devices(prefs, devices)
+
+
+def _disks(prefs: JSON, devices: JSON) -> None:
+    for disk in devices.get("disks") or []:
+        if disk.get("disk") is None and disk.get("cdrom") is None and disk.get("lun") is None:
+            disk["disk"] = {}
+        if disk.get("disk") is not None:
+            target = disk["disk"]
+            if prefs.get("preferredDiskBus") and not target.get("bus"):
+                target["bus"] = prefs["preferredDiskBus"]
+            if prefs.get("preferredDiskBlockSize") is not None and disk.get("blockSize") is None:
+                disk["blockSize"] = copy.deepcopy(prefs["preferredDiskBlockSize"])
+            if prefs.get("preferredDiskCache") and not disk.get("cache"):
+                disk["cache"] = prefs["preferredDiskCache"]
+            if prefs.get("preferredDiskIO") and not disk.get("io"):
+                disk["io"] = prefs["preferredDiskIO"]
+            io_thread = prefs.get("preferredDiskDedicatedIoThread")
+            if (
+                io_thread is not None
+                and disk.get("dedicatedIOThread") is None
+                and target.get("bus") == "virtio"
+            ):
+                disk["dedicatedIOThread"] = io_thread
+        elif disk.get("cdrom") is not None:
+            if prefs.get("preferredCdromBus") and not disk["cdrom"].get("bus"):
+                disk["cdrom"]["bus"] = prefs["preferredCdromBus"]
+        elif disk.get("lun") is not None and prefs.get("preferredLunBus") and not disk["lun"].get("bus"):
+            disk["lun"]["bus"] = prefs["preferredLunBus"]
+
+
+def _binding_unset(iface: JSON) -> bool:
+    return all(iface.get(m) is None for m in _BINDING_METHODS) and iface.get("binding") is None
+
+
+def _on_pod_network(name: str, tspec: JSON) -> bool:
+    for network in tspec.get("networks") or []:
+        if network.get("name", "") == name:
+            return network.get("pod") is not None
+    return False
+
+
+def _interfaces(prefs: JSON, tspec: JSON, devices: JSON) -> None:
+    model = prefs.get("preferredInterfaceModel")
+    masquerade = prefs.get("preferredInterfaceMasquerade")
+    for iface in devices.get("interfaces") or []:
+        if model and not iface.get("model"):
+            iface["model"] = model
+        if masquerade is not None and _binding_unset(iface) and _on_pod_network(iface.get("name", ""), tspec):
+            iface["masquerade"] = copy.deepcopy(masquerade)
+
+
+def _panic_devices(prefs: JSON, devices: JSON) -> None:
+    model = prefs.get("preferredPanicDeviceModel")
+    if model is None:
+        return
+    panic_devices = devices.get("panicDevices")
+    if not panic_devices:
+        devices["panicDevices"] = [*(panic_devices or []), {"model": model}]
+        return
+    for device in panic_devices:
+        if device.get("model") is None:
+            device["model"] = model
+
+
+def _features(preference: JSON, domain: JSON) -> None:
+    prefs = preference.get("features")
+    if prefs is None:
+        return
+    features = child(domain, "features")
+    if prefs.get("preferredAcpi") is not None:
+        features["acpi"] = copy.deepcopy(prefs["preferredAcpi"])
+    if prefs.get("preferredApic") is not None and features.get("apic") is None:
+        features["apic"] = copy.deepcopy(prefs["preferredApic"])
+    hyperv_prefs = prefs.get("preferredHyperv")
+    if hyperv_prefs is not None:
+        hyperv = child(features, "hyperv")
+        for member in _HYPERV:
+            if hyperv_prefs.get(member) is not None and hyperv.get(member) is None:
+                hyperv[member] = copy.deepcopy(hyperv_prefs[member])
+    for pref_key, member in _SIMPLE_FEATURES:
+        if prefs.get(pref_key) is not None and features.get(member) is None:
+            features[member] = copy.deepcopy(prefs[pref_key])
+
+
+def _firmware(preference: JSON, domain: JSON) -> None:
+    prefs = preference.get("firmware")
+    if prefs is None:
+        return
+    bootloader = child(child(domain, "firmware"), "bootloader")
+    if prefs.get("preferredUseBios") and bootloader.get("bios") is None and bootloader.get("efi") is None:
+        bootloader["bios"] = {}
+    bios = bootloader.get("bios")
+    if prefs.get("preferredUseBiosSerial") is not None and bios is not None and bios.get("useSerial") is None:
+        bios["useSerial"] = prefs["preferredUseBiosSerial"]
+    if (
+        bootloader.get("efi") is None
+        and bootloader.get("bios") is None
+        and prefs.get("preferredEfi") is not None
+    ):
+        bootloader["efi"] = copy.deepcopy(prefs["preferredEfi"])
+        return
+    if prefs.get("preferredUseEfi") and bootloader.get("efi") is None and bootloader.get("bios") is None:
+        bootloader["efi"] = {}
+    efi = bootloader.get("efi")
+    if prefs.get("preferredUseSecureBoot") is not None and efi is not None and efi.get("secureBoot") is None:
+        efi["secureBoot"] = prefs["preferredUseSecureBoot"]
+
+
+def _machine(preference: JSON, domain: JSON) -> None:
+    machine_type = (preference.get("machine") or {}).get("preferredMachineType")
+    if machine_type:
+        machine = child(domain, "machine")
+        if not machine.get("type"):
+            machine["type"] = machine_type
+
+
+def _clock(preference: JSON, domain: JSON) -> None:
+    prefs = preference.get("clock")
+    if prefs is None:
+        return
+    clock = child(domain, "clock")
+    offset = prefs.get("preferredClockOffset")
+    if offset is not None and clock.get("utc") is None and clock.get("timezone") is None:
+        clock.pop("utc", None)
+        clock.pop("timezone", None)
+        clock.update(copy.deepcopy(offset))
+    if prefs.get("preferredTimer") is not None and clock.get("timer") is None:
+        clock["timer"] = copy.deepcopy(prefs["preferredTimer"])

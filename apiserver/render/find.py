@@ -1,0 +1,150 @@
+"""Finding the instancetype and preference a VM references (KubeVirt's spec finders).
+
+Order, as in ``pkg/instancetype/find`` and ``pkg/instancetype/preference/find``:
+``spec.<matcher>.revisionName`` (no fallback), then the status ref's ControllerRevision (used only when
+its ``instancetype.kubevirt.io/object-name`` label equals the matcher name; a missing one is an error),
+then the live object by kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from apiserver.render import revision
+from apiserver.render.errors import (
+    CAUSE_INVALID,
+    CAUSE_NOT_FOUND,
+    CAUSE_NOT_SUPPORTED,
+    CAUSE_REQUIRED,
+    Cause,
+    ExpandError,
+)
+from apiserver.render.objects import (
+    CLUSTER_INSTANCETYPE,
+    CLUSTER_PREFERENCE,
+    CONTROLLER_REVISION,
+    INSTANCETYPE,
+    PREFERENCE,
+    ObjectLookup,
+    ObjectRef,
+)
+
+OBJECT_NAME_LABEL = "instancetype.kubevirt.io/object-name"
+
+JSON = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Family:
+    matcher: str  # spec member: instancetype | preference
+    status_ref: str  # status member: instancetypeRef | preferenceRef
+    go_matcher: str  # Go type name in the unknown-kind message
+    kinds: Mapping[str, str]  # lower-cased kind -> canonical kind
+    from_revision: Callable[[Mapping[str, Any]], Any]
+    from_object: Callable[[Mapping[str, Any]], Any]
+
+
+def _kind_table(namespaced: str, cluster: str, aliases: tuple[str, ...] = ()) -> dict[str, str]:
+    table = {"": cluster}
+    for kind, canonical_kind in ((namespaced, namespaced), (cluster, cluster)):
+        table[kind.lower()] = canonical_kind
+        table[kind.lower() + "s"] = canonical_kind
+    for alias in aliases:
+        target = cluster if "cluster" in alias else namespaced
+        table[alias] = target
+        table[alias + "s"] = target
+    return table
+
+
+INSTANCETYPE_FAMILY = _Family(
+    matcher="instancetype",
+    status_ref="instancetypeRef",
+    go_matcher="InstancetypeMatcher",
+    # The pre-rename flavor kinds are accepted as aliases (a deliberate extension).
+    kinds=_kind_table(
+        INSTANCETYPE, CLUSTER_INSTANCETYPE, ("virtualmachineflavor", "virtualmachineclusterflavor")
+    ),
+    from_revision=revision.instancetype_spec_from_revision,
+    from_object=revision.instancetype_spec_from_object,
+)
+PREFERENCE_FAMILY = _Family(
+    matcher="preference",
+    status_ref="preferenceRef",
+    go_matcher="PreferenceMatcher",
+    kinds=_kind_table(PREFERENCE, CLUSTER_PREFERENCE),
+    from_revision=revision.preference_spec_from_revision,
+    from_object=revision.preference_spec_from_object,
+)
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def find_spec(family: _Family, vm: JSON, lookup: ObjectLookup) -> Any | None:
+    """The v1beta1 spec model the VM's matcher selects, or None when the VM has no such matcher."""
+    spec = vm.get("spec") or {}
+    matcher = spec.get(family.matcher)
+    if matcher is None:
+        return None
+    namespace = _str((vm.get("metadata") or {}).get("namespace"))
+    base = f"spec.{family.matcher}"
+
+    revision_name = _str(matcher.get("revisionName"))
+    if revision_name:
+        return _from_revision(family, lookup, namespace, revision_name, f"{base}.revisionName")
+
+    name = _str(matcher.get("name"))
+    status_ref = (vm.get("status") or {}).get(family.status_ref) or {}
+    ref_revision = _str((status_ref.get("controllerRevisionRef") or {}).get("name"))
+    if ref_revision:
+        field = f"status.{family.status_ref}.controllerRevisionRef.name"
+        rev = _get(lookup, ObjectRef(CONTROLLER_REVISION, namespace, ref_revision), field)
+        labels = (rev.get("metadata") or {}).get("labels") or {}
+        if isinstance(labels, Mapping) and labels.get(OBJECT_NAME_LABEL) == name:
+            return _decode_revision(family, rev, field)
+
+    kind = _str(matcher.get("kind"))
+    canonical_kind = family.kinds.get(kind.lower())
+    if canonical_kind is None:
+        message = f"got unexpected kind in {family.go_matcher}: {kind}"
+        raise ExpandError.invalid(message, Cause(f"{base}.kind", message, CAUSE_NOT_SUPPORTED))
+    if not name:
+        message = "resource name may not be empty"
+        raise ExpandError.invalid(message, Cause(f"{base}.name", message, CAUSE_REQUIRED))
+    ref_namespace = "" if canonical_kind in (CLUSTER_INSTANCETYPE, CLUSTER_PREFERENCE) else namespace
+    obj = _get(lookup, ObjectRef(canonical_kind, ref_namespace, name), f"{base}.name")
+    try:
+        return family.from_object(obj)
+    except revision.RevisionError as err:
+        raise ExpandError.invalid(err.message, Cause(f"{base}.name", err.message, CAUSE_INVALID)) from None
+
+
+def _get(lookup: ObjectLookup, ref: ObjectRef, field: str) -> Mapping[str, Any]:
+    obj = lookup.get(ref)
+    if obj is None:
+        message = ref.not_found_message()
+        raise ExpandError.invalid(message, Cause(field, message, CAUSE_NOT_FOUND))
+    return obj
+
+
+def _from_revision(family: _Family, lookup: ObjectLookup, namespace: str, name: str, field: str) -> Any:
+    rev = _get(lookup, ObjectRef(CONTROLLER_REVISION, namespace, name), field)
+    return _decode_revision(family, rev, field)
+
+
+def _decode_revision(family: _Family, rev: Mapping[str, Any], field: str) -> Any:
+    try:
+        return family.from_revision(rev)
+    except revision.RevisionError as err:
+        raise ExpandError.invalid(err.message, Cause(field, err.message, CAUSE_INVALID)) from None
+
+
+def find_instancetype(vm: JSON, lookup: ObjectLookup) -> Any | None:
+    return find_spec(INSTANCETYPE_FAMILY, vm, lookup)
+
+
+def find_preference(vm: JSON, lookup: ObjectLookup) -> Any | None:
+    return find_spec(PREFERENCE_FAMILY, vm, lookup)
