@@ -440,3 +440,18 @@ def test_check_passes_every_corpus_output_and_flags_only_sloppy_inputs() -> None
         for problem in check(case["input"]["vm"], "VirtualMachine"):
             sloppy.add((problem.reason, problem.path.rpartition(".")[2]))
     assert sloppy == {("FieldValueUnknownField", "dedicatedCPUPlacement"), ("FieldValueRequired", "type")}
+
+
+def test_encode_canonicalises_quantities_written_by_the_renderer_and_is_idempotent() -> None:
+    edited = decode(_domain(memory={"guest": "1Gi"}), "VirtualMachine")
+    edited["spec"]["template"]["spec"]["domain"]["memory"]["guest"] = "1024Mi"
+    edited["spec"]["template"]["spec"]["domain"]["resources"] = {"requests": {"memory": 805306368}}
+    once = encode(edited, "VirtualMachine")
+    assert _dom(once)["memory"] == {"guest": "1Gi"}
+    assert _dom(once)["resources"] == {"requests": {"memory": "805306368"}}
+    assert dumps(encode(decode(once, "VirtualMachine"), "VirtualMachine")) == dumps(once)
+
+
+def test_error_types() -> None:
+    assert gojson.DecodeError is GoDecodeError
+    assert issubclass(GoDecodeError, ValueError)
