@@ -54,13 +54,6 @@ def decode_vm(vm: Mapping[str, Any], *, exact_names: bool = False) -> JSON:
     return decoded
 
 
-def _spec_dict(model: Any) -> JSON | None:
-    if model is None:
-        return None
-    dumped: JSON = model.model_dump(by_alias=True, exclude_none=True)
-    return dumped
-
-
 def _conflict_error(paths: list[str], name: str) -> ExpandError:
     causes = [Cause(p, CONFLICT_FMT.format(p), CAUSE_INVALID) for p in paths]
     return ExpandError.invalid(CONFLICT_FMT.format(", ".join(paths)), *causes, name=name)
@@ -115,8 +108,8 @@ def _expand_in_place(
     name: str,
 ) -> None:
     spec: JSON = vm["spec"]
-    instancetype = _spec_dict(find_instancetype(vm, lookup))
-    preference = _spec_dict(find_preference(vm, lookup))
+    instancetype = find_instancetype(vm, lookup)
+    preference = find_preference(vm, lookup)
     config = cluster_config(kubevirt)
 
     template = spec.get("template")

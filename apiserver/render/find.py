@@ -8,6 +8,7 @@ then the live object by kind.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -79,12 +80,44 @@ PREFERENCE_FAMILY = _Family(
 )
 
 
+# Decoded specs of objects that carry a uid and a resourceVersion (everything read from an API server,
+# and what the folder source stamps on its objects): such an object never changes under the same pair,
+# so a server decodes each instancetype, preference and revision once. Objects without both (the Python
+# API's dicts, which a caller may mutate between calls) are decoded every time.
+_SPEC_CACHE: OrderedDict[tuple[str, str, str, str], JSON] = OrderedDict()
+_SPEC_CACHE_SIZE = 8192
+
+
+def clear_spec_cache() -> None:
+    _SPEC_CACHE.clear()
+
+
+def _cached_spec(family: _Family, obj: Mapping[str, Any], how: str, decode: Callable[[], Any]) -> JSON:
+    meta = obj.get("metadata") or {}
+    uid, version = meta.get("uid"), meta.get("resourceVersion")
+    if not (isinstance(uid, str) and uid and isinstance(version, str) and version):
+        return _spec_dict(decode())
+    key = (family.matcher + how, uid, version, str(obj.get("kind")))
+    spec = _SPEC_CACHE.get(key)
+    if spec is None:
+        spec = _SPEC_CACHE[key] = _spec_dict(decode())
+        if len(_SPEC_CACHE) > _SPEC_CACHE_SIZE:
+            _SPEC_CACHE.popitem(last=False)
+    return spec
+
+
+def _spec_dict(model: Any) -> JSON:
+    """The spec as JSON-named dicts (absent = None dropped); the appliers read it and never change it."""
+    dumped: JSON = model.model_dump(by_alias=True, exclude_none=True)
+    return dumped
+
+
 def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def find_spec(family: _Family, vm: JSON, lookup: ObjectLookup) -> Any | None:
-    """The v1beta1 spec model the VM's matcher selects, or None when the VM has no such matcher."""
+def find_spec(family: _Family, vm: JSON, lookup: ObjectLookup) -> JSON | None:
+    """The v1beta1 spec (JSON names) the VM's matcher selects, or None when the VM has no such matcher."""
     spec = vm.get("spec") or {}
     matcher = spec.get(family.matcher)
     if matcher is None:
@@ -117,7 +150,7 @@ def find_spec(family: _Family, vm: JSON, lookup: ObjectLookup) -> Any | None:
     ref_namespace = "" if canonical_kind in (CLUSTER_INSTANCETYPE, CLUSTER_PREFERENCE) else namespace
     obj = _get(lookup, ObjectRef(canonical_kind, ref_namespace, name), f"{base}.name")
     try:
-        return family.from_object(obj)
+        return _cached_spec(family, obj, "object", lambda: family.from_object(obj))
     except revision.RevisionError as err:
         raise ExpandError.invalid(err.message, Cause(f"{base}.name", err.message, CAUSE_INVALID)) from None
 
@@ -130,21 +163,21 @@ def _get(lookup: ObjectLookup, ref: ObjectRef, field: str) -> Mapping[str, Any]:
     return obj
 
 
-def _from_revision(family: _Family, lookup: ObjectLookup, namespace: str, name: str, field: str) -> Any:
+def _from_revision(family: _Family, lookup: ObjectLookup, namespace: str, name: str, field: str) -> JSON:
     rev = _get(lookup, ObjectRef(CONTROLLER_REVISION, namespace, name), field)
     return _decode_revision(family, rev, field)
 
 
-def _decode_revision(family: _Family, rev: Mapping[str, Any], field: str) -> Any:
+def _decode_revision(family: _Family, rev: Mapping[str, Any], field: str) -> JSON:
     try:
-        return family.from_revision(rev)
+        return _cached_spec(family, rev, "revision", lambda: family.from_revision(rev))
     except revision.RevisionError as err:
         raise ExpandError.invalid(err.message, Cause(field, err.message, CAUSE_INVALID)) from None
 
 
-def find_instancetype(vm: JSON, lookup: ObjectLookup) -> Any | None:
+def find_instancetype(vm: JSON, lookup: ObjectLookup) -> JSON | None:
     return find_spec(INSTANCETYPE_FAMILY, vm, lookup)
 
 
-def find_preference(vm: JSON, lookup: ObjectLookup) -> Any | None:
+def find_preference(vm: JSON, lookup: ObjectLookup) -> JSON | None:
     return find_spec(PREFERENCE_FAMILY, vm, lookup)
