@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from apiserver.auth import options as auth_options
 from apiserver.http.logging import FORMATS, configure
 from apiserver.http.server import ServeError, serve
 from apiserver.http.settings import DEFAULT_GROUP, DEFAULT_VERSIONS, Settings
@@ -134,6 +135,7 @@ def add_parser(sub: Any) -> None:
         default="info",
         help="least severe level logged (default: info)",
     )
+    auth_options.add_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -178,12 +180,68 @@ def _source(args: argparse.Namespace) -> Source:
     return source
 
 
+async def _serve_authenticated(
+    settings: Settings, source: Source, options: auth_options.AuthOptions, kubeconfig: str | None
+) -> None:
+    """Load the cluster connections for reviews, keep the trust settings current, serve with the gate."""
+    from apiserver.auth.tls import ServingTLS
+    from apiserver.http.authn import auth_middleware
+    from apiserver.http.server import certificate_files
+    from apiserver.sources.base import Check
+    from apiserver.sources.cluster.client import load_configuration
+
+    try:
+        authn = await load_configuration(options.authentication_kubeconfig or kubeconfig)
+        authz = await load_configuration(options.authorization_kubeconfig or kubeconfig)
+    except ValueError as err:
+        raise ServeError(
+            f"authentication is on and needs a cluster for TokenReview and SubjectAccessReview: {err} "
+            "(give --authentication-kubeconfig/--authorization-kubeconfig or --kubeconfig)"
+        ) from None
+    from kubernetes_asyncio.client import ApiClient
+
+    runtime = auth_options.AuthRuntime(
+        options, authn_api=ApiClient(configuration=authn), authz_api=ApiClient(configuration=authz)
+    )
+    await runtime.start()
+    try:
+        cert, key = certificate_files(settings)
+        try:
+            tls = ServingTLS(str(cert), str(key), min_version=options.tls_min_version, trust=runtime.trust)
+        except (OSError, ValueError) as err:
+            raise ServeError(f"cannot load the serving certificate {cert} / {key}: {err}") from None
+        await tls.start()
+        try:
+            await serve(
+                settings,
+                source,
+                middlewares=[auth_middleware(runtime.gate)],
+                authentication=True,
+                ssl_context=tls.context,
+                checks=[lambda: [Check(auth_options.READINESS_CHECK, *runtime.readiness())]],
+            )
+        finally:
+            await tls.close()
+    finally:
+        await runtime.close()
+
+
 def run(args: argparse.Namespace) -> int:
     configure(args.log_format, args.log_level)
     try:
         settings = settings_from_args(args)
+        options = auth_options.options_from_args(args)
+        enabled = auth_options.authentication_enabled(
+            options.authentication, folder_source=bool(args.manifests), bind_address=settings.bind_address
+        )
         source = _source(args)
-        asyncio.run(serve(settings, source))
+        if enabled:
+            asyncio.run(_serve_authenticated(settings, source, options, getattr(args, "kubeconfig", None)))
+        else:
+            asyncio.run(serve(settings, source))
+    except auth_options.AuthConfigError as err:
+        print(f"kubevirt-expand serve: {err}", file=sys.stderr)
+        return 2
     except ServeError as err:
         print(f"kubevirt-expand serve: {err}", file=sys.stderr)
         return 2

@@ -98,6 +98,7 @@ def build_app(
     middlewares: Iterable[Middleware] = (),
     metrics: Metrics | None = None,
     state: health.ServerState | None = None,
+    checks: Iterable[health.ChecksFn] = (),
 ) -> web.Application:
     """The whole HTTP API over ``source``; the app starts and closes the source with itself.
 
@@ -133,6 +134,7 @@ def build_app(
     routes.add_routes(app, settings, source, metrics)
     discovery.add_routes(app, settings)
     openapi.add_routes(app, settings)
-    health.add_routes(app, state, source.checks)
+    extra_checks = tuple(checks)  # readiness beyond the source's (authentication's trust settings)
+    health.add_routes(app, state, lambda: [*source.checks(), *(c for fn in extra_checks for c in fn())])
     app.router.add_get("/metrics", metrics_handler)
     return app

@@ -13,6 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
+from apiserver.http.authn import check_references
 from apiserver.http.bodies import body_format, check_vm, parse, read_body
 from apiserver.http.errors import StatusError, bad_request, unavailable
 from apiserver.http.media import encode, negotiate, respond, respond_cacheable
@@ -60,7 +61,7 @@ class ExpandHandlers:
         presets = query_flag(request, "presets")
         validate = query_flag(request, "validate")
         try:
-            result, _refs = await render_from_source(
+            result, refs = await render_from_source(
                 self.source, vm, presets=presets, validate=validate, exact_names=get
             )
         except ExpandError as err:
@@ -68,6 +69,7 @@ class ExpandHandlers:
             raise self._expand_failure(err, get=get) from None
         except SourceUnavailable as err:
             raise self._source_failure(err) from None
+        await check_references(request, refs)  # --authorize-references: may the caller read them?
         return result
 
     def _expand_failure(self, err: ExpandError, *, get: bool) -> StatusError:

@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from apiserver.http.app import build_app
-from apiserver.http.health import ServerState
+from apiserver.http.health import ChecksFn, ServerState
 from apiserver.http.settings import Settings
 from apiserver.sources.base import Source
 
@@ -164,11 +164,12 @@ class Server:
         middlewares: Iterable[Middleware] = (),
         authentication: bool = False,
         ssl_context: ssl.SSLContext | None = None,
+        checks: Iterable[ChecksFn] = (),
     ) -> None:
         check_bind_address(settings.bind_address, authentication=authentication)
         self.settings = settings
         self.state = ServerState()
-        self.app = build_app(settings, source, middlewares=middlewares, state=self.state)
+        self.app = build_app(settings, source, middlewares=middlewares, state=self.state, checks=checks)
         self._ssl = ssl_context
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -212,9 +213,18 @@ async def serve(
     *,
     middlewares: Iterable[Middleware] = (),
     authentication: bool = False,
+    ssl_context: ssl.SSLContext | None = None,
+    checks: Iterable[ChecksFn] = (),
 ) -> None:
     """Run until SIGTERM or SIGINT, then shut down gracefully."""
-    server = Server(settings, source, middlewares=middlewares, authentication=authentication)
+    server = Server(
+        settings,
+        source,
+        middlewares=middlewares,
+        authentication=authentication,
+        ssl_context=ssl_context,
+        checks=checks,
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
