@@ -1,0 +1,81 @@
+"""Request attributes, path classes and header decoding, as k8s.io/apiserver derives them."""
+
+from __future__ import annotations
+
+import pytest
+
+from apiserver.auth.authorization import request_attributes
+from apiserver.auth.middleware import PathClass, classify
+from apiserver.auth.requestheader import decode_extra_key
+from apiserver.auth.tokenreview import bearer_token
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "expected"),
+    [
+        (
+            "GET",
+            "/apis/g/v1/namespaces/ns/virtualmachines/vm/expand-spec",
+            ("get", "ns", "virtualmachines", "expand-spec", "vm"),
+        ),
+        (
+            "HEAD",
+            "/apis/g/v1/namespaces/ns/virtualmachines/vm/expand-spec",
+            ("get", "ns", "virtualmachines", "expand-spec", "vm"),
+        ),
+        ("PUT", "/apis/g/v1/namespaces/ns/expand-vm-spec", ("update", "ns", "expand-vm-spec", "", "")),
+        ("PUT", "/apis/g/v1/namespaces/ns/expand-vm-spec/", ("update", "ns", "expand-vm-spec", "", "")),
+        ("GET", "/apis/g/v1/namespaces/ns/expand-vm-spec", ("list", "ns", "expand-vm-spec", "", "")),
+        (
+            "DELETE",
+            "/apis/g/v1/namespaces/ns/virtualmachines",
+            ("deletecollection", "ns", "virtualmachines", "", ""),
+        ),
+        ("GET", "/apis/g/v1/namespaces/ns", ("get", "ns", "namespaces", "", "ns")),
+        ("GET", "/apis/g/v1/namespaces/ns/status", ("get", "ns", "namespaces", "status", "ns")),
+    ],
+)
+def test_resource_attributes(method: str, path: str, expected: tuple[str, ...]) -> None:
+    attrs = request_attributes(method, path)
+    assert attrs.resource_request
+    assert (attrs.group, attrs.version) == ("g", "v1")
+    assert (attrs.verb, attrs.namespace, attrs.resource, attrs.subresource, attrs.name) == expected
+
+
+@pytest.mark.parametrize(("method", "path"), [("GET", "/metrics"), ("POST", "/apis/g"), ("GET", "/")])
+def test_non_resource_attributes(method: str, path: str) -> None:
+    attrs = request_attributes(method, path)
+    assert not attrs.resource_request
+    assert attrs.review_fields() == {"nonResourceAttributes": {"path": path, "verb": method.lower()}}
+
+
+@pytest.mark.parametrize(
+    ("path", "kind"),
+    [
+        ("/livez", PathClass.PUBLIC),
+        ("/readyz/authentication-config", PathClass.PUBLIC),
+        ("/livezz", PathClass.REVIEWED),
+        ("/apis", PathClass.AUTHENTICATED),
+        ("/apis/subresources.kubevirt.io", PathClass.AUTHENTICATED),
+        ("/apis/subresources.kubevirt.io/v1", PathClass.AUTHENTICATED),
+        ("/apis/subresources.kubevirt.io/v1/version", PathClass.AUTHENTICATED),
+        ("/openapi/v3/apis/subresources.kubevirt.io/v1", PathClass.AUTHENTICATED),
+        ("/apis/subresources.kubevirt.io/v1/namespaces/ns/expand-vm-spec", PathClass.REVIEWED),
+        ("/metrics", PathClass.REVIEWED),
+    ],
+)
+def test_path_classes(path: str, kind: PathClass) -> None:
+    assert classify(path) is kind
+
+
+def test_extra_keys_are_lowercased_then_unescaped() -> None:
+    assert decode_extra_key("Scopes.Example.com%2FTeam") == "scopes.example.com/team"
+    assert decode_extra_key("Acme.com%2Fproject") == "acme.com/project"
+    assert decode_extra_key("bad%zz") == "bad%zz"
+
+
+def test_bearer_token_parsing() -> None:
+    assert bearer_token("Bearer abc") == "abc"
+    assert bearer_token("bearer abc") == "abc"
+    assert bearer_token("Basic abc") is None
+    assert bearer_token("Bearer ") is None
