@@ -72,17 +72,35 @@ async def test_namespace_mismatch_with_kubevirt_codes_is_400(tmp_path: Path) -> 
 
 
 async def test_schema_invalid_body_is_422_with_field_causes(tmp_path: Path) -> None:
-    from apiserver.http.bodies import schema_checker
-
-    if schema_checker() is None:
-        pytest.skip(
-            "the VirtualMachine schema checker (apiserver.render.gojson.check) is not in this tree yet"
-        )
-    vm = {**VM, "spec": {"template": {"spec": {"domain": {"devices": {}}}}, "bogusField": 1}}
+    vm = {
+        **VM,
+        "metadata": {"name": "vm1", "labels": []},
+        "spec": {"running": "yes", "template": {"spec": {"domain": {"devices": {}}}}, "bogusField": 1},
+    }
     async with running_server(MemorySource(), tmp_path) as srv:
         body = assert_status(await srv.put(put_path(), json_body=vm), 422, "Invalid")
-    fields = [c.get("field", "") for c in body["details"]["causes"]]
-    assert any("bogusField" in f or "spec" in f for f in fields), body
+        no_spec = assert_status(
+            await srv.put(put_path(), json_body={"metadata": {"name": "x"}}), 422, "Invalid"
+        )
+    causes = {c["field"]: c for c in body["details"]["causes"]}
+    assert set(causes) == {"metadata.labels", "spec.running", "spec.bogusField"}
+    assert causes["spec.bogusField"]["reason"] == "FieldValueUnknownField"
+    assert causes["spec.running"]["reason"] == "FieldValueTypeInvalid"
+    assert body["message"].startswith('VirtualMachine.kubevirt.io "vm1" is invalid: [')
+    assert body["details"]["name"] == "vm1"
+    assert [(c["field"], c["reason"]) for c in no_spec["details"]["causes"]] == [
+        ("spec", "FieldValueRequired")
+    ]
+
+
+async def test_schema_invalid_body_with_kubevirt_codes_is_400(tmp_path: Path) -> None:
+    vm = {**VM, "spec": {"running": "yes", "template": {"spec": {"domain": {"devices": {}}}}}}
+    async with running_server(MemorySource(), tmp_path, kubevirt_error_codes=True) as srv:
+        body = assert_status(await srv.put(put_path(), json_body=vm), 400, "BadRequest")
+    assert body["message"] == "Object is not a valid VirtualMachine"
+    assert body["details"]["causes"] == [
+        {"message": 'spec.running: Invalid value: "yes": must be of type boolean'}
+    ]
 
 
 async def test_missing_vm_is_404_with_api_server_text(tmp_path: Path) -> None:

@@ -8,7 +8,6 @@ VirtualMachine or names another namespace.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
@@ -16,6 +15,7 @@ import yaml
 from aiohttp import web
 
 from apiserver.http.errors import StatusError, bad_request, too_large, unsupported_media_type
+from apiserver.render import gojson
 from apiserver.render.errors import CAUSE_INVALID, Cause, invalid_status, status
 
 JSON_TYPES = ("application/json",)
@@ -78,20 +78,9 @@ def parse(data: bytes, fmt: str, *, kubevirt_messages: bool = False) -> dict[str
     return doc
 
 
-def schema_checker() -> Callable[[Any, str], Iterable[Cause]] | None:
-    """The renderer's Go-type checker, or None while it is not in this tree (the engine still checks)."""
-    try:
-        from apiserver.render import gojson
-    except ImportError:
-        return None
-    check: Callable[[Any, str], Iterable[Cause]] | None = getattr(gojson, "check", None)
-    return check
-
-
 def schema_causes(doc: dict[str, Any]) -> list[Cause]:
-    """Schema problems of ``doc`` as a VirtualMachine."""
-    check = schema_checker()
-    return [] if check is None else list(check(doc, "VirtualMachine"))
+    """Schema problems of ``doc`` as the Go type VirtualMachine: unknown fields, wrong types, required."""
+    return [Cause(p.path, p.message, p.reason) for p in gojson.check(doc, "VirtualMachine")]
 
 
 def _invalid_message(name: str, causes: list[Cause]) -> str:

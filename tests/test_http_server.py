@@ -1,0 +1,240 @@
+"""Serving: TLS, certificates, bind-address safety, graceful shutdown, the serve command line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import trustme
+from cryptography import x509
+
+from apiserver.http.server import CERT_NAME, ServeError, Server, generate_self_signed
+from apiserver.http.settings import Settings
+from tests.http_helpers import (
+    EXAMPLES,
+    REPO,
+    MemorySource,
+    client_ssl,
+    put_path,
+    running_server,
+    start_process,
+    vm_path,
+)
+
+
+@pytest.mark.parametrize("address", ["0.0.0.0", "10.1.2.3", "::"])
+def test_refuses_a_non_loopback_address_without_authentication(address: str) -> None:
+    with pytest.raises(ServeError, match="authentication is not configured"):
+        Server(Settings(bind_address=address), MemorySource())
+
+
+def test_loopback_addresses_are_allowed_and_authentication_lifts_the_refusal() -> None:
+    for address in ("127.0.0.1", "::1", "localhost"):
+        Server(Settings(bind_address=address), MemorySource())
+    Server(Settings(bind_address="0.0.0.0"), MemorySource(), authentication=True)
+
+
+def test_cli_refuses_a_public_bind_address(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "apiserver.cli",
+            "serve",
+            "--manifests",
+            str(EXAMPLES),
+            "--bind-address",
+            "0.0.0.0",
+            "--cert-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
+    # Without authentication the server refuses; with it (it turns on for a public address) it needs a
+    # cluster for reviews, which this machine has not: either way a clear start-up error.
+    assert result.returncode == 2
+    assert "authentication" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_cli_help_lists_the_options() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "apiserver.cli", "serve", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0
+    for option in (
+        "--manifests",
+        "--api-group",
+        "--api-versions",
+        "--kubevirt-error-codes",
+        "--request-timeout",
+        "--bind-address",
+        "--secure-port",
+        "--tls-cert-file",
+        "--tls-private-key-file",
+        "--cert-dir",
+        "--tls-sni",
+        "--log-format",
+        "--log-level",
+    ):
+        assert option in result.stdout
+
+
+def test_cli_rejects_a_missing_manifest_folder(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "apiserver.cli", "serve", "--manifests", str(tmp_path / "nope")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "not a directory" in result.stderr
+
+
+def test_self_signed_certificate_names_and_reuse(tmp_path: Path) -> None:
+    names = ["localhost", "127.0.0.1", "expand.kubevirt.svc"]
+    cert_path, key_path = generate_self_signed(tmp_path, names)
+    cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+    san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert set(san.get_values_for_type(x509.DNSName)) == {"localhost", "expand.kubevirt.svc"}
+    assert [str(ip) for ip in san.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
+    assert key_path.stat().st_mode & 0o077 == 0
+    first = cert_path.read_bytes()
+    generate_self_signed(tmp_path, names)
+    assert cert_path.read_bytes() == first  # still valid: reused
+    generate_self_signed(tmp_path, [*names, "new.name"])
+    assert cert_path.read_bytes() != first  # a new name: regenerated
+
+
+async def test_serves_tls_12_or_newer_only(tmp_path: Path) -> None:
+    async with running_server(MemorySource(), tmp_path) as srv:
+        port = srv.server.port
+        ok = client_ssl(srv.ca_file)
+        old = client_ssl(srv.ca_file)
+        old.minimum_version = ssl.TLSVersion.MINIMUM_SUPPORTED
+        old.maximum_version = ssl.TLSVersion.TLSv1_1
+
+        def handshake(context: ssl.SSLContext) -> str | None:
+            with (
+                socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+                context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+            ):
+                return tls.version()
+
+        assert await asyncio.to_thread(handshake, ok) in ("TLSv1.2", "TLSv1.3")
+        with pytest.raises((ssl.SSLError, OSError)):
+            await asyncio.to_thread(handshake, old)
+
+
+async def test_serves_given_certificate_files(tmp_path: Path) -> None:
+    ca = trustme.CA()
+    leaf = ca.issue_cert("127.0.0.1", "localhost")
+    cert_file, key_file, ca_file = tmp_path / "tls.crt", tmp_path / "tls.key", tmp_path / "ca.crt"
+    leaf.private_key_and_cert_chain_pem.write_to_path(str(cert_file))
+    leaf.private_key_pem.write_to_path(str(key_file))
+    ca.cert_pem.write_to_path(str(ca_file))
+    async with running_server(
+        MemorySource(),
+        tmp_path,
+        tls_cert_file=str(cert_file),
+        tls_private_key_file=str(key_file),
+        ca_file=ca_file,
+    ) as srv:
+        assert (await srv.get("/livez")).status == 200
+    assert not (tmp_path / "certs" / CERT_NAME).exists()
+
+
+async def test_in_flight_request_finishes_during_shutdown(tmp_path: Path) -> None:
+    vm = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachine",
+        "metadata": {"name": "vm1", "namespace": "default"},
+    }
+    async with running_server(MemorySource([vm], delay=1.0), tmp_path) as srv:
+        slow = asyncio.create_task(srv.get(vm_path(name="nosuch")))
+        await asyncio.sleep(0.3)
+        stopping = asyncio.create_task(srv.server.stop())
+        reply = await slow
+        await stopping
+        assert reply.status == 404  # answered, not cut off
+        with pytest.raises(OSError):
+            await asyncio.open_connection("127.0.0.1", srv.server.port)
+
+
+def _read_response(tls: ssl.SSLSocket) -> bytes:
+    data = b""
+    while chunk := tls.recv(65536):
+        data += chunk
+    return data
+
+
+def test_sigterm_stops_the_process_cleanly(tmp_path: Path) -> None:
+    """SIGTERM runs the same graceful stop as test_in_flight_request_finishes_during_shutdown."""
+    proc = start_process(tmp_path, "--manifests", str(EXAMPLES), "--log-format", "json")
+    try:
+        secret = "do-not-log-this-password"
+        body = json.dumps(
+            {"metadata": {"name": "vm1", "namespace": "elsewhere"}, "spec": {"x": secret}}
+        ).encode()
+        head = (
+            f"PUT {put_path('default')} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        raw = socket.create_connection(("127.0.0.1", proc.port), timeout=10)
+        with client_ssl(proc.ca_file).wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+            tls.sendall(head + body)
+            assert tls.recv(65536).startswith(b"HTTP/1.1 422")
+            # The keep-alive connection is still open when the signal arrives.
+            started = time.monotonic()
+            proc.process.send_signal(signal.SIGTERM)
+            assert proc.process.wait(20) == 0
+            assert time.monotonic() - started < 10
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", proc.port), timeout=2).close()
+        log = proc.log()
+        lines = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+        access = [e for e in lines if e.get("logger") == "apiserver.access"]
+        assert any(
+            e["method"] == "PUT" and e["code"] == 422 and e["path"] == put_path("default") for e in access
+        )
+        assert any("shutting down" in e["msg"] for e in lines)
+        assert any(e["msg"] == "server stopped" for e in lines)
+        assert secret not in log
+    finally:
+        proc.stop()
+
+
+def test_text_access_log_from_the_process(tmp_path: Path) -> None:
+    proc = start_process(tmp_path, "--manifests", str(EXAMPLES))
+    try:
+        context = client_ssl(proc.ca_file)
+        with (
+            socket.create_connection(("127.0.0.1", proc.port), timeout=10) as raw,
+            context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+        ):
+            tls.sendall(
+                f"GET {vm_path(name='nosuch')} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode()
+            )
+            assert _read_response(tls).startswith(b"HTTP/1.1 404")
+    finally:
+        assert proc.stop() == 0
+    assert f"apiserver.access: GET {vm_path(name='nosuch')} 404 " in proc.log()
