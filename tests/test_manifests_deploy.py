@@ -40,13 +40,16 @@ SERVING_SECRET = "kubevirt-expand-serving-cert"
 CERT_MANAGER_KINDS = {"Issuer", "Certificate"}
 
 # What the built-in roles the manifests bind grant (k8s.io/kubernetes
-# plugin/pkg/auth/authorizer/rbac/bootstrappolicy): (apiGroup, resource, verb) triples.
+# plugin/pkg/auth/authorizer/rbac/bootstrappolicy), as grants: (apiGroup, resource, verb, where),
+# where = "" cluster-wide, else "namespace/resourceName".
 AUTH_DELEGATOR = {
-    ("authentication.k8s.io", "tokenreviews", "create"),
-    ("authorization.k8s.io", "subjectaccessreviews", "create"),
+    ("authentication.k8s.io", "tokenreviews", "create", ""),
+    ("authorization.k8s.io", "subjectaccessreviews", "create", ""),
 }
-# Role kube-system/extension-apiserver-authentication-reader (resourceNames: that one ConfigMap).
-AUTHENTICATION_READER = {("", "configmaps", v) for v in ("get", "list", "watch")}
+AUTHENTICATION_READER = {
+    ("", "configmaps", v, "kube-system/extension-apiserver-authentication") for v in ("get", "list", "watch")
+}
+Grant = tuple[str, str, str, str]
 
 
 def _kubectl() -> str:
@@ -279,7 +282,8 @@ def _triples(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
     }
 
 
-def _declared(module: str) -> set[tuple[str, str, str]]:
+def _declared(module: str) -> set[Grant]:
+    """A module's RULES: (api_group, resource, verbs[, namespace, resource_names]) each."""
     import importlib
 
     try:
@@ -288,12 +292,14 @@ def _declared(module: str) -> set[tuple[str, str, str]]:
         if e.name and module.startswith(e.name):
             pytest.skip(f"{module} does not exist yet: the RBAC the code needs cannot be compared")
         raise
-    out: set[tuple[str, str, str]] = set()
+    out: set[Grant] = set()
     for rule in mod.RULES:
-        group, resource, verbs = (
-            (rule.api_group, rule.resource, rule.verbs) if hasattr(rule, "api_group") else rule
-        )
-        out |= {(group, resource, v) for v in ([verbs] if isinstance(verbs, str) else verbs)}
+        namespace = getattr(rule, "namespace", None)
+        names = getattr(rule, "resource_names", ()) or ("",)
+        for verb in rule.verbs:
+            for name in names:
+                where = f"{namespace}/{name}" if namespace else ""
+                out.add((rule.api_group, rule.resource, verb, where))
     assert out, f"{module}.RULES is empty"
     return out
 
@@ -305,14 +311,19 @@ def test_the_server_is_granted_exactly_what_the_code_declares(overlay: str) -> N
     sa = only(objects, "ServiceAccount")
     subject = {"kind": "ServiceAccount", "name": sa["metadata"]["name"], "namespace": NAMESPACE}
     cluster_roles = {r["metadata"]["name"]: r for r in of_kind(objects, "ClusterRole")}
-    granted: set[tuple[str, str, str]] = set()
+    granted: set[Grant] = set()
     builtin = {"system:auth-delegator": AUTH_DELEGATOR}
     for binding in of_kind(objects, "ClusterRoleBinding"):
         assert binding["subjects"] == [subject]
         name = binding["roleRef"]["name"]
-        granted |= builtin[name] if name in builtin else _triples(cluster_roles[name]["rules"])
+        if name in builtin:
+            granted |= builtin[name]
+        else:
+            assert all("resourceNames" not in r for r in cluster_roles[name]["rules"])
+            granted |= {(*t, "") for t in _triples(cluster_roles[name]["rules"])}
     (rb,) = of_kind(objects, "RoleBinding")
     assert rb["subjects"] == [subject]
+    assert rb["metadata"]["namespace"] == "kube-system"
     assert rb["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",
         "kind": "Role",
