@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from apiserver.render import gojson
 from apiserver.render.models import scheme, v1alpha
 from apiserver.render.models._base import CLEAN, GoModel, go_json_kind, raw_context
+from apiserver.render.models._errors import describe
 from apiserver.render.models._json import Parsed, compact, parse
 from apiserver.render.models.v1beta1 import InstancetypeSpec, PreferenceSpec
 
@@ -300,20 +301,20 @@ def _parse_group_version(api_version: str) -> tuple[str, str]:
 def _typed_spec(value: Mapping[str, Any], version: str, kind: str) -> InstancetypeSpec | PreferenceSpec:
     """Decode one of the four kinds leniently (case-sensitive names) and convert it to v1beta1."""
     instancetype = kind in INSTANCETYPE_KINDS
+    old: type[v1alpha.InstancetypeSpec | v1alpha.PreferenceSpec]
+    if instancetype:
+        old = v1alpha.InstancetypeSpec
+    else:
+        old = v1alpha.PreferenceSpecV1alpha2 if version == "v1alpha2" else v1alpha.PreferenceSpec
     try:
         if version == "v1beta1":
             clean = gojson.decode(value, kind, exact_names=True)
             spec_model = InstancetypeSpec if instancetype else PreferenceSpec
             return spec_model.model_validate(clean.get("spec") or {}, context=CLEAN)
         _check_meta(value)
-        old: type[v1alpha.InstancetypeSpec | v1alpha.PreferenceSpec]
-        if instancetype:
-            old = v1alpha.InstancetypeSpec
-        else:
-            old = v1alpha.PreferenceSpecV1alpha2 if version == "v1alpha2" else v1alpha.PreferenceSpec
         return _lenient(old, value.get("spec")).to_v1beta1()
     except (gojson.DecodeError, ValidationError, ValueError, TypeError) as err:
-        raise RevisionError(f"{_DECODE_FAILED}{_describe(err, kind)}") from None
+        raise RevisionError(f"{_DECODE_FAILED}{_describe(err, old, kind)}") from None
 
 
 def _check_other(value: Mapping[str, Any], kind: str, go_type: str) -> None:
@@ -324,7 +325,7 @@ def _check_other(value: Mapping[str, Any], kind: str, go_type: str) -> None:
     try:
         gojson.decode(value, root, exact_names=True)
     except (gojson.DecodeError, ValueError, TypeError) as err:
-        raise RevisionError(f"{_DECODE_FAILED}{_describe(err, kind)}") from None
+        raise RevisionError(f"{_DECODE_FAILED}{err}") from None
 
 
 def _check_meta(value: Mapping[str, Any]) -> None:
@@ -339,17 +340,10 @@ def _lenient(model: type[M], doc: Any) -> M:
     )
 
 
-def _describe(err: Exception, kind: str) -> str:
+def _describe(err: Exception, model: type[GoModel], kind: str) -> str:
     """A Go-like one-line description of a decode failure."""
     if isinstance(err, ValidationError):
-        first = err.errors(include_url=False)[0]
-        path = ".".join(["spec", *(str(p) for p in first["loc"])])
-        got = go_json_kind(first.get("input"))
-        msg = str(first.get("msg", ""))
-        if msg.startswith("Value error, "):
-            msg = msg.removeprefix("Value error, ")
-            return f"json: {msg} (Go struct field {kind}.{path})"
-        return f"json: cannot unmarshal {got} into Go struct field {kind}.{path}: {msg}"
+        return describe(err, model, kind)
     return str(err)
 
 
@@ -376,7 +370,7 @@ def _v1beta1(obj: Mapping[str, Any], root: str, model: type[M], exact_names: boo
         clean = gojson.decode(obj, root, exact_names=exact_names)
         return model.model_validate(clean.get("spec") or {}, context=CLEAN)
     except (gojson.DecodeError, ValidationError, ValueError, TypeError) as err:
-        raise _object_error(obj, root, err) from None
+        raise _object_error(obj, root, model, err) from None
 
 
 def _old_object(obj: Mapping[str, Any], model: type[M]) -> M:
@@ -385,11 +379,13 @@ def _old_object(obj: Mapping[str, Any], model: type[M]) -> M:
         _check_meta(obj)
         return _lenient(model, obj.get("spec"))
     except (gojson.DecodeError, ValidationError, ValueError, TypeError) as err:
-        raise _object_error(obj, kind, err) from None
+        raise _object_error(obj, kind, model, err) from None
 
 
-def _object_error(obj: Mapping[str, Any], kind: str, err: Exception) -> ObjectDecodeError:
-    return ObjectDecodeError(f"cannot decode {kind} {_name(obj)!r}: {_describe(err, kind)}")
+def _object_error(
+    obj: Mapping[str, Any], kind: str, model: type[GoModel], err: Exception
+) -> ObjectDecodeError:
+    return ObjectDecodeError(f"cannot decode {kind} {_name(obj)!r}: {_describe(err, model, kind)}")
 
 
 def _unsupported_version(obj: Mapping[str, Any], kind: str, api_version: str) -> ObjectDecodeError:

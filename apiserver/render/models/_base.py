@@ -64,7 +64,7 @@ class GoModel(BaseModel):
         if not _is_raw(info):
             return data
         if not isinstance(data, Mapping):
-            raise ValueError(f"cannot unmarshal {go_json_kind(data)} into Go value of type {cls.__name__}")
+            raise GoTypeError(data, cls.go_name())
         known = cls._json_names()
         out: dict[str, Any] = {}
         for key, value in data.items():
@@ -77,6 +77,11 @@ class GoModel(BaseModel):
         return out
 
     @classmethod
+    def go_name(cls) -> str:
+        """The Go struct's name (what Go's decode errors call it)."""
+        return cls._go_name or cls.__name__
+
+    @classmethod
     def _json_names(cls) -> frozenset[str]:
         names = _JSON_NAMES.get(cls)
         if names is None:
@@ -85,6 +90,8 @@ class GoModel(BaseModel):
 
     # Attributes whose JSON member has no omitempty (written even when zero).
     _always: ClassVar[frozenset[str]] = frozenset()
+    # The Go struct name, when the class name differs.
+    _go_name: ClassVar[str] = ""
 
     def to_json(self) -> dict[str, Any]:
         """What Go's ``json.Marshal`` writes: nil and omitempty-zero members dropped, set pointers kept."""
@@ -104,6 +111,24 @@ class GoModel(BaseModel):
                 continue  # omitempty: a plain "", 0, false, or an empty map or slice
             out[field.alias or name] = value
         return out
+
+
+class GoTypeError(ValueError):
+    """A JSON value of the wrong kind for a Go type (Go's ``UnmarshalTypeError``)."""
+
+    def __init__(self, value: Any, go_type: str) -> None:
+        super().__init__(f"cannot unmarshal {go_json_kind(value)} into Go value of type {go_type}")
+        self.value = value
+        self.go_type = go_type
+
+
+class NestedDecodeError(ValueError):
+    """Go's decode of a core-typed member failed; ``path`` is relative to that member."""
+
+    def __init__(self, err: gojson.GoDecodeError) -> None:
+        super().__init__(err.message)
+        self.path = err.path
+        self.message = err.message
 
 
 def go_json_kind(value: Any) -> str:
@@ -138,7 +163,10 @@ def _core(go_type: str) -> BeforeValidator:
             value = {}
         if strict:
             check_strict(value, element)
-        return gojson.decode(value, element, exact_names=True)
+        try:
+            return gojson.decode(value, element, exact_names=True)
+        except gojson.GoDecodeError as err:
+            raise NestedDecodeError(err) from None
 
     def check(value: Any, info: ValidationInfo) -> Any:
         if not _is_raw(info):
@@ -147,7 +175,7 @@ def _core(go_type: str) -> BeforeValidator:
         if element == go_type:
             return one(value, strict)
         if not isinstance(value, list):
-            raise ValueError(f"cannot unmarshal {go_json_kind(value)} into Go value of type {go_type}")
+            raise GoTypeError(value, go_type.replace(CORE, "v1."))
         return [one(item, strict) for item in value]
 
     return BeforeValidator(check)

@@ -14,6 +14,8 @@ the same JSON names, and everything else is copied field for field, nil stays ni
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import Field
 
 from apiserver.render.models import v1beta1 as b
@@ -73,6 +75,8 @@ class MemoryInstancetype(GoModel):
 class InstancetypeSpec(GoModel):
     """v1alpha1/v1alpha2 ``VirtualMachineInstancetypeSpec`` (identical in both versions)."""
 
+    _go_name: ClassVar[str] = "VirtualMachineInstancetypeSpec"
+
     cpu: CPUInstancetype = CPUInstancetype()
     memory: MemoryInstancetype = MemoryInstancetype()
     gpus: GPUs | None = None
@@ -94,6 +98,8 @@ class InstancetypeSpec(GoModel):
 class FlavorMemory(GoModel):
     """v0.55 ``MemoryFlavor``: ``guest`` was a pointer; unset it converts to the zero quantity."""
 
+    _go_name: ClassVar[str] = "MemoryFlavor"
+
     guest: Quantity | None = None
     hugepages: Hugepages | None = None
 
@@ -103,6 +109,8 @@ class FlavorMemory(GoModel):
 
 class FlavorSpec(InstancetypeSpec):
     """``flavor.kubevirt.io/v1alpha1`` ``VirtualMachineFlavorSpec`` (v0.53 to v0.55)."""
+
+    _go_name: ClassVar[str] = "VirtualMachineFlavorSpec"
 
     memory: FlavorMemory = FlavorMemory()  # type: ignore[assignment]
 
@@ -129,6 +137,8 @@ class CPUPreferences(GoModel):
 
 class FlavorDevicePreferences(GoModel):
     """v0.55's device preferences; v1alpha1 later added ``preferredAutoattachInputDevice``."""
+
+    _go_name: ClassVar[str] = "DevicePreferences"
 
     preferred_autoattach_graphics_device: bool | None = Field(None, alias="preferredAutoattachGraphicsDevice")
     preferred_autoattach_mem_balloon: bool | None = Field(None, alias="preferredAutoattachMemBalloon")
@@ -207,6 +217,8 @@ class VolumePreferences(GoModel):
 
 class PreferenceSpec(GoModel):
     """v1alpha1 ``VirtualMachinePreferenceSpec`` (what a preference SpecRevision wrapper holds)."""
+
+    _go_name: ClassVar[str] = "VirtualMachinePreferenceSpec"
 
     clock: ClockPreferences | None = None
     cpu: CPUPreferences | None = None

@@ -68,6 +68,8 @@ class MemoryInstancetype(GoModel):
 class InstancetypeSpec(GoModel):
     """``VirtualMachineInstancetypeSpec``."""
 
+    _go_name: ClassVar[str] = "VirtualMachineInstancetypeSpec"
+
     node_selector: StringMap | None = Field(None, alias="nodeSelector")
     scheduler_name: str = Field("", alias="schedulerName")
     cpu: CPUInstancetype = CPUInstancetype()
@@ -178,6 +180,8 @@ class PreferenceRequirements(GoModel):
 
 class PreferenceSpec(GoModel):
     """``VirtualMachinePreferenceSpec``."""
+
+    _go_name: ClassVar[str] = "VirtualMachinePreferenceSpec"
 
     clock: ClockPreferences | None = None
     cpu: CPUPreferences | None = None
