@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
+from apiserver.render.gojson.types import fields_of
 from apiserver.render.models import v1alpha, v1beta1
 from apiserver.render.models._base import GoModel, raw_context
 from apiserver.render.models.v1beta1 import InstancetypeSpec, PreferenceSpec
@@ -39,37 +40,18 @@ def test_snake_examples() -> None:
     assert _snake("preferredTPM") == "preferred_tpm"
 
 
-def test_v1beta1_field_coverage() -> None:
-    """Every JSON member of KubeVirt's v1beta1 spec types has an attribute."""
-    assert set(InstancetypeSpec.model_json_schema(by_alias=True)["properties"]) == {
-        "nodeSelector",
-        "schedulerName",
-        "cpu",
-        "memory",
-        "gpus",
-        "hostDevices",
-        "ioThreadsPolicy",
-        "ioThreads",
-        "launchSecurity",
-        "annotations",
-    }
-    assert {f.alias or n for n, f in PreferenceSpec.model_fields.items()} == {
-        "clock",
-        "cpu",
-        "devices",
-        "features",
-        "firmware",
-        "machine",
-        "volumes",
-        "preferredSubdomain",
-        "preferredTerminationGracePeriodSeconds",
-        "requirements",
-        "annotations",
-        "preferSpreadSocketToCoreRatio",
-        "preferredArchitecture",
-        "preferredLaunchSecurity",
-    }
-    assert len(v1beta1.DevicePreferences.model_fields) == 26
+V1BETA1_MODELS = [m for m in ALL_MODELS if m.__module__.endswith(".v1beta1")]
+
+
+@pytest.mark.parametrize("model", V1BETA1_MODELS, ids=[m.__name__ for m in V1BETA1_MODELS])
+def test_v1beta1_models_match_the_go_types(model: type[GoModel]) -> None:
+    """Every JSON member of KubeVirt's v1beta1 type has an attribute, in Go's order, and no more."""
+    go_fields = fields_of(f"kubevirt.io/api/instancetype/v1beta1.{model.go_name()}")
+    assert [f.alias or n for n, f in model.model_fields.items()] == [f.name for f in go_fields]
+    # Pointer, map and slice members are None when absent; plain values and structs have a zero default.
+    for (attr, field), go in zip(model.model_fields.items(), go_fields, strict=True):
+        nilable = bool(go.ref.get("p")) or go.ref["k"] in ("map", "slice")
+        assert (field.default is None) == nilable, attr
 
 
 def test_presence_defaults() -> None:

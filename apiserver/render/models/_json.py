@@ -51,4 +51,4 @@ def parse(raw: bytes) -> Parsed:
 
 def compact(value: Any) -> str:
     """The compact JSON text of a value (what ``json.Marshal`` of a RawExtension stores)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
