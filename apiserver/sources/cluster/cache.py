@@ -89,6 +89,7 @@ class WatchCache:
         watch_seconds: tuple[int, int] = (300, 600),
         idle_timeout: float = 120.0,
         recheck_missing: float = 60.0,
+        list_timeout: float = 60.0,
     ) -> None:
         self.client = client
         self.resource = resource
@@ -97,6 +98,8 @@ class WatchCache:
         self.watch_seconds = watch_seconds
         self.idle_timeout = idle_timeout
         self.recheck_missing = recheck_missing
+        # A list runs in the background, no request waits for it: it may take longer than a read.
+        self.list_timeout = list_timeout
         self.store: dict[Key, JSONDict] = {}
         # The resourceVersion up to which the store reflects every change (list, events, bookmarks).
         self.rv: str | None = None
@@ -200,7 +203,7 @@ class WatchCache:
         store: dict[Key, JSONDict] = {}
         query: dict[str, str] = {"limit": "500"}
         while True:
-            page = await self.client.get(self.resource.path(), query, verb="list")
+            page = await self.client.get(self.resource.path(), query, verb="list", seconds=self.list_timeout)
             for item in page.get("items") or ():
                 obj = slim(item, self.resource)
                 store[key_of(obj)] = obj

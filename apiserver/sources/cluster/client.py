@@ -110,12 +110,20 @@ class KubeClient:
         )
         return resp
 
-    async def get(self, path: str, query: Mapping[str, str] | None = None, *, verb: str = "get") -> JSONDict:
-        """One object, list or discovery document; at most ``read_timeout`` seconds in all."""
+    async def get(
+        self,
+        path: str,
+        query: Mapping[str, str] | None = None,
+        *,
+        verb: str = "get",
+        seconds: float | None = None,
+    ) -> JSONDict:
+        """One object, list or discovery document; at most ``seconds`` (default ``read_timeout``) in all."""
         self.counts.add(verb)
-        timeout = aiohttp.ClientTimeout(total=self.read_timeout, sock_connect=self.connect_timeout)
+        limit = seconds or self.read_timeout
+        timeout = aiohttp.ClientTimeout(total=limit, sock_connect=self.connect_timeout)
         try:
-            async with asyncio.timeout(self.read_timeout):
+            async with asyncio.timeout(limit):
                 resp = await self._send(path, query, timeout)
                 try:
                     body = await resp.read()
@@ -123,7 +131,7 @@ class KubeClient:
                     resp.release()
         except TimeoutError as err:
             raise SourceUnavailable(
-                f"the Kubernetes API did not answer {path} within {self.read_timeout:g}s", timeout=True
+                f"the Kubernetes API did not answer {path} within {limit:g}s", timeout=True
             ) from err
         except (aiohttp.ClientError, OSError) as err:
             raise SourceUnavailable(f"cannot reach the Kubernetes API: {err or type(err).__name__}") from err
