@@ -209,3 +209,55 @@ async def test_warm_requests_make_no_upstream_call_and_bursts_share_reads(
         assert {r.status for r in replies} == {200}
         assert {r.body for r in replies} == {first.body}
         assert fake.count("get", resource="controllerrevisions") == 1
+
+
+async def test_infer_from_volume_reads_the_pvc_labels(fake: FakeKube, tmp_path: Path) -> None:
+    labels = {
+        "instancetype.kubevirt.io/default-instancetype": "small",
+        "instancetype.kubevirt.io/default-instancetype-kind": "VirtualMachineInstancetype",
+    }
+    fake.create(
+        {
+            "apiVersion": "instancetype.kubevirt.io/v1beta1",
+            "kind": "VirtualMachineInstancetype",
+            "metadata": {"name": "small", "namespace": "default"},
+            "spec": {"cpu": {"guest": 3}, "memory": {"guest": "3Gi"}},
+        }
+    )
+    fake.create(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "root", "namespace": "default", "labels": labels},
+            "spec": {},
+        }
+    )
+    vm = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachine",
+        "metadata": {"name": "inferred", "namespace": "default"},
+        "spec": {
+            "instancetype": {"inferFromVolume": "disk"},
+            "template": {
+                "spec": {
+                    "domain": {"devices": {}},
+                    "volumes": [{"name": "disk", "persistentVolumeClaim": {"claimName": "root"}}],
+                }
+            },
+        },
+    }
+    source = ClusterSource(kubeconfig=kubeconfig(fake, tmp_path / "kc"), **FAST)  # type: ignore[arg-type]
+    async with running_server(source, tmp_path) as srv:
+        await synced(source, fake)
+        fake.reset_log()
+        reply = await srv.put(put_path(), json_body=vm)
+        assert reply.status == 200, reply.body
+        domain = reply.json()["spec"]["template"]["spec"]["domain"]
+        assert domain["cpu"]["sockets"] * domain["cpu"]["cores"] * domain["cpu"]["threads"] == 3
+        assert domain["memory"]["guest"] == "3Gi"
+        assert [(r.verb, r.resource) for r in fake.log] == [("get", "persistentvolumeclaims")]
+        fake.delete("v1", "PersistentVolumeClaim", "root", "default")
+        gone = await srv.put(put_path(), json_body=vm)
+        assert gone.status == 422
+        assert gone.json()["message"] == 'persistentvolumeclaims "root" not found'
+        assert gone.json()["details"]["causes"][0]["field"] == "spec.instancetype.inferFromVolume"
