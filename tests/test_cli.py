@@ -107,6 +107,8 @@ def check_case_result(case: Case, code: int, stdout: str, stderr: str, *, output
     assert code == 0, stderr
     got = json.loads(stdout) if output == "json" else yaml.safe_load(stdout)
     assert got == exp["expanded"]
+    # Members in the renderer's (Go's) order, not sorted: the same bytes as KubeVirt once re-encoded.
+    assert json.dumps(got) == json.dumps(exp["expanded"])
     assert [line for line in stderr.splitlines() if not line.startswith("Warning: ")] == []
     for warning in exp.get("warnings", []):
         assert any(warning["preset"] in line for line in stderr.splitlines()), (warning, stderr)
