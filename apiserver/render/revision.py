@@ -122,7 +122,9 @@ def decode_revision(rev: Mapping[str, Any]) -> DecodedRevision:
         try:
             parsed = parse(raw)
         except ValueError as err:
-            raise RevisionError(f"failed to decode object in ControllerRevision: {err}") from None
+            raise RevisionError(
+                f"{_DECODE_FAILED}couldn't get version/kind; json parse error: {err}"
+            ) from None
         text = raw.decode("utf-8", errors="replace")
     else:
         if data is None:
