@@ -145,7 +145,7 @@ SAMPLE = sample(FILES, per_area=5)
 
 
 def test_sample_covers_every_area() -> None:
-    assert len(SAMPLE) >= 50
+    assert len(SAMPLE) >= min(50, len(FILES))
     assert {p.stem.rsplit("-", 1)[0] for p in SAMPLE} == {p.stem.rsplit("-", 1)[0] for p in FILES}
 
 
@@ -189,7 +189,7 @@ def test_many_cases_in_one_run(tmp_path: Path, presets: bool) -> None:
         for c in map(load, FILES)
         if _batchable(c) and c.id.startswith("presets-") == presets and c.expected.get("kind") != "panic"
     ]
-    assert len(cases) > (80 if presets else 800)
+    assert cases, "no batchable cases in the corpus"
     docs: list[dict[str, Any]] = []
     by_label: dict[str, Case] = {}
     for case in cases:
@@ -234,7 +234,8 @@ def test_examples_expand_like_kubevirt() -> None:
     vms = {vm["metadata"]["name"]: vm for vm in yaml.safe_load_all(proc.stdout)}
     assert list(vms) == ["fedora-cluster", "fedora-pinned", "fedora"]  # file name order
     cluster_case = docs_case("docs: cluster cmedium + cluster fedora")
-    assert cluster_case is not None
+    if cluster_case is None:  # another corpus (KUBEVIRT_EXPAND_CONFORMANCE) may not hold it
+        pytest.skip("the docs case with the cluster-scoped pair is not in this corpus")
     want = copy.deepcopy(cluster_case.expected["expanded"])
     want["metadata"]["name"] = "fedora-cluster"
     assert vms["fedora-cluster"] == want
