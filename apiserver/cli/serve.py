@@ -74,6 +74,25 @@ def add_parser(sub: Any) -> None:
         help="serve the objects in this folder of YAML/JSON manifests (re-read on change) "
         "instead of a cluster's",
     )
+    cluster = parser.add_argument_group("cluster (without --manifests)")
+    cluster.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="kubeconfig to read the cluster with (default: $KUBECONFIG, else in-cluster)",
+    )
+    cluster.add_argument("--context", help="kubeconfig context (default: the current one)")
+    cluster.add_argument(
+        "--vm-cache",
+        action="store_true",
+        help="answer expand-spec from a watch cache of VirtualMachines instead of reading each VM fresh",
+    )
+    cluster.add_argument(
+        "--kube-timeout",
+        type=_positive,
+        default=5.0,
+        metavar="SECONDS",
+        help="longest wait for one Kubernetes API read before answering 503/504 (default: %(default)g)",
+    )
     api = parser.add_argument_group("API")
     api.add_argument("--api-group", default=DEFAULT_GROUP, help="API group to serve (default: %(default)s)")
     api.add_argument(
@@ -176,7 +195,10 @@ def _source(args: argparse.Namespace) -> Source:
     make = getattr(cluster, "source_from_args", None)
     if make is None:
         raise ServeError("the cluster source offers no source_from_args(args); give --manifests DIR")
-    source: Source = make(args)
+    try:
+        source: Source = make(args)
+    except ValueError as err:
+        raise ServeError(str(err)) from None
     return source
 
 
