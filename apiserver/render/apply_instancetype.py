@@ -2,11 +2,13 @@
 
 Every applier runs and all their conflicts are collected, in KubeVirt's order; the caller fails the
 expansion when there is any. CPU reports all its conflicts, memory only the first.
+
+Values taken from the instancetype are placed into the template without copying (see
+``apply_preference``: specs may be cached and shared, and encode copies the result).
 """
 
 from __future__ import annotations
 
-import copy
 import struct
 from typing import Any
 
@@ -105,7 +107,7 @@ def _cpu(it: JSON, preference: JSON | None, domain: JSON, conflicts: list[str]) 
         cpu["isolateEmulatorThread"] = it_cpu["isolateEmulatorThread"]
     for member in ("numa", "realtime"):
         if it_cpu.get(member) is not None:
-            cpu[member] = copy.deepcopy(it_cpu[member])
+            cpu[member] = it_cpu[member]
     if it_cpu.get("maxSockets") is not None:
         cpu["maxSockets"] = it_cpu["maxSockets"]
     sockets, cores, threads = guest_topology(int(it_cpu.get("guest") or 0), preference)
@@ -140,7 +142,7 @@ def _memory(it: JSON, domain: JSON, conflicts: list[str]) -> None:
         requests = child(child(domain, "resources"), "requests")
         requests["memory"] = format_int(request, quantity.format)
     if it_memory.get("hugepages") is not None:
-        memory["hugepages"] = copy.deepcopy(it_memory["hugepages"])
+        memory["hugepages"] = it_memory["hugepages"]
     if it_memory.get("maxGuest") is not None:
         memory["maxGuest"] = it_memory["maxGuest"]
 
@@ -164,7 +166,7 @@ def _replace_if_absent(
     if target.get(member) is not None:
         conflicts.append(f"{BASE}.{path}")
         return
-    target[member] = copy.deepcopy(value)
+    target[member] = value
 
 
 def _device_list(it: JSON, key: str, domain: JSON, conflicts: list[str]) -> None:
@@ -175,7 +177,7 @@ def _device_list(it: JSON, key: str, domain: JSON, conflicts: list[str]) -> None
     if devices.get(key):
         conflicts.append(f"{BASE}.domain.devices.{key}")
         return
-    devices[key] = copy.deepcopy(items)
+    devices[key] = items
 
 
 def _annotations(annotations: JSON | None, tmeta: JSON, conflicts: list[str]) -> None:

@@ -3,11 +3,14 @@
 Preferences fill gaps only, with KubeVirt's documented exceptions (``preferredAcpi`` and
 ``preferredDisableHotplug`` always overwrite). Order: cpu features, devices, features, firmware,
 machine, clock, subdomain, termination grace period, architecture, annotations, launch security.
+
+Values taken from the preference are placed into the template without copying: the spec may be a
+cached one shared between requests, so nothing here (or later in the pipeline) mutates a value it took
+from a spec, and the final ``gojson.encode`` builds fresh containers for the whole result.
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from apiserver.render.errors import Cause, ExpandError
@@ -69,7 +72,7 @@ def apply_preference(preference: JSON, tspec: JSON, tmeta: JSON) -> None:
         annotations.setdefault(key, value)
     launch = preference.get("preferredLaunchSecurity")
     if launch is not None and domain.get("launchSecurity") is None:
-        domain["launchSecurity"] = copy.deepcopy(launch)
+        domain["launchSecurity"] = launch
 
 
 def _cpu_features(preference: JSON, domain: JSON) -> None:
@@ -86,7 +89,7 @@ def _cpu_features(preference: JSON, domain: JSON) -> None:
         raise ExpandError.invalid(message, Cause("spec.template.spec.domain.cpu", message))
     features = cpu.get("features") or []
     names = {f.get("name", "") for f in features}
-    added = [copy.deepcopy(f) for f in wanted if f.get("name", "") not in names]
+    added = [f for f in wanted if f.get("name", "") not in names]
     if added:
         cpu["features"] = [*features, *added]
 
@@ -107,7 +110,7 @@ def _devices(preference: JSON, tspec: JSON, domain: JSON) -> None:
         sound["model"] = sound_model
     for pref_key, member in (("preferredRng", "rng"), ("preferredTPM", "tpm")):
         if prefs.get(pref_key) is not None and devices.get(member) is None:
-            devices[member] = copy.deepcopy(prefs[pref_key])
+            devices[member] = prefs[pref_key]
     video_type = prefs.get("preferredVideoType")
     if video_type is not None:
         video = child(devices, "video")
@@ -135,7 +138,7 @@ def _disks(prefs: JSON, devices: JSON) -> None:
             if prefs.get("preferredDiskBus") and not target.get("bus"):
                 target["bus"] = prefs["preferredDiskBus"]
             if prefs.get("preferredDiskBlockSize") is not None and disk.get("blockSize") is None:
-                disk["blockSize"] = copy.deepcopy(prefs["preferredDiskBlockSize"])
+                disk["blockSize"] = prefs["preferredDiskBlockSize"]
             if prefs.get("preferredDiskCache") and not disk.get("cache"):
                 disk["cache"] = prefs["preferredDiskCache"]
             if prefs.get("preferredDiskIO") and not disk.get("io"):
@@ -172,7 +175,7 @@ def _interfaces(prefs: JSON, tspec: JSON, devices: JSON) -> None:
         if model and not iface.get("model"):
             iface["model"] = model
         if masquerade is not None and _binding_unset(iface) and _on_pod_network(iface.get("name", ""), tspec):
-            iface["masquerade"] = copy.deepcopy(masquerade)
+            iface["masquerade"] = masquerade
 
 
 def _panic_devices(prefs: JSON, devices: JSON) -> None:
@@ -194,18 +197,18 @@ def _features(preference: JSON, domain: JSON) -> None:
         return
     features = child(domain, "features")
     if prefs.get("preferredAcpi") is not None:
-        features["acpi"] = copy.deepcopy(prefs["preferredAcpi"])
+        features["acpi"] = prefs["preferredAcpi"]
     if prefs.get("preferredApic") is not None and features.get("apic") is None:
-        features["apic"] = copy.deepcopy(prefs["preferredApic"])
+        features["apic"] = prefs["preferredApic"]
     hyperv_prefs = prefs.get("preferredHyperv")
     if hyperv_prefs is not None:
         hyperv = child(features, "hyperv")
         for member in _HYPERV:
             if hyperv_prefs.get(member) is not None and hyperv.get(member) is None:
-                hyperv[member] = copy.deepcopy(hyperv_prefs[member])
+                hyperv[member] = hyperv_prefs[member]
     for pref_key, member in _SIMPLE_FEATURES:
         if prefs.get(pref_key) is not None and features.get(member) is None:
-            features[member] = copy.deepcopy(prefs[pref_key])
+            features[member] = prefs[pref_key]
 
 
 def _firmware(preference: JSON, domain: JSON) -> None:
@@ -223,7 +226,7 @@ def _firmware(preference: JSON, domain: JSON) -> None:
         and bootloader.get("bios") is None
         and prefs.get("preferredEfi") is not None
     ):
-        bootloader["efi"] = copy.deepcopy(prefs["preferredEfi"])
+        bootloader["efi"] = prefs["preferredEfi"]
         return
     if prefs.get("preferredUseEfi") and bootloader.get("efi") is None and bootloader.get("bios") is None:
         bootloader["efi"] = {}
@@ -249,6 +252,6 @@ def _clock(preference: JSON, domain: JSON) -> None:
     if offset is not None and clock.get("utc") is None and clock.get("timezone") is None:
         clock.pop("utc", None)
         clock.pop("timezone", None)
-        clock.update(copy.deepcopy(offset))
+        clock.update(offset)
     if prefs.get("preferredTimer") is not None and clock.get("timer") is None:
-        clock["timer"] = copy.deepcopy(prefs["preferredTimer"])
+        clock["timer"] = prefs["preferredTimer"]
