@@ -441,6 +441,7 @@ class Bench:
                 )
         finally:
             await ceiling.stop()
+        self.notes[f"{source} RSS KiB after load"] = rss_kib(server.pid)
         self.notes[f"{source} response bytes"] = {k: v.stat().st_size for k, v in answers.items()}
 
     async def folder(self) -> None:
