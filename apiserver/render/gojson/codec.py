@@ -419,8 +419,10 @@ class _Compiler:
 #
 # Encoding visits every declared member of every struct present (Go writes members that are absent from
 # the input), so it is the hot loop. Each struct gets a straight-line function generated from its member
-# plan: one dict lookup and one test per member, no dispatch. Struct encoders call each other by global
-# name in one shared namespace, so recursive types work.
+# plan: one membership test per optional member (cheaper than a ``get`` call, and most are absent), no
+# dispatch, C-level loops (``map``, ``sorted``) for lists and maps, and an empty struct answered with its
+# precomputed zero encoding. Struct encoders call each other by global name in one shared namespace, so
+# recursive types work.
 
 
 def _encoder_name(type_name: str) -> str:
@@ -437,28 +439,57 @@ def _value_expr(ref: dict[str, Any], var: str, depth: int = 0) -> str:
     item = f"x{depth}"
     if kind == "slice":
         elem = _value_expr(ref["elem"], item, depth + 1)
-        return f"list({var})" if elem == item else f"[{elem} for {item} in {var}]"
+        if elem == item:
+            return f"list({var})"
+        if elem.endswith(f"({item})") and elem.count("(") == 1:  # one function call per element
+            return f"list(map({elem[: -len(item) - 2]}, {var}))"
+        return f"[{elem} for {item} in {var}]"
     if kind == "map":
-        elem = _value_expr(ref["elem"], f"{var}[{item}]", depth + 1)
-        return f"{{{item}: {elem} for {item} in sorted({var})}}"
+        value = f"v{depth}"
+        elem = _value_expr(ref["elem"], value, depth + 1)
+        if elem == value:
+            return f"dict(sorted({var}.items()))"
+        return f"{{{item}: {elem} for {item}, {value} in sorted({var}.items())}}"
     return var
 
 
+def _zero_json(type_name: str) -> dict[str, Any]:
+    """What Go writes for the zero value of a struct (what its encoder returns for ``{}``)."""
+    out: dict[str, Any] = {}
+    for name, ref, omit in STRUCTS[type_name]["fields"]:
+        kind, pointer = ref["k"], bool(ref.get("p"))
+        if pointer or kind in ("slice", "map"):
+            if "e" not in omit:
+                out[name] = None
+        elif kind == "struct":
+            out[name] = _zero_json(ref["t"])
+        elif kind == "custom":
+            if "z" not in omit:
+                out[name] = _CUSTOM_ZERO_JSON[ref["c"]]
+        elif "e" not in omit:
+            out[name] = _ZERO_SCALARS.get(kind, 0)
+    return out
+
+
 def _encoder_source(type_name: str) -> str:
-    lines = [f"def {_encoder_name(type_name)}(d):", "    out = {}", "    get = d.get"]
+    # The zero encoding is a literal, so each call builds fresh containers (callers may edit the result).
+    lines = [f"def {_encoder_name(type_name)}(d):", f"    if not d: return {_zero_json(type_name)!r}"]
+    lines.append("    out = {}")
     for name, ref, omit in STRUCTS[type_name]["fields"]:
         omitempty, omitzero = "e" in omit, "z" in omit
         kind, pointer = ref["k"], bool(ref.get("p"))
         key = repr(name)
         expr = _value_expr(ref, "v")
+        if omitempty and (pointer or kind not in ("struct", "custom")):
+            # Optional member: usually absent, so test membership before fetching.
+            test = "v is not None" if pointer else "v"
+            lines.append(f"    if {key} in d:")
+            lines.append(f"        v = d[{key}]")
+            lines.append(f"        if {test}: out[{key}] = {expr}")
+            continue
         lines.append(f"    v = get({key})")
         if pointer or kind in ("slice", "map"):
-            if not omitempty:
-                lines.append(f"    out[{key}] = None if v is None else {expr}")
-            elif pointer:
-                lines.append(f"    if v is not None: out[{key}] = {expr}")
-            else:
-                lines.append(f"    if v: out[{key}] = {expr}")
+            lines.append(f"    out[{key}] = None if v is None else {expr}")
         elif kind == "struct":
             lines.append(f"    out[{key}] = {_encoder_name(ref['t'])}(EMPTY if v is None else v)")
         elif kind == "custom":
@@ -469,12 +500,12 @@ def _encoder_source(type_name: str) -> str:
             else:
                 zero = _CUSTOM_ZERO_JSON[ref["c"]]
                 lines.append(f"    out[{key}] = {zero!r} if v is None else {expr}")
-        elif omitempty:
-            lines.append(f"    if v: out[{key}] = v")
         else:
             zero = _ZERO_SCALARS.get(kind, 0)
             lines.append(f"    out[{key}] = {zero!r} if v is None else v")
     lines.append("    return out")
+    if any(line.startswith("    v = get(") for line in lines):
+        lines.insert(3, "    get = d.get")
     return "\n".join(lines)
 
 
