@@ -394,7 +394,7 @@ class Bench:
         machine moves single runs by a factor of two)."""
         run = run_wrk if self.client == "wrk" else run_python_load
         for target, tok in ((ceiling, ""), (server, token)):  # warm-up: connections, caches, first calls
-            await run(target.url + path, body, self.args.connections, 1.0, tok)
+            await run(target.url + path, body, self.args.connections, min(1.0, self.args.duration / 2), tok)
         ours: list[Load] = []
         base: list[Load] = []
         for _ in range(self.args.rounds):
