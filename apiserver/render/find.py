@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from apiserver.render import revision
@@ -45,6 +45,18 @@ class _Family:
     kinds: Mapping[str, str]  # lower-cased kind -> canonical kind
     from_revision: Callable[[Mapping[str, Any]], Any]
     from_object: Callable[[Mapping[str, Any]], Any]
+    # Field paths named in errors, spelled once.
+    name_field: str = field(init=False)
+    kind_field: str = field(init=False)
+    revision_field: str = field(init=False)
+    status_field: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        base = f"spec.{self.matcher}"
+        object.__setattr__(self, "name_field", f"{base}.name")
+        object.__setattr__(self, "kind_field", f"{base}.kind")
+        object.__setattr__(self, "revision_field", f"{base}.revisionName")
+        object.__setattr__(self, "status_field", f"status.{self.status_ref}.controllerRevisionRef.name")
 
 
 def _kind_table(namespaced: str, cluster: str, aliases: tuple[str, ...] = ()) -> dict[str, str]:
@@ -84,7 +96,7 @@ PREFERENCE_FAMILY = _Family(
 # and what the folder source stamps on its objects): such an object never changes under the same pair,
 # so a server decodes each instancetype, preference and revision once. Objects without both (the Python
 # API's dicts, which a caller may mutate between calls) are decoded every time.
-_SPEC_CACHE: OrderedDict[tuple[str, str, str, str], JSON] = OrderedDict()
+_SPEC_CACHE: OrderedDict[tuple[str, str, str, str, str], JSON] = OrderedDict()
 _SPEC_CACHE_SIZE = 8192
 
 
@@ -93,17 +105,34 @@ def clear_spec_cache() -> None:
 
 
 def _cached_spec(family: _Family, obj: Mapping[str, Any], how: str, decode: Callable[[], Any]) -> JSON:
-    meta = obj.get("metadata") or {}
+    meta = obj.get("metadata") or _NO_META
     uid, version = meta.get("uid"), meta.get("resourceVersion")
-    if not (isinstance(uid, str) and uid and isinstance(version, str) and version):
+    if not (uid and version and isinstance(uid, str) and isinstance(version, str)):
         return _spec_dict(decode())
-    key = (family.matcher + how, uid, version, str(obj.get("kind")))
+    key = (family.matcher, how, uid, version, str(obj.get("kind")))
     spec = _SPEC_CACHE.get(key)
     if spec is None:
         spec = _SPEC_CACHE[key] = _spec_dict(decode())
         if len(_SPEC_CACHE) > _SPEC_CACHE_SIZE:
             _SPEC_CACHE.popitem(last=False)
     return spec
+
+
+_NO_META: Mapping[str, Any] = {}
+
+# The refs find asks for, reused: building a frozen dataclass costs more than the lookup itself.
+_REFS: dict[tuple[str, str, str], ObjectRef] = {}
+_REFS_SIZE = 8192
+
+
+def _ref(kind: str, namespace: str, name: str) -> ObjectRef:
+    key = (kind, namespace, name)
+    ref = _REFS.get(key)
+    if ref is None:
+        if len(_REFS) >= _REFS_SIZE:
+            _REFS.clear()
+        ref = _REFS[key] = ObjectRef(kind, namespace, name)
+    return ref
 
 
 def _spec_dict(model: Any) -> JSON:
@@ -118,23 +147,25 @@ def _str(value: Any) -> str:
 
 def find_spec(family: _Family, vm: JSON, lookup: ObjectLookup) -> JSON | None:
     """The v1beta1 spec (JSON names) the VM's matcher selects, or None when the VM has no such matcher."""
-    spec = vm.get("spec") or {}
+    spec = vm.get("spec") or _NO_META
     matcher = spec.get(family.matcher)
     if matcher is None:
         return None
-    namespace = _str((vm.get("metadata") or {}).get("namespace"))
-    base = f"spec.{family.matcher}"
+    namespace = _str((vm.get("metadata") or _NO_META).get("namespace"))
 
     revision_name = _str(matcher.get("revisionName"))
     if revision_name:
-        return _from_revision(family, lookup, namespace, revision_name, f"{base}.revisionName")
+        return _from_revision(family, lookup, namespace, revision_name, family.revision_field)
 
     name = _str(matcher.get("name"))
-    status_ref = (vm.get("status") or {}).get(family.status_ref) or {}
-    ref_revision = _str((status_ref.get("controllerRevisionRef") or {}).get("name"))
+    status = vm.get("status")
+    status_ref = status.get(family.status_ref) if status else None
+    ref_revision = (
+        _str((status_ref.get("controllerRevisionRef") or _NO_META).get("name")) if status_ref else ""
+    )
     if ref_revision:
-        field = f"status.{family.status_ref}.controllerRevisionRef.name"
-        rev = _get(lookup, ObjectRef(CONTROLLER_REVISION, namespace, ref_revision), field)
+        field = family.status_field
+        rev = _get(lookup, _ref(CONTROLLER_REVISION, namespace, ref_revision), field)
         labels = (rev.get("metadata") or {}).get("labels") or {}
         if isinstance(labels, Mapping) and labels.get(OBJECT_NAME_LABEL) == name:
             return _decode_revision(family, rev, field)
@@ -143,16 +174,17 @@ def find_spec(family: _Family, vm: JSON, lookup: ObjectLookup) -> JSON | None:
     canonical_kind = family.kinds.get(kind.lower())
     if canonical_kind is None:
         message = f"got unexpected kind in {family.go_matcher}: {kind}"
-        raise ExpandError.invalid(message, Cause(f"{base}.kind", message, CAUSE_NOT_SUPPORTED))
+        raise ExpandError.invalid(message, Cause(family.kind_field, message, CAUSE_NOT_SUPPORTED))
     if not name:
         message = "resource name may not be empty"
-        raise ExpandError.invalid(message, Cause(f"{base}.name", message, CAUSE_REQUIRED))
+        raise ExpandError.invalid(message, Cause(family.name_field, message, CAUSE_REQUIRED))
     ref_namespace = "" if canonical_kind in (CLUSTER_INSTANCETYPE, CLUSTER_PREFERENCE) else namespace
-    obj = _get(lookup, ObjectRef(canonical_kind, ref_namespace, name), f"{base}.name")
+    obj = _get(lookup, _ref(canonical_kind, ref_namespace, name), family.name_field)
     try:
         return _cached_spec(family, obj, "object", lambda: family.from_object(obj))
     except revision.RevisionError as err:
-        raise ExpandError.invalid(err.message, Cause(f"{base}.name", err.message, CAUSE_INVALID)) from None
+        message = err.message
+        raise ExpandError.invalid(message, Cause(family.name_field, message, CAUSE_INVALID)) from None
 
 
 def _get(lookup: ObjectLookup, ref: ObjectRef, field: str) -> Mapping[str, Any]:
@@ -164,7 +196,7 @@ def _get(lookup: ObjectLookup, ref: ObjectRef, field: str) -> Mapping[str, Any]:
 
 
 def _from_revision(family: _Family, lookup: ObjectLookup, namespace: str, name: str, field: str) -> JSON:
-    rev = _get(lookup, ObjectRef(CONTROLLER_REVISION, namespace, name), field)
+    rev = _get(lookup, _ref(CONTROLLER_REVISION, namespace, name), field)
     return _decode_revision(family, rev, field)
 
 
