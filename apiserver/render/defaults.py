@@ -19,12 +19,15 @@ JSON = dict[str, Any]
 
 def set_default_volume_disks(tspec: JSON) -> None:
     devices = child(child(tspec, "domain"), "devices")
+    volumes = tspec.get("volumes")
+    if not volumes:
+        return
     disks = devices.get("disks") or []
     names = {d.get("name", "") for d in disks}
-    names.update(fs.get("name", "") for fs in devices.get("filesystems") or [])
-    added = [
-        {"name": v.get("name", "")} for v in tspec.get("volumes") or [] if v.get("name", "") not in names
-    ]
+    filesystems = devices.get("filesystems")
+    if filesystems:
+        names.update(fs.get("name", "") for fs in filesystems)
+    added = [{"name": name} for v in volumes if (name := v.get("name", "")) not in names]
     if added:
         devices["disks"] = [*disks, *added]
 
@@ -79,9 +82,9 @@ def set_vmi_spec_defaults(config: ClusterConfig, tspec: JSON) -> None:
             disk["imagePullPolicy"] = "Always" if pull_always else "IfNotPresent"
     if tspec.get("evictionStrategy") is None and config.eviction_strategy is not None:
         tspec["evictionStrategy"] = config.eviction_strategy
-    # KubeVirt runs the default network and volume disks again here: always no-ops by now.
-    set_default_network_interface(config, tspec)
-    set_default_volume_disks(tspec)
+    # KubeVirt runs SetDefaultNetworkInterface and SetDefaultVolumeDisk again here. Both are no-ops by
+    # now: the first run left networks (or autoattachPodInterface false) and a disk for every volume,
+    # and applying an instancetype or preference adds neither volumes nor filesystems.
 
 
 def _resource_requests(config: ClusterConfig, domain: JSON) -> None:
