@@ -24,7 +24,8 @@ Options:
   --context NAME   a kubeconfig context other than the current one
   -h, --help       show this help
 Everything after -- goes to \`kubevirt-expand serve\` (e.g. -- --api-group=expand.kubevirt-expand.io).
-Environment: KUBECTL (default: kubectl), VENV (default: .venv, made on the first run).
+Environment: KUBECTL (default: kubectl); KUBEVIRT_EXPAND, the kubevirt-expand command to run
+(default: the one in VENV, default .venv, made from this checkout on the first run).
 USAGE
 }
 
@@ -47,9 +48,9 @@ command -v "$kubectl" >/dev/null || { echo "run-local.sh: $kubectl not found (se
 
 ctx_args=()
 [[ -z "$context" ]] || ctx_args=(--context "$context")
-if ! "$kubectl" "${ctx_args[@]}" version >/dev/null 2>&1; then
+if ! "$kubectl" "${ctx_args[@]}" get --raw /api >/dev/null 2>&1; then
   echo "run-local.sh: the cluster of the kubeconfig context ${context:-(current)} does not answer:" >&2
-  "$kubectl" "${ctx_args[@]}" version >&2 || true
+  "$kubectl" "${ctx_args[@]}" get --raw /api >&2 || true
   exit 1
 fi
 
@@ -70,11 +71,14 @@ cluster=$("$kubectl" --kubeconfig "$work/client.kubeconfig" config view -o 'json
   --tls-server-name="$server_name" >/dev/null
 
 cd "$root"
-# shellcheck source=hack/venv.sh
-. hack/venv.sh
-echo "== serving on https://127.0.0.1:$port for the cluster of $("$kubectl" "${ctx_args[@]}" config current-context 2>/dev/null || echo "$context")"
+if [[ -z "${KUBEVIRT_EXPAND:-}" ]]; then
+  # shellcheck source=hack/venv.sh
+  . hack/venv.sh
+  KUBEVIRT_EXPAND="$VENV/bin/kubevirt-expand"
+fi
+echo "== serving on https://127.0.0.1:$port for the cluster of context ${context:-$("$kubectl" config current-context 2>/dev/null || echo '(none)')}"
 echo "== call it with: kubectl --kubeconfig $work/client.kubeconfig get --raw /apis"
-exec "$VENV/bin/kubevirt-expand" serve \
+exec "$KUBEVIRT_EXPAND" serve \
   --kubeconfig="$work/server.kubeconfig" \
   --bind-address=127.0.0.1 --secure-port="$port" \
   --tls-cert-file="$work/tls.crt" --tls-private-key-file="$work/tls.key" \

@@ -583,3 +583,94 @@ def test_the_probe_paths_and_apiservice_paths_answer_with_the_generated_certific
                 break
             time.sleep(0.2)  # /readyz turns ready once the source has loaded
         assert response.status == 200, f"GET {path}: {response.status} {body[:300]!r}"
+
+
+# --- hack/run-local.sh against the fake Kubernetes API ---------------------------------------------
+
+
+async def test_run_local_serves_the_kubeconfig_cluster_to_kubectl_with_the_users_credentials(
+    tmp_path: Path,
+) -> None:
+    """The script's whole flow: the server reads the cluster of the kubeconfig, and kubectl calls it
+    through the client kubeconfig the script writes, authenticated by the cluster (TokenReview)."""
+    import asyncio
+
+    from tests.fakekube import FakeKube
+    from tests.fakekube.reviews import Reviews, Rule
+    from tests.fakekube.testing import kubeconfig
+
+    kubectl = _kubectl()
+    root = tmp_path / "repo"
+    shutil.copytree(ROOT / "hack", root / "hack")
+    fake = FakeKube()
+    reviews = Reviews.install(fake)
+    reviews.tokens["alice-token"] = ("alice", ["system:authenticated"])
+    reviews.rules.append(Rule(answer="allow", user="alice"))
+    for path in sorted((ROOT / "examples").glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc:
+                fake.create(doc)
+    await fake.start()
+    port = _free_port()
+    env = {
+        **os.environ,
+        "KUBECONFIG": kubeconfig(fake, tmp_path / "user.kubeconfig", token="alice-token"),
+        "KUBEVIRT_EXPAND": str(Path(sys.executable).parent / "kubevirt-expand"),
+    }
+    server = await asyncio.create_subprocess_exec(
+        "bash",
+        str(root / "hack/run-local.sh"),
+        "--port",
+        str(port),
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    client = root / ".certs/run-local/client.kubeconfig"
+    vm = "/apis/subresources.kubevirt.io/v1/namespaces/default/virtualmachines/fedora/expand-spec"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            call = await asyncio.create_subprocess_exec(
+                kubectl,
+                "--kubeconfig",
+                str(client),
+                "get",
+                "--raw",
+                vm,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
+            out, err = await call.communicate()
+            if call.returncode == 0:
+                break
+            if server.returncode is not None or time.monotonic() > deadline:
+                assert server.stdout is not None
+                log = (await server.stdout.read()).decode() if server.returncode is not None else ""
+                pytest.fail(f"kubectl never got the VM: {err.decode()}\n{log[-3000:]}")
+            await asyncio.sleep(0.3)
+        expanded = yaml.safe_load(out)
+        assert expanded["kind"] == "VirtualMachine" and expanded["metadata"]["name"] == "fedora"
+        assert "instancetype" not in expanded["spec"]  # rendered, matchers stripped
+        assert reviews.token_reviews, "the caller was authenticated by the cluster"
+        # ... and authorized by it (kubectl may ask /version too).
+        assert {r["spec"]["user"] for r in reviews.access_reviews} == {"alice"}
+        assert any(
+            r["spec"].get("resourceAttributes", {}).get("subresource") == "expand-spec"
+            for r in reviews.access_reviews
+        )
+        # The user's credentials are in the client kubeconfig, the server's CA and name beside them.
+        config = yaml.safe_load(client.read_text())
+        (cluster,) = config["clusters"]
+        assert cluster["cluster"]["server"] == f"https://127.0.0.1:{port}"
+        assert cluster["cluster"]["tls-server-name"] == SERVICE_DNS
+        assert config["users"][0]["user"]["token"] == "alice-token"
+    finally:
+        if server.returncode is None:
+            server.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(server.wait(), 20)
+            except TimeoutError:
+                server.kill()
+                await server.wait()
+        await fake.stop()
