@@ -674,3 +674,99 @@ async def test_run_local_serves_the_kubeconfig_cluster_to_kubectl_with_the_users
                 server.kill()
                 await server.wait()
         await fake.stop()
+
+
+# --- hack/deploy.sh's steps, with kubectl's cluster calls answered by a recording stand-in ------------
+
+KUBECTL_STANDIN = r"""#!/usr/bin/env bash
+# Renders with the real kubectl; answers cluster calls as FAKE_* say; records every call.
+echo "$*" >> "$CALLS"
+case "$1" in
+  kustomize) exec "$REAL_KUBECTL" "$@" ;;
+  get)
+    if [[ "$2" == crd ]]; then exit "${FAKE_CRD_RC:-0}"; fi
+    if [[ "$2" == apiservice && "$*" == *jsonpath=\{.spec.service* ]]; then
+      printf '%s' "${FAKE_OWNER:-}"; [[ -n "${FAKE_OWNER:-}" ]] || exit 1; exit 0
+    fi
+    exit 0 ;;
+  rollout) exit "${FAKE_ROLLOUT_RC:-0}" ;;
+  wait) exit "${FAKE_WAIT_RC:-0}" ;;
+  *) exit 0 ;;
+esac
+"""
+
+
+def _deploy(
+    repo: Path, tmp_path: Path, *args: str, **fake: str
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    standin = tmp_path / "kubectl"
+    standin.write_text(KUBECTL_STANDIN)
+    standin.chmod(0o755)
+    calls = tmp_path / "calls"
+    calls.write_text("")
+    env = {**os.environ, "KUBECTL": str(standin), "REAL_KUBECTL": _kubectl(), "CALLS": str(calls)}
+    env.update({f"FAKE_{k.upper()}": v for k, v in fake.items()})
+    proc = _run(["bash", str(repo / "hack/deploy.sh"), "--timeout", "30", *args], env=env)
+    return proc, [c for c in calls.read_text().splitlines() if not c.startswith("kustomize")]
+
+
+def test_deploy_applies_then_waits_for_the_rollout_and_every_apiservice(
+    repo_copy: Path, tmp_path: Path
+) -> None:
+    proc, calls = _deploy(repo_copy, tmp_path, "kubevirt-group")
+    assert proc.returncode == 0, proc.stderr
+    applied = [c for c in calls if c.startswith("apply -f ")]
+    assert len(applied) == 1
+    objects = [d for d in yaml.safe_load_all(Path(applied[0].split()[-1]).read_text()) if d]
+    assert {o["metadata"]["name"] for o in of_kind(objects, "APIService")} == {
+        "v1.subresources.kubevirt.io",
+        "v1alpha3.subresources.kubevirt.io",
+    }
+    rest = calls[calls.index(applied[0]) + 1 :]
+    assert rest[0].startswith("-n kubevirt-expand rollout status deploy/kubevirt-expand")
+    waited = sorted(c.split()[2] for c in rest if c.startswith("wait --for=condition=Available"))
+    assert waited == [
+        "apiservice/v1.subresources.kubevirt.io",
+        "apiservice/v1alpha3.subresources.kubevirt.io",
+    ]
+    assert "kubectl get --raw /apis/subresources.kubevirt.io" in proc.stdout
+
+
+def test_deploy_explains_an_apiservice_that_does_not_become_available(
+    repo_copy: Path, tmp_path: Path
+) -> None:
+    proc, _ = _deploy(repo_copy, tmp_path, "own-group", wait_rc="1")
+    assert proc.returncode == 1
+    assert "APIService v1.expand.kubevirt-expand.io is not Available" in proc.stderr
+    assert "x509: certificate signed by unknown authority" in proc.stderr  # the hints
+    assert "front-proxy CA" in proc.stderr
+
+
+def test_deploy_will_not_take_over_a_group_version_virt_api_serves(repo_copy: Path, tmp_path: Path) -> None:
+    proc, calls = _deploy(repo_copy, tmp_path, "kubevirt-group", owner="kubevirt/virt-api")
+    assert proc.returncode == 1
+    assert "already routes to kubevirt/virt-api" in proc.stderr and "own-group" in proc.stderr
+    assert not [c for c in calls if c.startswith("apply")]
+    proc, calls = _deploy(repo_copy, tmp_path, "kubevirt-group", "--takeover", owner="kubevirt/virt-api")
+    assert proc.returncode == 0, proc.stderr
+    assert [c for c in calls if c.startswith("apply")]
+
+
+def test_deploy_needs_cert_manager_for_the_cert_manager_overlay(repo_copy: Path, tmp_path: Path) -> None:
+    proc, calls = _deploy(repo_copy, tmp_path, "cert-manager", crd_rc="1")
+    assert proc.returncode == 1 and "cert-manager is not installed" in proc.stderr
+    assert not [c for c in calls if c.startswith("apply")]
+    proc, calls = _deploy(repo_copy, tmp_path, "cert-manager")
+    assert proc.returncode == 0, proc.stderr
+    assert not (repo_copy / ".certs/serving-cert-secret.yaml").exists(), "cert-manager makes the certificate"
+
+
+def test_deploy_delete_removes_the_apiservices_before_the_server(repo_copy: Path, tmp_path: Path) -> None:
+    proc, calls = _deploy(repo_copy, tmp_path, "--delete", "kubevirt-group")
+    assert proc.returncode == 0, proc.stderr
+    deletes = [c for c in calls if c.startswith("delete")]
+    assert deletes[:2] == [
+        "delete apiservice v1.subresources.kubevirt.io --ignore-not-found",
+        "delete apiservice v1alpha3.subresources.kubevirt.io --ignore-not-found",
+    ]
+    assert deletes[2].startswith("delete -f ") and len(deletes) == 3
