@@ -1,3 +1,4 @@
+# syntax=docker/dockerfile:1
 # kubevirt-expand-apiserver: `docker build -t kubevirt-expand-apiserver:0.1.0 .`
 #
 # The base is pinned to a patch release; pin it harder with a digest for reproducible builds:
