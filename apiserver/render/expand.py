@@ -85,8 +85,12 @@ def expand(
     if spec.get("instancetype") is not None or spec.get("preference") is not None:
         # KubeVirt's mutating webhook resolves inferFromVolume before a VM is stored; a VM sent to
         # expand-vm-spec has not been through it, so we resolve it here (KubeVirt's expand fails).
-        infer_matchers(decoded, lookup)
-        _expand_in_place(decoded, lookup, kubevirt, validate=validate, name=name)
+        try:
+            infer_matchers(decoded, lookup)
+            _expand_in_place(decoded, lookup, kubevirt, validate=validate, name=name)
+        except ExpandError as err:
+            _name_the_vm(err, name)
+            raise
 
     out: JSON = gojson.encode(decoded, "VirtualMachine")
     result = ExpandResult(out)
@@ -97,6 +101,13 @@ def expand(
         result.presets = report
         result.warnings.extend(report.warning_texts())
     return result
+
+
+def _name_the_vm(err: ExpandError, name: str) -> None:
+    """Kubernetes names the object an Invalid Status is about in ``details.name``."""
+    details = err.status.get("details")
+    if name and isinstance(details, dict) and "name" not in details:
+        err.status["details"] = {"name": name, **details}
 
 
 def _expand_in_place(
