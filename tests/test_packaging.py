@@ -1,8 +1,9 @@
 """The wheel and the Dockerfile that installs it.
 
 No container engine runs here, so the image is tested in its parts: the wheel is built from exactly
-the files the Dockerfile's build stage copies, installed into a fresh virtual environment (as the
-final stage installs it), and run from there (the console script, the offline command, the server
+the files the Dockerfile's build stage copies with the build stage's own ``pip wheel`` command,
+installed into a fresh virtual environment with the runtime stage's own ``pip install`` command
+(offline, from those wheels), and run from there (the console script, the offline command, the server
 with its packaged data); the Dockerfile itself is checked for the structure the image relies on.
 """
 
@@ -202,18 +203,36 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return src
 
 
+def stage_pip_command(stage: Stage, verb: str, wheels: Path) -> list[str]:
+    """The stage's ``pip <verb> ...`` command, its /wheels replaced by a local folder."""
+    for run in stage.args("RUN"):
+        for command in re.split(r"&&|;", run):
+            words = [w for w in shlex.split(command.strip()) if not w.startswith("--mount=")]
+            if words[:2] == ["pip", verb]:
+                return [str(wheels) if w == "/wheels" else w for w in words[1:]]
+    raise AssertionError(f"no pip {verb} in stage {stage.name or stage.base}")
+
+
 @pytest.fixture(scope="module")
-def wheel(sources: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    dist = tmp_path_factory.mktemp("dist")
+def wheelhouse(sources: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What the build stage's ``pip wheel`` makes: the project's wheel and every dependency's."""
+    wheels = tmp_path_factory.mktemp("wheels")
+    _, stages = dockerfile()
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(sources)],
+        [sys.executable, "-m", "pip", *stage_pip_command(stages[0], "wheel", wheels), "-q"],
+        cwd=sources,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
         check=False,
     )
-    assert proc.returncode == 0, f"the wheel does not build:\n{proc.stderr}"
-    (built,) = dist.glob("*.whl")
+    assert proc.returncode == 0, f"the build stage's pip wheel fails:\n{proc.stderr[-3000:]}"
+    return wheels
+
+
+@pytest.fixture(scope="module")
+def wheel(wheelhouse: Path) -> Path:
+    (built,) = wheelhouse.glob(f"{DISTRIBUTION.replace('-', '_')}-*.whl")
     return built
 
 
@@ -244,33 +263,20 @@ def test_the_wheel_declares_the_console_script_and_the_dependencies(wheel: Path)
 
 
 @pytest.fixture(scope="module")
-def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv holding the wheel and its dependencies, and nothing of the source tree.
-
-    Dependencies are pinned to the versions of the development environment so that pip resolves
-    nothing new and takes them from its cache where it can.
-    """
+def installed(wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv where the runtime stage's ``pip install`` ran: from the wheels alone, offline."""
     env = tmp_path_factory.mktemp("venv")
     venv.EnvBuilder(with_pip=True, clear=True).create(env)
-    freeze = subprocess.run(
-        [sys.executable, "-m", "pip", "freeze", "--exclude-editable"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout
-    constraints = env / "constraints.txt"
-    constraints.write_text(
-        "".join(line + "\n" for line in freeze.splitlines() if not line.lower().startswith(DISTRIBUTION))
-    )
+    _, stages = dockerfile()
     proc = subprocess.run(
-        [str(env / "bin/python"), "-m", "pip", "install", "-q", "-c", str(constraints), str(wheel)],
+        [str(env / "bin/python"), "-m", "pip", *stage_pip_command(stages[-1], "install", wheelhouse), "-q"],
         capture_output=True,
         text=True,
         timeout=600,
         check=False,
+        env={**_clean_env(), "PIP_FIND_LINKS": "", "PIP_EXTRA_INDEX_URL": ""},
     )
-    assert proc.returncode == 0, f"the wheel does not install into a fresh venv:\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, f"the runtime stage's pip install fails:\n{proc.stderr[-3000:]}"
     return env
 
 
