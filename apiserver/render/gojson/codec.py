@@ -304,10 +304,16 @@ class _Compiler:
         elem = self.decoder(elem_ref)
         zero = self.zero(elem_ref)
         merge = elem_ref["k"] == "struct"
+        strings = elem_ref["k"] == "string"
 
         def dec(v: Any, exact: bool, into: Any) -> Any:
             if type(v) is not dict:
                 raise _Fail(_json_type(v), go_type)
+            if strings and all(type(x) is str for x in v.values()):  # labels, annotations, selectors
+                if into is None:
+                    return dict(v)
+                into.update(v)
+                return into
             out = {} if into is None else into
             for key, x in v.items():
                 if x is None:
@@ -392,6 +398,11 @@ class _Compiler:
             return out
 
         self.struct_decoders[type_name] = dec
+
+    def fields(self, type_name: str) -> list[tuple[str, int, Decoder, str]]:
+        """(name, mode, decoder, Go type) per member, in declaration order."""
+        table = self._decode_tables[type_name][0]
+        return [table[name] for name, _ref, _omit in STRUCTS[type_name]["fields"]]
 
     def _fill(self, type_name: str) -> None:
         table, folded = self._decode_tables[type_name]
@@ -535,6 +546,139 @@ for _name in STRUCTS:
 _COMPILED = _Compiler()
 
 
+# --- generated fast-path decoders ----------------------------------------------------------------------
+#
+# The closures above handle everything Go's decoder does (case-folded names, merging duplicates, nulls
+# in lists, error paths), one dispatch per member. Most documents need none of that: every member name
+# is an exact declared one and every value has the right type. For those, each struct gets a generated
+# straight-line decoder: one membership test per declared member, scalar checks inlined, nested structs
+# decoded by their own fast decoders. Anything unusual (an unknown or case-folded name hands that struct
+# to its closure; a wrong type or a null list element raises _Retry) falls back, and on any failure the
+# whole document is decoded again by the closures, so errors are reported exactly as before.
+
+
+class _Retry(Exception):
+    """The fast path met something it does not handle; decode the document with the closures."""
+
+
+def _fast_name(type_name: str) -> str:
+    return "fdec_" + "".join(c if c.isalnum() else "_" for c in type_name)
+
+
+_FAST_NS: dict[str, Any] = {"RETRY": _Retry, "HOOKS": _HOOKS}
+_FAST: dict[str, Callable[[Any, bool], Any]] = {}
+
+
+def _ns_ref(value: Any) -> str:
+    """A namespace name for an object the generated code calls."""
+    name = f"F{id(value)}"
+    _FAST_NS[name] = value
+    return name
+
+
+def _fast_member_lines(ref: dict[str, Any], mode: int, fn: Decoder, key: str) -> list[str]:
+    """Statements decoding ``x`` (the member's present value) into ``out[key]``."""
+    kind, pointer = ref["k"], bool(ref.get("p"))
+    if kind == "struct":
+        return ["if x is not None:", f"    out[{key}] = {_fast_name(ref['t'])}(x, exact)"]
+    if kind == "slice" and ref["elem"]["k"] == "struct":
+        elem = _fast_name(ref["elem"]["t"])
+        return [
+            "if type(x) is list:",
+            f"    out[{key}] = [{elem}(e, exact) for e in x]",
+            "elif x is not None: raise RETRY",
+        ]
+    if kind == "string":
+        keep = "" if pointer else "if x: "
+        return ["if type(x) is str:", f"    {keep}out[{key}] = x", "elif x is not None: raise RETRY"]
+    if kind == "bool":
+        test = "x is True or x is False" if pointer else "x is True"
+        skip = "x is not None" if pointer else "x is not False and x is not None"
+        return [f"if {test}: out[{key}] = x", f"elif {skip}: raise RETRY"]
+    if kind in INT_RANGES:
+        lo, hi = INT_RANGES[kind]
+        keep = "" if pointer else "if x: "
+        return [
+            f"if type(x) is int and {lo} <= x <= {hi}:",
+            f"    {keep}out[{key}] = x",
+            "elif x is not None: raise RETRY",
+        ]
+    # Everything else (maps, other slices, custom types, float32) goes through its closure with the
+    # struct decoder's semantics for the mode (into a fresh struct: "pop" is "do not set").
+    call = f"{_ns_ref(fn)}(x, exact, None)"
+    if mode == _D_CUSTOM_NULL:
+        return [f"out[{key}] = {call}"]
+    if mode == _D_SCALAR:
+        return ["if x is not None:", f"    y = {call}", f"    if y: out[{key}] = y"]
+    return ["if x is not None:", f"    out[{key}] = {call}"]
+
+
+def _dispatch_lines(cases: list[list[str]], first: int, indent: str) -> list[str]:
+    """A binary search over member indexes ``first..first+len(cases)-1``, each leaf one member's code."""
+    if len(cases) == 1:
+        return [indent + line for line in cases[0]]
+    half = len(cases) // 2
+    lines = [f"{indent}if i < {first + half}:"]
+    lines += _dispatch_lines(cases[:half], first, indent + "    ")
+    lines.append(f"{indent}else:")
+    lines += _dispatch_lines(cases[half:], first + half, indent + "    ")
+    return lines
+
+
+def _fast_decoder_source(type_name: str) -> str:
+    fields = _COMPILED.fields(type_name)
+    index = _ns_ref({name: i for i, (name, _mode, _fn, _go) in enumerate(fields)})
+    slow = _ns_ref(_COMPILED.struct_decoders[type_name])
+    lines = [
+        f"def {_fast_name(type_name)}(v, exact):",
+        "    if type(v) is not dict:",
+        f"        return {slow}(v, exact, None)",
+        "    out = {}",
+        "    for key, x in v.items():",
+        f"        i = {index}.get(key)",
+        "        if i is None:  # unknown or case-folded: the closure decodes this struct",
+        f"            return {slow}(v, exact, None)",
+    ]
+    refs = {name: ref for name, ref, _omit in STRUCTS[type_name]["fields"]}
+    cases = [_fast_member_lines(refs[name], mode, fn, repr(name)) for name, mode, fn, _go in fields]
+    if cases:
+        lines += _dispatch_lines(cases, 0, "        ")
+    hook = STRUCTS[type_name].get("hook")
+    if hook:
+        lines.append(f"    HOOKS[{hook!r}](out)")
+    lines.append("    return out")
+    return "\n".join(lines)
+
+
+def _lazy_fast_decoder(type_name: str) -> Callable[[Any, bool], Any]:
+    """Compiles the fast decoder on first use, then replaces itself (as the encoders do)."""
+    function_name = _fast_name(type_name)
+
+    def first_call(v: Any, exact: bool) -> Any:
+        source = _fast_decoder_source(type_name)
+        exec(compile(source, f"<gojson decoder {type_name}>", "exec"), _FAST_NS)
+        real: Callable[[Any, bool], Any] = _FAST_NS[function_name]
+        _FAST[type_name] = real
+        return real(v, exact)
+
+    return first_call
+
+
+for _name in STRUCTS:
+    _FAST[_name] = _FAST_NS[_fast_name(_name)] = _lazy_fast_decoder(_name)
+
+
+def _decode(doc: Any, type_name: str, exact_names: bool) -> Any:
+    try:
+        return _FAST[type_name](doc, exact_names)
+    except (_Retry, _Fail):
+        pass
+    try:
+        return _COMPILED.struct_decoders[type_name](doc, exact_names, None)
+    except _Fail as fail:
+        raise _error(fail, type_name) from None
+
+
 def _path(segments: list[str]) -> str:
     out = ""
     for seg in reversed(segments):
@@ -562,11 +706,7 @@ def decode(doc: Any, root: str, *, exact_names: bool = False) -> Any:
     read from the API server; otherwise a case-insensitive match is the fallback, as in ``encoding/json``.
     Raises :class:`GoDecodeError` where Go's decode fails.
     """
-    type_name = resolve_root(root)
-    try:
-        return _COMPILED.struct_decoders[type_name](doc, exact_names, None)
-    except _Fail as fail:
-        raise _error(fail, type_name) from None
+    return _decode(doc, resolve_root(root), exact_names)
 
 
 def encode(doc: Any, root: str) -> Any:
@@ -578,11 +718,7 @@ def encode(doc: Any, root: str) -> Any:
 def roundtrip(doc: Any, root: str, *, exact_names: bool = False) -> Any:
     """``encode(decode(doc))``: the document after Go's unmarshal/marshal round trip."""
     type_name = resolve_root(root)
-    try:
-        decoded = _COMPILED.struct_decoders[type_name](doc, exact_names, None)
-    except _Fail as fail:
-        raise _error(fail, type_name) from None
-    return _ENCODERS[type_name](decoded)
+    return _ENCODERS[type_name](_decode(doc, type_name, exact_names))
 
 
 def struct_go_name(root: str) -> str:
