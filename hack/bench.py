@@ -520,10 +520,14 @@ class Bench:
             await server.stop()
 
     async def reads(self, server: Server, fake: Any) -> dict[str, dict[str, float]]:
-        """API requests the fake saw per request: the first request (cold), then 100 more (warm)."""
+        """API requests the fake saw per request: the first request (cold), then 100 more (warm).
+
+        The pinned VM's instancetype comes from a ControllerRevision, read once and then kept."""
         out: dict[str, dict[str, float]] = {}
+        pinned = GET_PATH.replace(f"/virtualmachines/{VM_NAME}/", "/virtualmachines/fedora-pinned/")
         for endpoint, method, path, body in (
             ("GET cold", "GET", GET_PATH, None),
+            ("GET (revision) cold", "GET", pinned, None),
             ("PUT cold", "PUT", PUT_PATH, json.dumps(example_vm()).encode()),
         ):
             fake.reset_log()

@@ -44,7 +44,9 @@ def test_bench_measures_every_source_and_endpoint_against_the_ceiling(tmp_path: 
     # Every figure the issue asks for is there: memory per cached object, reads cold and warm.
     assert isinstance(notes["memory per cached object (bytes)"], int)
     reads = notes["cluster+vm-cache upstream reads per request"]
-    assert set(reads) == {"GET cold", "GET warm", "PUT cold", "PUT warm"}
+    assert set(reads) == {f"{e} {t}" for e in ("GET", "GET (revision)", "PUT") for t in ("cold", "warm")}
     assert reads["GET cold"]["total"] >= 1  # the first request authenticates and authorizes upstream
+    assert reads["GET (revision) cold"].get("get controllerrevisions") == 1
+    assert "get controllerrevisions" not in reads["GET (revision) warm"]  # immutable: kept
     # The printed table names each row.
     assert "cluster+vm-cache  PUT expand-vm-spec" in proc.stdout
