@@ -5,8 +5,9 @@ shaped by Go: unknown members vanish, zero values with ``omitempty`` vanish, non
 members without ``omitempty`` appear, quantities are re-rendered, members follow declaration order. This
 module reproduces both directions from the generated type graph.
 
-Speed matters (every request decodes and encodes a whole VM), so each struct type gets its decoder and
-encoder closure built once at import; a member costs one dict lookup and one small mode dispatch.
+Speed matters (every request decodes and encodes a whole VM): each struct type gets a decoder closure
+built at import (the complete semantics, a member costs one dict lookup and a small mode dispatch), plus
+a generated fast-path decoder and a generated encoder, both compiled on first use (see below).
 
 The decoded form (what :func:`decode` returns) keeps Go's *presence* semantics with plain values:
 
