@@ -152,6 +152,16 @@ def test_every_namespaced_object_lives_in_the_namespace_the_overlay_creates(over
             assert ns == NAMESPACE, f"{obj['kind']} {obj['metadata']['name']} is in {ns}"
 
 
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_object_carries_the_label_that_finds_the_whole_install(overlay: str) -> None:
+    for obj in rendered(overlay):
+        labels = obj["metadata"].get("labels") or {}
+        assert labels.get("app.kubernetes.io/part-of") == "kubevirt-expand", (
+            obj["kind"],
+            obj["metadata"]["name"],
+        )
+
+
 # --- the server's flags, the APIServices and the wiring between them --------------------------------
 
 
