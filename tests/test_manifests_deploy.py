@@ -521,10 +521,11 @@ def _free_port() -> int:
         return port
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[int, ssl.SSLContext]]:
-    """The server started with the kubevirt-group Deployment's args, its files moved to tmp."""
-    objects = rendered("kubevirt-group")
+@pytest.fixture(params=["kubevirt-group", "own-group"])
+def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, int, ssl.SSLContext]]:
+    """The server started with an overlay's Deployment args, its files moved to tmp."""
+    overlay: str = request.param
+    objects = rendered(overlay)
     args = container(objects)["args"]
     serve_options(args)  # skips while serve has no flags
     certs = tmp_path / "certs"
@@ -561,7 +562,7 @@ def served(tmp_path: Path) -> Iterator[tuple[int, ssl.SSLContext]]:
                     server.kill()
                     pytest.fail(f"the server did not start: {' '.join(cmd)}\n{server.communicate()[1]}")
                 time.sleep(0.2)
-        yield port, ctx
+        yield overlay, port, ctx
     finally:
         if server.poll() is None:
             server.send_signal(signal.SIGTERM)
@@ -573,10 +574,10 @@ def served(tmp_path: Path) -> Iterator[tuple[int, ssl.SSLContext]]:
 
 
 def test_the_probe_paths_and_apiservice_paths_answer_with_the_generated_certificate(
-    served: tuple[int, ssl.SSLContext],
+    served: tuple[str, int, ssl.SSLContext],
 ) -> None:
-    port, ctx = served
-    objects = rendered("kubevirt-group")
+    overlay, port, ctx = served
+    objects = rendered(overlay)
     c = container(objects)
     paths = [c["readinessProbe"]["httpGet"]["path"], c["livenessProbe"]["httpGet"]["path"]]
     # What the aggregator's availability check fetches for each APIService.
