@@ -55,4 +55,4 @@ def error_matches(expected: Mapping[str, Any], message: str) -> bool:
     prefix = expected.get("errorPrefix")
     if prefix:
         return message.startswith(prefix)
-    return message == expected["error"]
+    return message == str(expected["error"])

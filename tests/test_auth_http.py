@@ -278,18 +278,6 @@ async def test_configmap_changes_take_effect(tmp_path: Path) -> None:
             await env.call("/metrics", cert=env.pki.aggregator, headers=who)
 
 
-def _engine_missing() -> bool:
-    from apiserver.render import expand
-
-    try:
-        expand({"kind": "VirtualMachine", "metadata": {"name": "p"}, "spec": {}}, _NoObjects())
-    except NotImplementedError:
-        return True
-    except Exception:
-        return False
-    return False
-
-
 class _NoObjects:
     def get(self, ref: object) -> None:
         return None
@@ -336,7 +324,6 @@ async def test_reference_checks_ask_for_each_namespaced_object_read(tmp_path: Pa
         assert (await gate.check_references(alice, refs)).status is None
 
 
-@pytest.mark.skipif(_engine_missing(), reason="needs the rendering engine (render/expand.py) to land")
 async def test_authorize_references_checks_the_instancetype_read(tmp_path: Path) -> None:
     from apiserver.auth.config import TrustOptions
     from apiserver.auth.options import AuthOptions

@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from apiserver.render import ObjectIndex, expand
 from apiserver.sources.cluster import ClusterSource
 from apiserver.sources.folder import FolderSource
 from tests.conformance import CASES_DIR
@@ -25,19 +24,6 @@ from tests.fakekube.testing import eventually, kubeconfig
 from tests.http_helpers import put_path, running_server, vm_path
 
 FAST = {"backoff": (0.02, 0.2), "read_timeout": 0.5}
-
-
-def _engine_ready() -> bool:
-    try:
-        expand({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "spec": {}}, ObjectIndex())
-    except NotImplementedError:
-        return False
-    except Exception:
-        return True
-    return True
-
-
-needs_engine = pytest.mark.skipif(not _engine_ready(), reason="render/expand.py is not implemented yet")
 
 
 def kubevirt_cr(config: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -135,7 +121,6 @@ def sample_cases() -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) | {"id": p.stem} for p in files]
 
 
-@needs_engine
 async def test_same_answers_as_the_folder_source(tmp_path: Path) -> None:
     mismatches = []
     cases = sample_cases()
@@ -170,7 +155,6 @@ async def test_same_answers_as_the_folder_source(tmp_path: Path) -> None:
     assert mismatches == []
 
 
-@needs_engine
 async def test_warm_requests_make_no_upstream_call_and_bursts_share_reads(
     fake: FakeKube, tmp_path: Path
 ) -> None:

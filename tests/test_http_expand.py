@@ -25,17 +25,6 @@ KUBEVIRT = next(o for o in OBJECTS if o["kind"] == "KubeVirt")
 VMS = {o["metadata"]["name"]: o for o in OBJECTS if o["kind"] == "VirtualMachine"}
 
 
-def engine_ready() -> bool:
-    try:
-        expand_vm(VMS["fedora"], OBJECTS, KUBEVIRT)
-    except NotImplementedError:
-        return False
-    return True
-
-
-pytestmark = pytest.mark.skipif(not engine_ready(), reason="the rendering engine is not implemented yet")
-
-
 def expected(name: str, **kw: Any) -> dict[str, Any]:
     return expand_vm(VMS[name], OBJECTS, KUBEVIRT, **kw)
 

@@ -24,17 +24,6 @@ KUBEVIRT = next(o for o in OBJECTS if o["kind"] == "KubeVirt")
 VMS = {o["metadata"]["name"]: o for o in OBJECTS if o["kind"] == "VirtualMachine"}
 
 
-def engine_ready() -> bool:
-    try:
-        expand_vm(VMS["fedora"], OBJECTS, KUBEVIRT)
-    except NotImplementedError:
-        return False
-    return True
-
-
-needs_engine = pytest.mark.skipif(not engine_ready(), reason="the rendering engine is not implemented yet")
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, Path]]:
     tmp = tmp_path_factory.mktemp("kubectl")
@@ -89,7 +78,6 @@ def test_discovery_through_kubectl(server: tuple[ServerProcess, Path]) -> None:
     assert "expand-vm-spec." + GROUP in listed.stdout.decode()
 
 
-@needs_engine
 def test_get_raw_expand_spec_equals_the_engine(server: tuple[ServerProcess, Path]) -> None:
     _, kubeconfig = server
     for name in sorted(VMS):
@@ -100,7 +88,6 @@ def test_get_raw_expand_spec_equals_the_engine(server: tuple[ServerProcess, Path
     assert json.loads(presets.stdout) == expand_vm(VMS["fedora-pinned"], OBJECTS, KUBEVIRT, presets=True)
 
 
-@needs_engine
 def test_replace_raw_expand_vm_spec(server: tuple[ServerProcess, Path], tmp_path: Path) -> None:
     _, kubeconfig = server
     vm: dict[str, Any] = copy.deepcopy(VMS["fedora"])

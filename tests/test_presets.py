@@ -732,10 +732,7 @@ def test_conformance(path: Any) -> None:
 
     objects = [o for o in case.input.get("objects", []) if o.get("kind") != "VirtualMachineInstancePreset"]
     presets = [o for o in case.input.get("objects", []) if o.get("kind") == "VirtualMachineInstancePreset"]
-    try:
-        vm = expand_vm(case.input["vm"], objects, case.input.get("kubevirt"))
-    except NotImplementedError:
-        pytest.skip("expand_vm is not implemented yet")
+    vm = expand_vm(case.input["vm"], objects, case.input.get("kubevirt"))
     kind = expected.get("kind")
     if kind in ("presets", "panic"):
         with pytest.raises(ExpandError) as info:
