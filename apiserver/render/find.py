@@ -62,6 +62,7 @@ class _Family:
 def _kind_table(namespaced: str, cluster: str, aliases: tuple[str, ...] = ()) -> dict[str, str]:
     table = {"": cluster}
     for kind, canonical_kind in ((namespaced, namespaced), (cluster, cluster)):
+        table[kind] = canonical_kind  # the usual spelling, found without lower-casing
         table[kind.lower()] = canonical_kind
         table[kind.lower() + "s"] = canonical_kind
     for alias in aliases:
@@ -104,15 +105,17 @@ def clear_spec_cache() -> None:
     _SPEC_CACHE.clear()
 
 
-def _cached_spec(family: _Family, obj: Mapping[str, Any], how: str, decode: Callable[[], Any]) -> JSON:
+def _cached_spec(
+    family: _Family, obj: Mapping[str, Any], how: str, decode: Callable[[Mapping[str, Any]], Any]
+) -> JSON:
     meta = obj.get("metadata") or _NO_META
     uid, version = meta.get("uid"), meta.get("resourceVersion")
-    if not (uid and version and isinstance(uid, str) and isinstance(version, str)):
-        return _spec_dict(decode())
+    if not (uid and version and type(uid) is str and type(version) is str):
+        return _spec_dict(decode(obj))
     key = (family.matcher, how, uid, version, str(obj.get("kind")))
     spec = _SPEC_CACHE.get(key)
     if spec is None:
-        spec = _SPEC_CACHE[key] = _spec_dict(decode())
+        spec = _SPEC_CACHE[key] = _spec_dict(decode(obj))
         if len(_SPEC_CACHE) > _SPEC_CACHE_SIZE:
             _SPEC_CACHE.popitem(last=False)
     return spec
@@ -142,7 +145,7 @@ def _spec_dict(model: Any) -> JSON:
 
 
 def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
+    return value if type(value) is str else ""
 
 
 def find_spec(family: _Family, vm: JSON, lookup: ObjectLookup) -> JSON | None:
@@ -171,7 +174,7 @@ def find_spec(family: _Family, vm: JSON, lookup: ObjectLookup) -> JSON | None:
             return _decode_revision(family, rev, field)
 
     kind = _str(matcher.get("kind"))
-    canonical_kind = family.kinds.get(kind.lower())
+    canonical_kind = family.kinds.get(kind) or family.kinds.get(kind.lower())
     if canonical_kind is None:
         message = f"got unexpected kind in {family.go_matcher}: {kind}"
         raise ExpandError.invalid(message, Cause(family.kind_field, message, CAUSE_NOT_SUPPORTED))
@@ -181,7 +184,7 @@ def find_spec(family: _Family, vm: JSON, lookup: ObjectLookup) -> JSON | None:
     ref_namespace = "" if canonical_kind in (CLUSTER_INSTANCETYPE, CLUSTER_PREFERENCE) else namespace
     obj = _get(lookup, _ref(canonical_kind, ref_namespace, name), family.name_field)
     try:
-        return _cached_spec(family, obj, "object", lambda: family.from_object(obj))
+        return _cached_spec(family, obj, "object", family.from_object)
     except revision.RevisionError as err:
         message = err.message
         raise ExpandError.invalid(message, Cause(family.name_field, message, CAUSE_INVALID)) from None
@@ -202,7 +205,7 @@ def _from_revision(family: _Family, lookup: ObjectLookup, namespace: str, name: 
 
 def _decode_revision(family: _Family, rev: Mapping[str, Any], field: str) -> JSON:
     try:
-        return _cached_spec(family, rev, "revision", lambda: family.from_revision(rev))
+        return _cached_spec(family, rev, "revision", family.from_revision)
     except revision.RevisionError as err:
         raise ExpandError.invalid(err.message, Cause(field, err.message, CAUSE_INVALID)) from None
 

@@ -89,6 +89,9 @@ def infer_matchers(vm: dict[str, Any], lookup: ObjectLookup) -> None:
     spec = vm.get("spec")
     if not isinstance(spec, dict):
         return
+    instancetype, preference = spec.get("instancetype"), spec.get("preference")
+    if not (_inferable(instancetype) or _inferable(preference)):
+        return  # nearly every VM: nothing to build or validate
     todo = [field for field in ("instancetype", "preference") if _inferable(spec.get(field))]
     causes = [c for field in todo for c in _validate(field, spec[field])]
     if causes:

@@ -10,8 +10,7 @@ the objects KubeVirt would read, in the same order.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 JSONDict = dict[str, Any]
 
@@ -55,9 +54,12 @@ RESOURCE_NAMES: Mapping[str, str] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class ObjectRef:
-    """One object by canonical kind, namespace ("" for cluster-scoped kinds) and name."""
+class ObjectRef(NamedTuple):
+    """One object by canonical kind, namespace ("" for cluster-scoped kinds) and name.
+
+    A named tuple rather than a frozen dataclass: refs are dictionary keys on every render, and a
+    tuple's hash and equality run in C (a dataclass's run Python code, ~0.15 us per lookup).
+    """
 
     kind: str
     namespace: str
