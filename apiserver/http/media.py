@@ -70,10 +70,26 @@ def parse_accept(header: str | None) -> list[MediaRange]:
     return ranges
 
 
+# Clients send the same few Accept headers over and over: remember what each negotiated to.
+_NEGOTIATED: dict[tuple[str, tuple[str, ...]], str] = {}
+_NEGOTIATED_MAX = 256
+
+
 def negotiate(request: web.Request, offers: Iterable[str] = OFFERS) -> str:
     """The media type to answer with; raises a 406 Status when none of ``offers`` is acceptable."""
-    offered = tuple(offers)
+    offered = offers if isinstance(offers, tuple) else tuple(offers)
     header = request.headers.get("Accept", "")
+    known = _NEGOTIATED.get((header, offered))
+    if known is not None:
+        return known
+    chosen = _negotiate(header, offered)
+    if len(_NEGOTIATED) >= _NEGOTIATED_MAX:
+        _NEGOTIATED.clear()
+    _NEGOTIATED[(header, offered)] = chosen
+    return chosen
+
+
+def _negotiate(header: str, offered: tuple[str, ...]) -> str:
     if not header.strip():
         return offered[0]
     for media_range in parse_accept(header):
@@ -129,7 +145,18 @@ def respond_cacheable(
 
     ``headers`` may repeat a name (several ``Warning`` headers).
     """
-    etag = etag_of(body)
+    return respond_tagged(request, body, content_type, etag_of(body), headers=headers)
+
+
+def respond_tagged(
+    request: web.Request,
+    body: bytes,
+    content_type: str,
+    etag: str,
+    *,
+    headers: Iterable[tuple[str, str]] = (),
+) -> web.Response:
+    """:func:`respond_cacheable` with the ``ETag`` of ``body`` already computed."""
     all_headers = CIMultiDict(headers)
     all_headers["ETag"] = etag
     all_headers["Vary"] = "Accept"

@@ -2,13 +2,15 @@
 
 GET expands the stored VM as read (member names matched exactly, as client-go decodes); PUT expands
 the body (member names matched like Go's ``encoding/json``). Rendering runs through
-:func:`~apiserver.sources.gather.render_from_source`; its errors map onto Statuses here, either the
+:func:`~apiserver.sources.gather.render_traced`, behind the response cache of
+:mod:`apiserver.http.respcache`; its errors map onto Statuses here, either the
 contract's (422 with causes, 404) or, with ``--kubevirt-error-codes``, virt-api's (GET 500, PUT 400).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -16,13 +18,14 @@ from aiohttp import web
 from apiserver.http.authn import check_references
 from apiserver.http.bodies import body_format, check_vm, parse, read_body
 from apiserver.http.errors import StatusError, bad_request, unavailable
-from apiserver.http.media import encode, negotiate, respond, respond_cacheable
+from apiserver.http.media import encode, etag_of, negotiate, respond_tagged
 from apiserver.http.metrics import Metrics
+from apiserver.http.respcache import Entry, ResponseCache, vm_token
 from apiserver.http.settings import Settings
-from apiserver.render import ExpandError, ExpandResult
+from apiserver.render import ExpandError
 from apiserver.render.errors import VM_GROUP, status
-from apiserver.sources.base import Source, SourceUnavailable
-from apiserver.sources.gather import render_from_source
+from apiserver.sources.base import MISSING, Missing, Peekable, Source, SourceUnavailable
+from apiserver.sources.gather import render_traced
 
 _TRUE = ("true", "1")
 _FALSE = ("false", "0", "")
@@ -52,25 +55,15 @@ def warning_header(text: str) -> str:
 class ExpandHandlers:
     """Request handlers sharing the settings, the source and the metrics."""
 
-    def __init__(self, settings: Settings, source: Source, metrics: Metrics) -> None:
+    def __init__(
+        self, settings: Settings, source: Source, metrics: Metrics, cache: ResponseCache | None = None
+    ) -> None:
         self.settings = settings
         self.source = source
         self.metrics = metrics
-
-    async def _render(self, vm: Mapping[str, Any], request: web.Request, *, get: bool) -> ExpandResult:
-        presets = query_flag(request, "presets")
-        validate = query_flag(request, "validate")
-        try:
-            result, refs = await render_from_source(
-                self.source, vm, presets=presets, validate=validate, exact_names=get
-            )
-        except ExpandError as err:
-            self.metrics.render_errors.labels(err.reason or "Unknown").inc()
-            raise self._expand_failure(err, get=get) from None
-        except SourceUnavailable as err:
-            raise self._source_failure(err) from None
-        await check_references(request, refs)  # --authorize-references: may the caller read them?
-        return result
+        # Responses are cached only over a source that can confirm them without I/O.
+        self.peekable = source if isinstance(source, Peekable) else None
+        self.cache = cache or ResponseCache()
 
     def _expand_failure(self, err: ExpandError, *, get: bool) -> StatusError:
         if not self.settings.kubevirt_error_codes:
@@ -95,39 +88,117 @@ class ExpandHandlers:
         details = {"name": name, "group": VM_GROUP, "kind": kind}
         return StatusError(status(404, "NotFound", message, details=details))
 
+    def _failed(self, err: ExpandError, *, get: bool) -> StatusError:
+        self.metrics.render_errors.labels(err.reason or "Unknown").inc()
+        return self._expand_failure(err, get=get)
+
+    async def _answer(
+        self,
+        request: web.Request,
+        key: Hashable | None,
+        vm: Mapping[str, Any],
+        *,
+        get: bool,
+        media_type: str,
+        presets: bool,
+        validate: bool,
+        pinned: object = None,
+    ) -> web.Response:
+        """Serve from the response cache when its entry is current, else render (and keep the answer)."""
+        source = self.peekable
+        cache = self.cache
+        if key is not None and source is not None:
+            entry = cache.get(key, source)
+            if entry is not None:
+                return await self._send(request, entry, get=get, media_type=media_type)
+        try:
+            rendered = await render_traced(
+                self.source, vm, presets=presets, validate=validate, exact_names=get
+            )
+        except SourceUnavailable as err:
+            raise self._source_failure(err) from None
+        if rendered.error is not None:
+            if key is not None and source is not None:
+                cache.put(key, source, rendered, pinned=pinned)
+            raise self._failed(rendered.error, get=get)
+        result = rendered.result
+        assert result is not None
+        body = encode(result.vm, media_type)
+        warnings = tuple(("Warning", warning_header(w)) for w in result.warnings)
+        etag = etag_of(body) if get else ""
+        entry = Entry(body, etag, warnings, None, tuple(rendered.objects), (), (), None, None, 0)
+        if key is not None and source is not None:
+            entry = (
+                cache.put(key, source, rendered, body=body, etag=etag, warnings=warnings, pinned=pinned)
+                or entry
+            )
+        return await self._send(request, entry, get=get, media_type=media_type)
+
+    async def _send(self, request: web.Request, entry: Entry, *, get: bool, media_type: str) -> web.Response:
+        if entry.error is not None:
+            raise self._failed(entry.error, get=get)
+        await check_references(request, entry.refs)  # --authorize-references: may the caller read them?
+        if get:
+            return respond_tagged(request, entry.body, media_type, entry.etag, headers=entry.warnings)
+        response = web.Response(body=entry.body, content_type=media_type)
+        for name, value in entry.warnings:
+            response.headers.add(name, value)
+        return response
+
     async def get(self, request: web.Request) -> web.Response:
         """GET .../namespaces/{namespace}/virtualmachines/{name}/expand-spec"""
         media_type = negotiate(request)
-        query_flag(request, "presets"), query_flag(request, "validate")  # 400 before any read
-        namespace, name = request.match_info["namespace"], request.match_info["name"]
-        try:
-            vm = await self.source.get_vm(namespace, name)
-        except SourceUnavailable as err:
-            raise self._source_failure(err) from None
+        presets, validate = query_flag(request, "presets"), query_flag(request, "validate")  # 400 first
+        match = request.match_info
+        namespace, name = match["namespace"], match["name"]
+        vm: Mapping[str, Any] | Missing | None = MISSING
+        if self.peekable is not None:
+            vm = self.peekable.peek_vm(namespace, name)
+        held = vm is not MISSING
+        if vm is MISSING:
+            try:
+                vm = await self.source.get_vm(namespace, name)
+            except SourceUnavailable as err:
+                raise self._source_failure(err) from None
         if vm is None:
             raise self._vm_not_found(name)
+        assert not isinstance(vm, Missing)
+        token = vm_token(vm, held=held)
+        key = None if token is None else ("GET", request.path, presets, validate, media_type, token)
+        stored = vm
         if "apiVersion" not in vm or "kind" not in vm:
             # virt-api's client puts TypeMeta back on what it reads; so do we.
             vm = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", **vm}
-        result = await self._render(vm, request, get=True)
-        headers = [("Warning", warning_header(w)) for w in result.warnings]
-        return respond_cacheable(request, encode(result.vm, media_type), media_type, headers=headers)
+        return await self._answer(
+            request,
+            key,
+            vm,
+            get=True,
+            media_type=media_type,
+            presets=presets,
+            validate=validate,
+            pinned=stored if held else None,
+        )
 
     async def put(self, request: web.Request) -> web.Response:
         """PUT .../namespaces/{namespace}/expand-vm-spec"""
         media_type = negotiate(request)
         fmt = body_format(request)
-        query_flag(request, "presets"), query_flag(request, "validate")
+        presets, validate = query_flag(request, "presets"), query_flag(request, "validate")
         data = await read_body(request, self.settings.max_body_bytes)
+        # The answer depends on the body only through its bytes: a digest of them names it.
+        digest = hashlib.blake2b(data, digest_size=20).digest()
+        key = ("PUT", request.path, fmt, presets, validate, media_type, len(data), digest)
+        if self.peekable is not None:
+            entry = self.cache.get(key, self.peekable)
+            if entry is not None:
+                return await self._send(request, entry, get=False, media_type=media_type)
         kubevirt_messages = self.settings.kubevirt_error_codes
         doc = parse(data, fmt, kubevirt_messages=kubevirt_messages)
         vm = check_vm(doc, request.match_info["namespace"], kubevirt_messages=kubevirt_messages)
-        result = await self._render(vm, request, get=False)
-        headers = [("Warning", warning_header(w)) for w in result.warnings]
-        response = respond(result.vm, media_type)
-        for key, value in headers:
-            response.headers.add(key, value)
-        return response
+        return await self._answer(
+            request, key, vm, get=False, media_type=media_type, presets=presets, validate=validate
+        )
 
 
 def add_routes(app: web.Application, settings: Settings, source: Source, metrics: Metrics) -> None:

@@ -72,3 +72,39 @@ class Source(Protocol):
 
     def checks(self) -> Sequence[Check]:
         """Readiness checks (caches synced, folder read without errors, ...)."""
+
+
+class Missing:
+    """The answer of a ``peek`` that the source cannot give without I/O."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING = Missing()
+
+
+@runtime_checkable
+class Peekable(Protocol):
+    """Optional for a source: synchronous, cache-only reads, so a warm request needs no await.
+
+    Each returns exactly what the asynchronous read would return now, or :data:`MISSING` when only the
+    asynchronous read can answer (not cached, or a cache miss that is not proof of absence). Objects
+    returned are the ones the source holds: while the source keeps serving an object, ``peek`` returns
+    the same instance, and a changed object is a new instance (sources never modify what they hold), so
+    identity tells a caller whether what it rendered from is still current.
+    """
+
+    def peek(self, ref: ObjectRef) -> Mapping[str, Any] | Missing | None:
+        """The object ``get(ref)`` would return, or MISSING."""
+
+    def peek_vm(self, namespace: str, name: str) -> Mapping[str, Any] | Missing | None:
+        """The VM ``get_vm`` would return, or MISSING (a source that reads VMs fresh always says so)."""
+
+    def peek_presets(self, namespace: str) -> Sequence[Mapping[str, Any]] | Missing:
+        """The presets ``presets(namespace)`` would return, or MISSING."""
+
+    def peek_kubevirt(self) -> Mapping[str, Any] | Missing | None:
+        """The CR ``kubevirt()`` would return, or MISSING."""

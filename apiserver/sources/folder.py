@@ -229,6 +229,24 @@ class FolderSource:
     async def kubevirt(self) -> Mapping[str, Any] | None:
         return self._snapshot.kubevirt
 
+    # Peekable: the snapshot answers everything synchronously, absence included.
+
+    def peek(self, ref: ObjectRef) -> Mapping[str, Any] | None:
+        obj = self._snapshot.objects.get(ref)
+        self._count("objects", obj is not None)
+        return obj
+
+    def peek_vm(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        vm = self._snapshot.vms.get((namespace, name))
+        self._count("virtualmachines", vm is not None)
+        return vm
+
+    def peek_presets(self, namespace: str) -> Sequence[Mapping[str, Any]]:
+        return self._snapshot.objects.presets(namespace)
+
+    def peek_kubevirt(self) -> Mapping[str, Any] | None:
+        return self._snapshot.kubevirt
+
     def checks(self) -> Sequence[Check]:
         snap = self._snapshot
         problems = ([snap.directory_error] if snap.directory_error else []) + list(snap.errors.values())

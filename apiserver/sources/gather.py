@@ -1,12 +1,20 @@
-"""Drive the pure renderer over an asynchronous source: fetch what it asks for, then render again."""
+"""Drive the pure renderer over a source: answer from its caches synchronously where it can, fetch the
+rest asynchronously, then render again.
+
+A source that implements :class:`~apiserver.sources.base.Peekable` answers every cached object without
+an await, so a warm request renders in one pass; only what its caches do not hold costs a
+``LookupPending`` round trip. The objects each render read are returned, so a caller can tell later
+whether a rendering is still current (:mod:`apiserver.http.respcache`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from apiserver.render import ExpandResult, LookupPending, ObjectRef, expand
-from apiserver.sources.base import Source
+from apiserver.render import ExpandError, ExpandResult, LookupPending, ObjectRef, expand
+from apiserver.sources.base import MISSING, Peekable, Source
 
 # A VM references at most two objects, each possibly through a revision and then the live object,
 # plus the presets of its namespace: a handful of rounds. The bound only guards against a bug.
@@ -14,25 +22,95 @@ _MAX_ROUNDS = 16
 
 
 class _Fetched:
-    """An ObjectLookup over what has been fetched so far for one request."""
+    """An ObjectLookup over what has been read so far for one request (peeked or fetched)."""
 
-    __slots__ = ("objects", "preset_lists")
+    __slots__ = ("_peekable", "objects", "preset_lists")
 
-    def __init__(self) -> None:
+    def __init__(self, peekable: Peekable | None) -> None:
         self.objects: dict[ObjectRef, Mapping[str, Any] | None] = {}
         self.preset_lists: dict[str, Sequence[Mapping[str, Any]]] = {}
+        self._peekable = peekable
 
     def get(self, ref: ObjectRef) -> Mapping[str, Any] | None:
         try:
             return self.objects[ref]
         except KeyError:
-            raise LookupPending(ref) from None
+            pass
+        if self._peekable is not None:
+            obj = self._peekable.peek(ref)
+            if obj is not MISSING:
+                self.objects[ref] = obj  # type: ignore[assignment]
+                return obj  # type: ignore[return-value]
+        raise LookupPending(ref)
 
     def presets(self, namespace: str) -> Sequence[Mapping[str, Any]]:
         try:
             return self.preset_lists[namespace]
         except KeyError:
-            raise LookupPending(presets_namespace=namespace) from None
+            pass
+        if self._peekable is not None:
+            found = self._peekable.peek_presets(namespace)
+            if found is not MISSING:
+                self.preset_lists[namespace] = found  # type: ignore[assignment]
+                return found  # type: ignore[return-value]
+        raise LookupPending(presets_namespace=namespace)
+
+
+@dataclass(slots=True)
+class Rendered:
+    """One rendering (a result, or the user's error) and everything it read: each ref with the object
+    found (None: absent), the preset list of each namespace asked for, and the KubeVirt CR."""
+
+    result: ExpandResult | None
+    error: ExpandError | None
+    objects: dict[ObjectRef, Mapping[str, Any] | None]
+    preset_lists: dict[str, Sequence[Mapping[str, Any]]]
+    kubevirt: Mapping[str, Any] | None
+
+
+async def kubevirt_of(source: Source) -> Mapping[str, Any] | None:
+    """The KubeVirt CR, from the source's cache when it can answer synchronously."""
+    if isinstance(source, Peekable):
+        cr = source.peek_kubevirt()
+        if cr is not MISSING:
+            return cr  # type: ignore[return-value]
+    return await source.kubevirt()
+
+
+async def render_traced(
+    source: Source,
+    vm: Mapping[str, Any],
+    *,
+    presets: bool = False,
+    validate: bool = False,
+    exact_names: bool = False,
+    kubevirt: Mapping[str, Any] | object | None = MISSING,
+) -> Rendered:
+    """Expand ``vm`` with the objects ``source`` holds; return the result and what it read.
+
+    ``kubevirt`` is the CR when the caller already read it. A rendering failure (ExpandError, the
+    user's problem) is returned in ``error``; SourceUnavailable (the store's) is raised.
+    """
+    fetched = _Fetched(source if isinstance(source, Peekable) else None)
+    cr: Mapping[str, Any] | None = (
+        await kubevirt_of(source) if kubevirt is MISSING else kubevirt  # type: ignore[assignment]
+    )
+    for _ in range(_MAX_ROUNDS):
+        try:
+            result = expand(
+                vm, fetched, kubevirt=cr, presets=presets, validate=validate, exact_names=exact_names
+            )
+        except LookupPending as pending:
+            if pending.ref is not None:
+                fetched.objects[pending.ref] = await source.get(pending.ref)
+            elif pending.presets_namespace is not None:
+                ns = pending.presets_namespace
+                fetched.preset_lists[ns] = await source.presets(ns)
+            continue
+        except ExpandError as err:
+            return Rendered(None, err, fetched.objects, fetched.preset_lists, cr)
+        return Rendered(result, None, fetched.objects, fetched.preset_lists, cr)
+    raise RuntimeError("the renderer kept asking for objects")  # pragma: no cover - a bug
 
 
 async def render_from_source(
@@ -47,19 +125,8 @@ async def render_from_source(
 
     Raises ExpandError (the user's problem), SourceUnavailable (the store's) or LookupPending never.
     """
-    fetched = _Fetched()
-    kubevirt = await source.kubevirt()
-    for _ in range(_MAX_ROUNDS):
-        try:
-            result = expand(
-                vm, fetched, kubevirt=kubevirt, presets=presets, validate=validate, exact_names=exact_names
-            )
-        except LookupPending as pending:
-            if pending.ref is not None:
-                fetched.objects[pending.ref] = await source.get(pending.ref)
-            elif pending.presets_namespace is not None:
-                ns = pending.presets_namespace
-                fetched.preset_lists[ns] = await source.presets(ns)
-            continue
-        return result, list(fetched.objects)
-    raise RuntimeError("the renderer kept asking for objects")  # pragma: no cover - a bug
+    rendered = await render_traced(source, vm, presets=presets, validate=validate, exact_names=exact_names)
+    if rendered.error is not None:
+        raise rendered.error
+    assert rendered.result is not None
+    return rendered.result, list(rendered.objects)

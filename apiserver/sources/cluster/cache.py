@@ -13,7 +13,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from apiserver.sources.base import SourceUnavailable
@@ -46,6 +46,15 @@ def slim(obj: JSONDict, resource: Resource) -> JSONDict:
     if isinstance(meta, dict):
         meta.pop("managedFields", None)
     return obj
+
+
+def deployed(crs: Sequence[JSONDict]) -> JSONDict | None:
+    """The KubeVirt CR in charge: the deployed one, else the first by namespace and name."""
+    ordered = sorted(crs, key=lambda cr: (cr["metadata"].get("namespace", ""), cr["metadata"]["name"]))
+    for cr in ordered:
+        if (cr.get("status") or {}).get("phase") == "Deployed":
+            return cr
+    return ordered[0] if ordered else None
 
 
 class Backoff:
@@ -112,6 +121,9 @@ class WatchCache:
         self.misses = 0
         self.lists = 0
         self.watches = 0
+        # Bumped whenever the store changes; answers derived from the store are memoized under it.
+        self.generation = 0
+        self._memo: dict[tuple[str, str], tuple[int, Any]] = {}
 
     # ------------------------------------------------------------------ reads
 
@@ -128,8 +140,37 @@ class WatchCache:
             self.hits += 1
         return obj
 
+    def peek(self, namespace: str, name: str) -> JSONDict | None:
+        """Like :meth:`lookup`, but a miss is not counted (the read that follows counts it)."""
+        obj = self.store.get((namespace if self.resource.namespaced else "", name))
+        if obj is not None:
+            self.hits += 1
+        return obj
+
     def in_namespace(self, namespace: str) -> list[JSONDict]:
-        return sorted((o for (ns, _), o in self.store.items() if ns == namespace), key=lambda o: key_of(o)[1])
+        """The objects of a namespace by name; the same list until the store changes."""
+        memo = self._memo.get(("ns", namespace))
+        if memo is not None and memo[0] == self.generation:
+            return memo[1]  # type: ignore[no-any-return]
+        found = sorted(
+            (o for (ns, _), o in self.store.items() if ns == namespace), key=lambda o: key_of(o)[1]
+        )
+        if len(self._memo) > 1024:
+            self._memo.clear()
+        self._memo[("ns", namespace)] = (self.generation, found)
+        return found
+
+    def deployed(self) -> JSONDict | None:
+        """The KubeVirt CR in charge: the deployed one, else the first by namespace and name."""
+        memo = self._memo.get(("deployed", ""))
+        if memo is not None and memo[0] == self.generation:
+            return memo[1]  # type: ignore[no-any-return]
+        found = deployed(list(self.store.values()))
+        self._memo[("deployed", "")] = (self.generation, found)
+        return found
+
+    def _changed(self) -> None:
+        self.generation += 1
 
     def offer(self, obj: JSONDict) -> None:
         """Put a freshly read object in, unless the cache already knows something newer.
@@ -150,10 +191,12 @@ class WatchCache:
             cur_rv = rv_of(current)
             if cur_rv is None or new_rv > cur_rv:
                 self.store[key] = slim(obj, self.resource)
+                self._changed()
             return
         known = int(self.rv) if self.rv and self.rv.isdigit() else None
         if known is None or new_rv > known:
             self.store[key] = slim(obj, self.resource)
+            self._changed()
 
     # ------------------------------------------------------------------ the loop
 
@@ -184,6 +227,7 @@ class WatchCache:
             self.missing = True
             self.ready.set()
             self.store.clear()
+            self._changed()
             self.rv = None
             return False
         if self.missing is True:
@@ -212,6 +256,7 @@ class WatchCache:
                 break
             query = {"limit": "500", "continue": str(meta["continue"])}
         self.store = store
+        self._changed()
         self.rv = str(meta.get("resourceVersion") or "")
         self.last_error = ""
         if not self.synced.is_set():
@@ -255,6 +300,7 @@ class WatchCache:
             if new_rv is not None and cur_rv is not None and new_rv < cur_rv:
                 return  # a direct read already brought a newer version
         self.store[key] = obj
+        self._changed()
 
     def _remove(self, obj: JSONDict) -> None:
         key = key_of(obj)
@@ -265,3 +311,4 @@ class WatchCache:
         if gone_rv is not None and cur_rv is not None and cur_rv > gone_rv:
             return  # re-created since, and a direct read already brought the new one
         del self.store[key]
+        self._changed()

@@ -36,6 +36,16 @@ class RevisionCache:
         self.hits += 1
         return entry[0]
 
+    def peek(self, namespace: str, name: str) -> Any:
+        """Like :meth:`lookup`, but a miss is not counted (the read that follows counts it)."""
+        key = (namespace, name)
+        entry = self._items.get(key)
+        if entry is None or (entry[0] is None and entry[1] < time.monotonic()):
+            return _ABSENT
+        self._items.move_to_end(key)
+        self.hits += 1
+        return entry[0]
+
     def put(self, namespace: str, name: str, obj: dict[str, Any] | None) -> None:
         expires = float("inf") if obj is not None else time.monotonic() + self.negative_ttl
         self._items[(namespace, name)] = (obj, expires)

@@ -23,9 +23,9 @@ from kubernetes_asyncio.client import Configuration
 
 from apiserver.render import objects as o
 from apiserver.render.objects import ObjectRef
-from apiserver.sources.base import CacheStats, Check, SourceUnavailable
+from apiserver.sources.base import MISSING, CacheStats, Check, Missing, SourceUnavailable
 from apiserver.sources.cluster import kinds
-from apiserver.sources.cluster.cache import Backoff, WatchCache, slim
+from apiserver.sources.cluster.cache import Backoff, WatchCache, deployed, slim
 from apiserver.sources.cluster.client import ApiError, JSONDict, KubeClient, load_configuration
 from apiserver.sources.cluster.kinds import Resource
 from apiserver.sources.cluster.revisions import ABSENT, RevisionCache
@@ -168,8 +168,58 @@ class ClusterSource:
         cache = self.caches.get(o.KUBEVIRT)
         if cache is not None and cache.usable:
             cache.hits += 1
-            return _deployed(list(cache.store.values()))
-        return _deployed(await self._shared(("list", o.KUBEVIRT), lambda: self._list(kinds.KUBEVIRT, "")))
+            return cache.deployed()
+        return deployed(await self._shared(("list", o.KUBEVIRT), lambda: self._list(kinds.KUBEVIRT, "")))
+
+    # ------------------------------------------------------------------ Peekable
+
+    # What the caches answer without a request. A watch-cache miss is no proof of absence (``get``
+    # reads a just-created object directly), so it is MISSING; a negatively cached revision is None.
+
+    def peek(self, ref: ObjectRef) -> Mapping[str, Any] | Missing | None:
+        kind = ref.kind
+        if kind == o.CONTROLLER_REVISION:
+            known = self.revisions.peek(ref.namespace, ref.name)
+            return MISSING if known is ABSENT else known
+        if kind in (o.INSTANCETYPE, o.CLUSTER_INSTANCETYPE, o.PREFERENCE, o.CLUSTER_PREFERENCE):
+            cache = self.caches.get(kind)
+            if cache is None:
+                return MISSING
+            if cache.usable:
+                hit = cache.peek(ref.namespace, ref.name)
+                if hit is not None:
+                    return hit
+            flavor = self.caches.get(kinds.FLAVORS[kind].kind) if kind in kinds.FLAVORS else None
+            if flavor is not None and flavor.usable and flavor.missing is not True:
+                hit = flavor.peek(ref.namespace, ref.name)
+                if hit is not None:
+                    return hit
+            return MISSING
+        if kind == o.VIRTUAL_MACHINE:
+            return self.peek_vm(ref.namespace, ref.name)
+        return MISSING
+
+    def peek_vm(self, namespace: str, name: str) -> Mapping[str, Any] | Missing | None:
+        cache = self.caches.get(o.VIRTUAL_MACHINE)
+        if cache is not None and cache.usable:
+            hit = cache.peek(namespace, name)
+            if hit is not None:
+                return hit
+        return MISSING
+
+    def peek_presets(self, namespace: str) -> Sequence[Mapping[str, Any]] | Missing:
+        cache = self.caches.get(o.PRESET)
+        if cache is not None and cache.usable:
+            cache.hits += 1
+            return cache.in_namespace(namespace)
+        return MISSING
+
+    def peek_kubevirt(self) -> Mapping[str, Any] | Missing | None:
+        cache = self.caches.get(o.KUBEVIRT)
+        if cache is not None and cache.usable:
+            cache.hits += 1
+            return cache.deployed()
+        return MISSING
 
     def checks(self) -> Sequence[Check]:
         if not self.caches:
@@ -286,15 +336,6 @@ class ClusterSource:
 def _unavailable(resource: Resource, err: ApiError) -> SourceUnavailable:
     """Errors a user cannot fix (our own RBAC, a broken API server) are the server's, not the request's."""
     return SourceUnavailable(f"the Kubernetes API refused to read {resource.plural}: {err} ({err.code})")
-
-
-def _deployed(crs: Sequence[JSONDict]) -> JSONDict | None:
-    """The KubeVirt CR in charge: the deployed one, else the first by namespace and name."""
-    ordered = sorted(crs, key=lambda cr: (cr["metadata"].get("namespace", ""), cr["metadata"]["name"]))
-    for cr in ordered:
-        if (cr.get("status") or {}).get("phase") == "Deployed":
-            return cr
-    return ordered[0] if ordered else None
 
 
 def source_from_args(args: Any) -> ClusterSource:
