@@ -7,6 +7,7 @@ logged: they are users' VMs.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 import time
@@ -43,13 +44,75 @@ class JSONFormatter(logging.Formatter):
         return orjson.dumps(entry, default=str).decode()
 
 
+class TextFormatter(logging.Formatter):
+    """The usual text line, with the timestamp text computed once per second rather than per line."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+        self._second = -1
+        self._stamp = ""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        second = int(record.created)
+        if second != self._second:
+            self._second, self._stamp = second, super().formatTime(record, datefmt).rpartition(",")[0]
+        return f"{self._stamp},{int(record.msecs):03d}"
+
+
+class BatchingStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes lines through at most every ``delay`` seconds under load, not one write per line.
+
+    Inside a running event loop a line waits at most ``delay`` seconds (a flush is scheduled on the
+    loop); outside one, and for warnings and errors, every line is flushed at once. ``logging``'s
+    exit hook flushes what is left.
+    """
+
+    def __init__(self, stream: Any = None, delay: float = 0.05, max_lines: int = 256) -> None:
+        super().__init__(stream)
+        self.delay = delay
+        self.max_lines = max_lines
+        self._pending: list[str] = []
+        self._scheduled_on: asyncio.AbstractEventLoop | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            line = self.format(record)
+        except Exception:
+            self.handleError(record)
+            return
+        self._pending.append(line + self.terminator)
+        if record.levelno >= logging.WARNING or len(self._pending) >= self.max_lines:
+            self.flush()
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # a thread or plain code: no loop to flush later
+            self.flush()
+            return
+        if self._scheduled_on is not loop:
+            self._scheduled_on = loop
+            loop.call_later(self.delay, self.flush)
+
+    def flush(self) -> None:
+        with self.lock:  # type: ignore[union-attr]
+            self._scheduled_on = None
+            pending, self._pending = self._pending, []
+            try:
+                if pending:
+                    self.stream.write("".join(pending))
+                if self.stream and hasattr(self.stream, "flush"):
+                    self.stream.flush()
+            except (OSError, ValueError):  # stderr closed at exit: nothing left to tell
+                pass
+
+
 def configure(log_format: str = "text", level: str = "info") -> None:
     """Send every log record to stderr in ``log_format``; replaces handlers set up before."""
-    handler = logging.StreamHandler(sys.stderr)
+    handler = BatchingStreamHandler(sys.stderr)
     if log_format == "json":
         handler.setFormatter(JSONFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(TextFormatter())
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
@@ -71,6 +134,8 @@ def user_name(request: web.Request) -> str | None:
 
 
 def log_request(request: web.Request, code: int, seconds: float) -> None:
+    if not _access.isEnabledFor(logging.INFO):
+        return
     user = user_name(request)
     fields: dict[str, Any] = {
         "method": request.method,
@@ -84,12 +149,15 @@ def log_request(request: web.Request, code: int, seconds: float) -> None:
         fields["user"] = user
     fields["remote"] = request.remote
     target = request.path + (f"?{request.query_string}" if request.query_string else "")
-    _access.info(
+    # makeRecord + handle: Logger.info would also walk the stack for the caller's file and line.
+    record = _access.makeRecord(
+        ACCESS_LOGGER,
+        logging.INFO,
+        __file__,
+        0,
         "%s %s %d %.1fms%s",
-        request.method,
-        target,
-        code,
-        seconds * 1000,
-        f" user={user}" if user else "",
+        (request.method, target, code, seconds * 1000, f" user={user}" if user else ""),
+        None,
         extra={"fields": fields},
     )
+    _access.handle(record)

@@ -81,14 +81,22 @@ class Metrics:
             registry=self.registry,
         )
 
+        # Route templates are few (the router's, or "other"), so this stays small.
+        self._children: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
+
     def watch_source(self, source: object) -> None:
         """Export the cache figures of ``source`` if it reports any."""
         if isinstance(source, ReportsCacheStats):
             self.registry.register(_SourceCollector(source))
 
     def observe(self, endpoint: str, verb: str, code: int, seconds: float) -> None:
-        self.requests.labels(endpoint, verb, str(code)).inc()
-        self.latency.labels(endpoint, verb).observe(seconds)
+        # labels() takes a lock and builds a key each time: keep the children of the few combinations.
+        children = self._children.get((endpoint, verb, code))
+        if children is None:
+            children = (self.requests.labels(endpoint, verb, str(code)), self.latency.labels(endpoint, verb))
+            self._children[(endpoint, verb, code)] = children
+        children[0].inc()
+        children[1].observe(seconds)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
