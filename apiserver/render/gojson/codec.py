@@ -35,8 +35,6 @@ ZERO_TIME = "0001-01-01T00:00:00Z"
 Decoder = Callable[[Any, bool, Any], Any]
 Encoder = Callable[[Any], Any]
 
-_EMPTY: dict[str, Any] = {}
-
 
 class _Fail(Exception):
     """A decode failure on its way up; the decoders it passes through add the path."""
@@ -169,10 +167,6 @@ _CUSTOM_ZERO_JSON: dict[str, Any] = {
     "intorstring": 0,
     "raw": None,
 }
-
-
-def _enc_quantity(v: Any) -> Any:
-    return canonical(v)
 
 
 def _enc_time(v: Any) -> Any:
@@ -445,6 +439,8 @@ def _value_expr(ref: dict[str, Any], var: str, depth: int = 0) -> str:
     """A Python expression for what Go writes for the non-nil decoded value ``var``."""
     kind = ref["k"]
     if kind == "struct":
+        if depth == 0:  # a member: an empty struct (common: ``pod: {}``) is its literal, no call
+            return f"({_encoder_name(ref['t'])}({var}) if {var} else {_zero_json(ref['t'])!r})"
         return f"{_encoder_name(ref['t'])}({var})"
     if kind == "custom":
         return {"quantity": f"Q({var})", "time": f"T({var})"}.get(ref["c"], var)
@@ -503,7 +499,7 @@ def _encoder_source(type_name: str) -> str:
         if pointer or kind in ("slice", "map"):
             lines.append(f"    out[{key}] = None if v is None else {expr}")
         elif kind == "struct":
-            lines.append(f"    out[{key}] = {_encoder_name(ref['t'])}(EMPTY if v is None else v)")
+            lines.append(f"    out[{key}] = {expr}")
         elif kind == "custom":
             if omitzero:
                 lines.append("    if v is not None:")
@@ -521,7 +517,7 @@ def _encoder_source(type_name: str) -> str:
     return "\n".join(lines)
 
 
-_NAMESPACE: dict[str, Any] = {"Q": _enc_quantity, "T": _enc_time, "EMPTY": _EMPTY}
+_NAMESPACE: dict[str, Any] = {"Q": canonical, "T": _enc_time}
 _ENCODERS: dict[str, Encoder] = {}
 
 
