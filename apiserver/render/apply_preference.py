@@ -30,6 +30,10 @@ _DEVICE_FLAGS = (
     ("preferredBlockMultiQueue", "blockMultiQueue"),
     ("preferredNetworkInterfaceMultiQueue", "networkInterfaceMultiqueue"),
 )
+# Preference -> devices member, set only when the VM leaves the member unset.
+_FILL_IF_ABSENT: dict[str, str] = dict(
+    (*_DEVICE_FLAGS, ("preferredRng", "rng"), ("preferredTPM", "tpm"), *_AUTOATTACH)
+)
 _HYPERV = (
     "evmcs",
     "frequencies",
@@ -99,62 +103,70 @@ def _devices(preference: JSON, tspec: JSON, domain: JSON) -> None:
     if prefs is None:
         return
     devices = child(domain, "devices")
-    for pref_key, member in _DEVICE_FLAGS:
-        if prefs.get(pref_key) is not None and devices.get(member) is None:
-            devices[member] = prefs[pref_key]
+    # The fill-if-absent members write distinct keys, so one pass over the preferences present does
+    # them all (a preference names a few of the ten).
+    for pref_key, value in prefs.items():
+        member = _FILL_IF_ABSENT.get(pref_key)
+        if member is not None and value is not None and devices.get(member) is None:
+            devices[member] = value
     if prefs.get("preferredDisableHotplug") is not None:
         devices["disableHotplug"] = prefs["preferredDisableHotplug"]
     sound_model = prefs.get("preferredSoundModel")
     sound = devices.get("sound")
     if sound_model and sound is not None and not sound.get("model"):
         sound["model"] = sound_model
-    for pref_key, member in (("preferredRng", "rng"), ("preferredTPM", "tpm")):
-        if prefs.get(pref_key) is not None and devices.get(member) is None:
-            devices[member] = prefs[pref_key]
     video_type = prefs.get("preferredVideoType")
     if video_type is not None:
         video = child(devices, "video")
         if not video.get("type"):
             video["type"] = video_type
-    for pref_key, member in _AUTOATTACH:
-        if prefs.get(pref_key) is not None and devices.get(member) is None:
-            devices[member] = prefs[pref_key]
     _disks(prefs, devices)
     _interfaces(prefs, tspec, devices)
-    for item in devices.get("inputs") or []:
-        if prefs.get("preferredInputBus") and not item.get("bus"):
-            item["bus"] = prefs["preferredInputBus"]
-        if prefs.get("preferredInputType") and not item.get("type"):
-            item["type"] = prefs["preferredInputType"]
+    input_bus, input_type = prefs.get("preferredInputBus"), prefs.get("preferredInputType")
+    for item in devices.get("inputs") or ():
+        if input_bus and not item.get("bus"):
+            item["bus"] = input_bus
+        if input_type and not item.get("type"):
+            item["type"] = input_type
     _panic_devices(prefs, devices)
 
 
 def _disks(prefs: JSON, devices: JSON) -> None:
-    for disk in devices.get("disks") or []:
-        if disk.get("disk") is None and disk.get("cdrom") is None and disk.get("lun") is None:
-            disk["disk"] = {}
-        if disk.get("disk") is not None:
-            target = disk["disk"]
-            if prefs.get("preferredDiskBus") and not target.get("bus"):
-                target["bus"] = prefs["preferredDiskBus"]
-            if prefs.get("preferredDiskBlockSize") is not None and disk.get("blockSize") is None:
-                disk["blockSize"] = prefs["preferredDiskBlockSize"]
-            if prefs.get("preferredDiskCache") and not disk.get("cache"):
-                disk["cache"] = prefs["preferredDiskCache"]
-            if prefs.get("preferredDiskIO") and not disk.get("io"):
-                disk["io"] = prefs["preferredDiskIO"]
-            io_thread = prefs.get("preferredDiskDedicatedIoThread")
-            if (
-                io_thread is not None
-                and disk.get("dedicatedIOThread") is None
-                and target.get("bus") == "virtio"
-            ):
-                disk["dedicatedIOThread"] = io_thread
-        elif disk.get("cdrom") is not None:
-            if prefs.get("preferredCdromBus") and not disk["cdrom"].get("bus"):
-                disk["cdrom"]["bus"] = prefs["preferredCdromBus"]
-        elif disk.get("lun") is not None and prefs.get("preferredLunBus") and not disk["lun"].get("bus"):
-            disk["lun"]["bus"] = prefs["preferredLunBus"]
+    disks = devices.get("disks")
+    if not disks:
+        return
+    # Read each preference once, not once per disk.
+    bus = prefs.get("preferredDiskBus")
+    block_size = prefs.get("preferredDiskBlockSize")
+    cache = prefs.get("preferredDiskCache")
+    io = prefs.get("preferredDiskIO")
+    io_thread = prefs.get("preferredDiskDedicatedIoThread")
+    cdrom_bus = prefs.get("preferredCdromBus")
+    lun_bus = prefs.get("preferredLunBus")
+    for disk in disks:
+        target = disk.get("disk")
+        if target is None:
+            cdrom = disk.get("cdrom")
+            if cdrom is not None:
+                if cdrom_bus and not cdrom.get("bus"):
+                    cdrom["bus"] = cdrom_bus
+                continue
+            lun = disk.get("lun")
+            if lun is not None:
+                if lun_bus and not lun.get("bus"):
+                    lun["bus"] = lun_bus
+                continue
+            target = disk["disk"] = {}
+        if bus and not target.get("bus"):
+            target["bus"] = bus
+        if block_size is not None and disk.get("blockSize") is None:
+            disk["blockSize"] = block_size
+        if cache and not disk.get("cache"):
+            disk["cache"] = cache
+        if io and not disk.get("io"):
+            disk["io"] = io
+        if io_thread is not None and disk.get("dedicatedIOThread") is None and target.get("bus") == "virtio":
+            disk["dedicatedIOThread"] = io_thread
 
 
 def _binding_unset(iface: JSON) -> bool:
