@@ -77,24 +77,26 @@ def _scheduler_name(it: JSON, tspec: JSON, conflicts: list[str]) -> None:
 def _cpu(it: JSON, preference: JSON | None, domain: JSON, conflicts: list[str]) -> None:
     cpu = child(domain, "cpu")
     it_cpu = it.get("cpu") or {}
-    resources = domain.get("resources") or {}
+    resources = domain.get("resources")
     found: list[str] = []
-    if "cpu" in (resources.get("requests") or {}):
-        found.append(f"{BASE}.domain.resources.requests.cpu")
-    if "cpu" in (resources.get("limits") or {}):
-        found.append(f"{BASE}.domain.resources.limits.cpu")
-    for member in ("sockets", "cores", "threads"):
-        if cpu.get(member):
-            found.append(f"{BASE}.domain.cpu.{member}")
-    if cpu.get("model") and it_cpu.get("model") is not None:
-        found.append(f"{BASE}.domain.cpu.model")
-    if cpu.get("dedicatedCpuPlacement") and it_cpu.get("dedicatedCPUPlacement") is not None:
-        found.append(f"{BASE}.domain.cpu.dedicatedCPUPlacement")
-    if cpu.get("isolateEmulatorThread") and it_cpu.get("isolateEmulatorThread") is not None:
-        found.append(f"{BASE}.domain.cpu.isolateEmulatorThread")
-    for member in ("numa", "realtime"):
-        if cpu.get(member) is not None and it_cpu.get(member) is not None:
-            found.append(f"{BASE}.domain.cpu.{member}")
+    if resources:  # an empty or absent one has nothing to conflict with (the usual case)
+        if "cpu" in (resources.get("requests") or {}):
+            found.append(f"{BASE}.domain.resources.requests.cpu")
+        if "cpu" in (resources.get("limits") or {}):
+            found.append(f"{BASE}.domain.resources.limits.cpu")
+    if cpu:
+        for member in ("sockets", "cores", "threads"):
+            if cpu.get(member):
+                found.append(f"{BASE}.domain.cpu.{member}")
+        if cpu.get("model") and it_cpu.get("model") is not None:
+            found.append(f"{BASE}.domain.cpu.model")
+        if cpu.get("dedicatedCpuPlacement") and it_cpu.get("dedicatedCPUPlacement") is not None:
+            found.append(f"{BASE}.domain.cpu.dedicatedCPUPlacement")
+        if cpu.get("isolateEmulatorThread") and it_cpu.get("isolateEmulatorThread") is not None:
+            found.append(f"{BASE}.domain.cpu.isolateEmulatorThread")
+        for member in ("numa", "realtime"):
+            if cpu.get(member) is not None and it_cpu.get(member) is not None:
+                found.append(f"{BASE}.domain.cpu.{member}")
     if found:
         conflicts.extend(found)
         return
@@ -119,7 +121,9 @@ def _memory(it: JSON, domain: JSON, conflicts: list[str]) -> None:
     it_memory = it.get("memory") or {}
     resources = domain.get("resources") or {}
     conflict = None
-    if memory.get("guest") is not None:
+    if not memory and not resources:
+        pass  # the usual case: nothing in the VM to conflict with
+    elif memory.get("guest") is not None:
         conflict = "domain.memory.guest"
     elif memory.get("hugepages") is not None and it_memory.get("hugepages") is not None:
         conflict = "domain.memory.hugepages"

@@ -44,7 +44,7 @@ class ExpandResult:
 
 def decode_vm(vm: Mapping[str, Any], *, exact_names: bool = False) -> JSON:
     """Decode a VirtualMachine as Go's json.Unmarshal would; a wrong type is a 422 naming the field."""
-    if not isinstance(vm, Mapping):
+    if type(vm) is not dict and not isinstance(vm, Mapping):  # the ABC check costs ~0.1 us
         raise ExpandError.bad_request("the VirtualMachine must be a JSON object")
     try:
         decoded: JSON = gojson.decode(vm, "VirtualMachine", exact_names=exact_names)
