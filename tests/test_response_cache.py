@@ -243,3 +243,55 @@ async def test_cluster_peek_misses_are_not_proof_of_absence(fake: FakeKube, tmp_
         assert source.peek_presets("default") == await source.presets("default")
     finally:
         await source.close()
+
+
+# ---------------------------------------------------------------------- what the cluster caches keep
+
+
+def test_slim_keeps_what_rendering_reads_and_shares_repeats() -> None:
+    from apiserver.sources.cluster import kinds
+    from apiserver.sources.cluster.cache import slim
+
+    def full(name: str, flag: Any) -> dict[str, Any]:
+        return {
+            "apiVersion": IT_API,
+            "kind": "VirtualMachinePreference",
+            "metadata": {
+                "name": name,
+                "namespace": "default",
+                "uid": f"uid-{name}",
+                "resourceVersion": "7",
+                "generation": 1,
+                "labels": {"vendor": "example"},
+                "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{...}"},
+                "managedFields": [{"manager": "kubectl"}],
+                "creationTimestamp": "2024-01-01T00:00:00Z",
+            },
+            "spec": {"devices": {"preferredDiskBus": "virtio"}, "features": {"preferredSmm": flag}},
+            "status": {"anything": True},
+        }
+
+    a = slim(full("a", True), kinds.PREFERENCE)
+    b = slim(full("b", True), kinds.PREFERENCE)
+    c = slim(full("c", 1), kinds.PREFERENCE)
+    assert a == {
+        "apiVersion": IT_API,
+        "kind": "VirtualMachinePreference",
+        "metadata": {
+            "name": "a",
+            "namespace": "default",
+            "uid": "uid-a",
+            "resourceVersion": "7",
+            "generation": 1,
+            "labels": {"vendor": "example"},
+        },
+        "spec": {"devices": {"preferredDiskBus": "virtio"}, "features": {"preferredSmm": True}},
+    }
+    assert slim(copy.deepcopy(a), kinds.PREFERENCE) == a  # idempotent
+    assert a["spec"] is b["spec"] and a["metadata"]["labels"] is b["metadata"]["labels"]
+    assert c["spec"]["features"]["preferredSmm"] == 1 and c["spec"]["features"]["preferredSmm"] is not True
+    assert c["spec"]["devices"] is a["spec"]["devices"]
+    # VirtualMachines are served back: they keep everything but managedFields.
+    vm_obj = {**full("v", True), "kind": "VirtualMachine", "apiVersion": "kubevirt.io/v1"}
+    kept = slim(copy.deepcopy(vm_obj), kinds.VIRTUAL_MACHINE)
+    assert "managedFields" not in kept["metadata"] and kept["status"] and kept["metadata"]["annotations"]

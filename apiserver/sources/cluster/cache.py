@@ -12,10 +12,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from apiserver.render import objects as o
 from apiserver.sources.base import SourceUnavailable
 from apiserver.sources.cluster.client import ApiError, JSONDict, KubeClient
 from apiserver.sources.cluster.kinds import Resource
@@ -38,14 +40,91 @@ def key_of(obj: Mapping[str, Any]) -> Key:
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 
+# Kinds the renderer reads only for their spec (and revisions for their data): the cache keeps that, the
+# identity and version (the engine's spec cache keys on uid and resourceVersion), and the labels.
+_SPEC_KINDS = frozenset(
+    {o.INSTANCETYPE, o.CLUSTER_INSTANCETYPE, o.PREFERENCE, o.CLUSTER_PREFERENCE, o.FLAVOR, o.CLUSTER_FLAVOR}
+)
+_KEEP_META = ("name", "namespace", "uid", "resourceVersion", "generation", "labels")
+_KEEP = {kind: ("spec",) for kind in _SPEC_KINDS} | {o.CONTROLLER_REVISION: ("data", "revision")}
+# Identical label sets (common-instancetypes labels every object alike) are kept once.
+_LABEL_SETS: dict[tuple[tuple[str, Any], ...], JSONDict] = {}
+_LABEL_SETS_MAX = 4096
+_INTERN_MAX = 64  # strings up to this long (names, keys, enum values, quantities) are shared
+
+
+# Canonical copies of the containers seen so far, keyed by their members (children by identity: they
+# are canonical already), so that identical subtrees of different objects (the same preferred devices,
+# the same CPU count) are kept once. Stored objects are never modified (see Source), so sharing is safe.
+# Bounded: when full it starts over, which costs sharing, never correctness.
+_CANONICAL: dict[tuple[Any, ...], Any] = {}
+_CANONICAL_MAX = 16384
+
+
+def _member(value: Any) -> tuple[type, Any]:
+    # The type keeps True, 1 and 1.0 apart; containers are canonical, so their identity is their value.
+    return (type(value), id(value) if isinstance(value, (dict, list)) else value)
+
+
+def _compact(value: Any) -> Any:
+    """The same JSON value with keys and short strings interned and repeated subtrees shared."""
+    if isinstance(value, dict):
+        items = {sys.intern(k) if isinstance(k, str) else k: _compact(v) for k, v in value.items()}
+        key: tuple[Any, ...] = ("d", *((k, *_member(v)) for k, v in items.items()))
+    elif isinstance(value, list):
+        items = [_compact(v) for v in value]  # type: ignore[assignment]
+        key = ("l", *(_member(v) for v in items))
+    elif isinstance(value, str) and len(value) <= _INTERN_MAX:
+        return sys.intern(value)
+    else:
+        return value
+    found = _CANONICAL.get(key)
+    if found is None:
+        if len(_CANONICAL) >= _CANONICAL_MAX:
+            _CANONICAL.clear()
+        found = _CANONICAL[key] = items
+    return found
+
+
+def _shared_labels(labels: Any) -> Any:
+    if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
+        return labels
+    key = tuple(labels.items())
+    found = _LABEL_SETS.get(key)
+    if found is None:
+        if len(_LABEL_SETS) >= _LABEL_SETS_MAX:
+            _LABEL_SETS.clear()
+        found = _LABEL_SETS[key] = _compact(labels)
+    return found
+
+
 def slim(obj: JSONDict, resource: Resource) -> JSONDict:
-    """Fill in kind/apiVersion (list items of built-in types lack them) and drop managedFields."""
+    """Fill in kind/apiVersion (list items of built-in types lack them) and drop what nobody reads.
+
+    Every object loses metadata.managedFields. Instancetypes, preferences and ControllerRevisions keep
+    only what rendering reads (see ``_KEEP``): no annotations (kubectl's last-applied copy doubles an
+    object), no status, no timestamps or owner references. Idempotent; never changes a stored object.
+    """
     obj.setdefault("apiVersion", resource.api_version)
     obj.setdefault("kind", resource.kind)
     meta = obj.get("metadata")
-    if isinstance(meta, dict):
-        meta.pop("managedFields", None)
-    return obj
+    keep = _KEEP.get(resource.kind)
+    if keep is None or not isinstance(meta, dict):
+        if isinstance(meta, dict):
+            meta.pop("managedFields", None)
+        return obj
+    slim_meta = {key: _compact(meta[key]) for key in _KEEP_META if key in meta and key != "labels"}
+    if "labels" in meta:
+        slim_meta["labels"] = _shared_labels(meta["labels"])
+    out: JSONDict = {
+        "apiVersion": _compact(obj["apiVersion"]),
+        "kind": _compact(obj["kind"]),
+        "metadata": slim_meta,
+    }
+    for key in keep:
+        if key in obj:
+            out[key] = _compact(obj[key])
+    return out
 
 
 def deployed(crs: Sequence[JSONDict]) -> JSONDict | None:
