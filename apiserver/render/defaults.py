@@ -78,7 +78,7 @@ def set_vmi_spec_defaults(config: ClusterConfig, tspec: JSON) -> None:
         disk = volume.get("containerDisk")
         if disk is not None and not disk.get("imagePullPolicy"):
             image = disk.get("image", "")
-            pull_always = image.endswith(":latest") or not any(c in image for c in ":@")
+            pull_always = image.endswith(":latest") or not (":" in image or "@" in image)
             disk["imagePullPolicy"] = "Always" if pull_always else "IfNotPresent"
     if tspec.get("evictionStrategy") is None and config.eviction_strategy is not None:
         tspec["evictionStrategy"] = config.eviction_strategy
@@ -89,7 +89,11 @@ def set_vmi_spec_defaults(config: ClusterConfig, tspec: JSON) -> None:
 
 def _resource_requests(config: ClusterConfig, domain: JSON) -> None:
     resources = child(domain, "resources")
-    if _nonzero(resources, "limits", "cpu") and not _nonzero(resources, "requests", "cpu"):
+    if (
+        resources.get("limits")
+        and _nonzero(resources, "limits", "cpu")
+        and not _nonzero(resources, "requests", "cpu")
+    ):
         child(resources, "requests")["cpu"] = resources["limits"]["cpu"]
     if config.cpu_request_is_custom and "cpu" not in (resources.get("requests") or {}):
         if (domain.get("cpu") or {}).get("dedicatedCpuPlacement"):
