@@ -185,10 +185,12 @@ def _device_list(it: JSON, key: str, domain: JSON, conflicts: list[str]) -> None
 
 
 def _annotations(annotations: JSON | None, tmeta: JSON, conflicts: list[str]) -> None:
+    if not annotations:
+        return  # an empty map is not written, so none is created for nothing
     target = child(tmeta, "annotations")
     # Go ranges over the map in random order; with one conflicting key (all KubeVirt can pin) the
     # order does not matter, and with several we report them sorted so the answer is stable.
-    for key, value in sorted((annotations or {}).items()):
+    for key, value in sorted(annotations.items()):
         if key in target:
             if target[key] != value:
                 conflicts.append(f"annotations.{key}")

@@ -71,9 +71,11 @@ def apply_preference(preference: JSON, tspec: JSON, tmeta: JSON) -> None:
     arch = preference.get("preferredArchitecture")
     if arch and not tspec.get("architecture"):
         tspec["architecture"] = arch
-    annotations = child(tmeta, "annotations")
-    for key, value in (preference.get("annotations") or {}).items():
-        annotations.setdefault(key, value)
+    pref_annotations = preference.get("annotations")
+    if pref_annotations:  # an empty map is not written, so none is created for nothing
+        annotations = child(tmeta, "annotations")
+        for key, value in pref_annotations.items():
+            annotations.setdefault(key, value)
     launch = preference.get("preferredLaunchSecurity")
     if launch is not None and domain.get("launchSecurity") is None:
         domain["launchSecurity"] = launch
