@@ -3,6 +3,7 @@
 
 Usage: .venv/bin/python hack/bench.py [--duration SECONDS] [--connections N] [--client auto|wrk|python]
                                       [--objects N] [--skip-cluster] [--json FILE]
+                                      [--profile FILE] [--profile-cluster FILE]
 
 What it runs, all on 127.0.0.1 and bounded in time:
   * the server with the folder source (examples/), and with the cluster source against the fake
@@ -456,12 +457,7 @@ class Bench:
         finally:
             await server.stop()
         if profile:
-            import pstats
-
-            print(f"== where the folder server's time went (cProfile, {profile}; slows it down ~2x)")
-            stats = pstats.Stats(profile)
-            stats.sort_stats("tottime").print_stats(25)
-            stats.sort_stats("cumulative").print_stats(40)
+            print_profile(profile, "folder")
 
     async def cluster(self) -> None:
         from tests.fakekube import FakeKube
@@ -492,8 +488,9 @@ class Bench:
             # Upstream reads, then throughput, with VMs read fresh and with the VM cache.
             for label, extra in (("cluster", ()), ("cluster+vm-cache", ("--vm-cache",))):
                 port = free_port()
+                profile = self.args.profile_cluster if label == "cluster+vm-cache" else None
                 server = Server(
-                    serve_argv(port, self.certs, f"--kubeconfig={config}", *extra),
+                    serve_argv(port, self.certs, f"--kubeconfig={config}", *extra, profile=profile),
                     port,
                     label,
                     self.work / f"{label}.log",
@@ -504,6 +501,8 @@ class Bench:
                     await self.throughput(label, server, token=TOKEN)
                 finally:
                     await server.stop()
+                if profile:
+                    print_profile(profile, label)
         finally:
             await fake.stop()
 
@@ -558,6 +557,15 @@ class Bench:
         print()
         for key, value in self.notes.items():
             print(f"{key}: {value}")
+
+
+def print_profile(profile: str, label: str) -> None:
+    import pstats
+
+    print(f"== where the {label} server's time went (cProfile, {profile}; slows it down ~2x)")
+    stats = pstats.Stats(profile)
+    stats.sort_stats("tottime").print_stats(25)
+    stats.sort_stats("cumulative").print_stats(40)
 
 
 def upstream_reads(fake: Any) -> dict[str, float]:
@@ -678,6 +686,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--profile", metavar="FILE", help="run the folder server under cProfile, print its top"
     )
+    parser.add_argument(
+        "--profile-cluster",
+        metavar="FILE",
+        help="run the cluster server with --vm-cache (authentication on) under cProfile, print its top",
+    )
     args = parser.parse_args(argv)
     if not 1 <= args.connections <= 1024 or not 0 < args.duration <= 120 or not 1 <= args.rounds <= 9:
         parser.error("--connections must be 1..1024, --duration 0..120 seconds and --rounds 1..9")
@@ -685,6 +698,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("wrk is not installed (apt-get install wrk), use --client python")
     if args.profile:
         args.profile = str(Path(args.profile).resolve())
+    if args.profile_cluster:
+        args.profile_cluster = str(Path(args.profile_cluster).resolve())
     os.chdir(ROOT)
     sys.path.insert(0, str(ROOT))
     with tempfile.TemporaryDirectory(prefix="kubevirt-expand-bench-") as tmp:

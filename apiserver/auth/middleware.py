@@ -91,6 +91,36 @@ def _with_authenticated_group(user: UserInfo) -> UserInfo:
     return UserInfo(user.name, user.uid, (*user.groups, AUTHENTICATED_GROUP), user.extra, user.method)
 
 
+# Small memos of pure per-request work: clients repeat the same paths, header sets and certificates.
+_MEMO_MAX = 1024
+
+
+def _remember(memo: dict[Any, Any], key: Any, value: Any) -> Any:
+    if len(memo) >= _MEMO_MAX:
+        memo.clear()
+    memo[key] = value
+    return value
+
+
+_ATTRIBUTES: dict[tuple[str, str], Attributes] = {}
+_CERTIFICATES: dict[bytes, Any] = {}
+
+
+def _attributes(method: str, path: str) -> Attributes:
+    found = _ATTRIBUTES.get((method, path))
+    if found is None:
+        found = _remember(_ATTRIBUTES, (method, path), request_attributes(method, path))
+    return found
+
+
+def _certificate(der: bytes) -> Any:
+    """The parsed certificate (the aggregator presents the same one on every request)."""
+    try:
+        return _CERTIFICATES[der]
+    except KeyError:
+        return _remember(_CERTIFICATES, der, load_der(der))
+
+
 class AuthGate:
     """Authentication (request-header, client certificate, bearer token, in that order) and authorization."""
 
@@ -106,16 +136,26 @@ class AuthGate:
         self.tokens = tokens
         self.reviewer = reviewer
         self.authorize_references = authorize_references
+        # (trust settings, header names present) -> identity headers among them; the settings object
+        # is replaced whole when the trust configuration changes, so it is part of the key.
+        self._identity_memo: dict[tuple[int, tuple[str, ...]], tuple[object, list[str]]] = {}
 
     def identity_headers(self, present: Iterable[str]) -> list[str]:
         """Headers to remove from the request before it reaches a handler, trusted or not."""
         settings = self.trust.settings
-        return requestheader.identity_header_names(settings.request_header if settings else None, present)
+        names = tuple(present)
+        key = (id(settings), names)
+        known = self._identity_memo.get(key)
+        if known is not None and known[0] is settings:
+            return list(known[1])
+        found = requestheader.identity_header_names(settings.request_header if settings else None, names)
+        _remember(self._identity_memo, key, (settings, found))
+        return list(found)
 
     async def authenticate(self, info: RequestInfo) -> UserInfo | None:
         """The caller, or None; raises :class:`ReviewError` when a token could not be checked."""
         settings = self.trust.settings
-        cert = load_der(info.peer_certificate) if info.peer_certificate else None
+        cert = _certificate(info.peer_certificate) if info.peer_certificate else None
         if settings is not None:
             user = requestheader.authenticate(settings.request_header, cert, info.headers)
             if user is None:
@@ -152,8 +192,7 @@ class AuthGate:
             return Verdict(status=unauthorized())
         if kind is PathClass.AUTHENTICATED:
             return Verdict(user=user)
-        attrs = request_attributes(info.method, info.path)
-        return await self._decide(user, attrs)
+        return await self._decide(user, _attributes(info.method, info.path))
 
     async def _decide(self, user: UserInfo, attrs: Attributes) -> Verdict:
         try:

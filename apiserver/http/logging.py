@@ -133,6 +133,51 @@ def user_name(request: web.Request) -> str | None:
     return None
 
 
+_ACCESS_FORMAT = "%s %s %d %.1fms%s"
+
+
+class _AccessRecord:
+    """What the formatters here read of a LogRecord, for the access line when only our handler
+    listens: a LogRecord also records thread, process, caller and task names nobody prints."""
+
+    def __init__(self, args: tuple[Any, ...], fields: dict[str, Any]) -> None:
+        # Instance attributes all: the text format reads them from the record's __dict__.
+        self.name = ACCESS_LOGGER
+        self.levelname = "INFO"
+        self.levelno = logging.INFO
+        self.msg = _ACCESS_FORMAT
+        self.exc_info = self.exc_text = self.stack_info = None
+        self.args = args
+        self.fields = fields
+        self.created = created = time.time()
+        self.msecs = int((created - int(created)) * 1000) + 0.0
+
+    def getMessage(self) -> str:
+        return self.msg % self.args
+
+
+def _sole_handler() -> BatchingStreamHandler | None:
+    """The handler :func:`configure` installed, when it is the only place the access line goes."""
+    logger = _access
+    if logger.handlers or logger.filters or logger.disabled or not logger.propagate:
+        return None
+    root = logging.getLogger()
+    parent = logger.parent
+    while parent is not None and parent is not root:
+        if parent.handlers or not parent.propagate:
+            return None
+        parent = parent.parent
+    handlers = root.handlers
+    if len(handlers) != 1:
+        return None
+    handler = handlers[0]
+    if type(handler) is not BatchingStreamHandler or handler.level > logging.INFO:
+        return None
+    if not isinstance(handler.formatter, TextFormatter | JSONFormatter):
+        return None
+    return handler
+
+
 def log_request(request: web.Request, code: int, seconds: float) -> None:
     if not _access.isEnabledFor(logging.INFO):
         return
@@ -149,14 +194,19 @@ def log_request(request: web.Request, code: int, seconds: float) -> None:
         fields["user"] = user
     fields["remote"] = request.remote
     target = request.path + (f"?{request.query_string}" if request.query_string else "")
+    args = (request.method, target, code, seconds * 1000, f" user={user}" if user else "")
+    handler = _sole_handler()
+    if handler is not None:
+        handler.handle(_AccessRecord(args, fields))  # type: ignore[arg-type]
+        return
     # makeRecord + handle: Logger.info would also walk the stack for the caller's file and line.
     record = _access.makeRecord(
         ACCESS_LOGGER,
         logging.INFO,
         __file__,
         0,
-        "%s %s %d %.1fms%s",
-        (request.method, target, code, seconds * 1000, f" user={user}" if user else ""),
+        _ACCESS_FORMAT,
+        args,
         None,
         extra={"fields": fields},
     )

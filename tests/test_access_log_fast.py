@@ -1,0 +1,94 @@
+"""The access line written without a LogRecord (only the configured handler listening) reads exactly like
+the one a LogRecord gives, in both formats."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from aiohttp.test_utils import make_mocked_request
+
+from apiserver.http import logging as access
+from apiserver.http.logging import (
+    ACCESS_LOGGER,
+    USER_KEY,
+    BatchingStreamHandler,
+    JSONFormatter,
+    TextFormatter,
+    log_request,
+)
+
+
+@contextmanager
+def root_handler() -> Iterator[tuple[io.StringIO, BatchingStreamHandler]]:
+    """Our handler alone on the root logger (pytest adds its capture handlers around each test)."""
+    root = logging.getLogger()
+    saved, level = list(root.handlers), root.level
+    stream = io.StringIO()
+    handler = BatchingStreamHandler(stream)
+    for old in saved:
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    try:
+        yield stream, handler
+    finally:
+        root.removeHandler(handler)
+        for old in saved:
+            root.addHandler(old)
+        root.setLevel(level)
+
+
+def _line(stream: io.StringIO, handler: BatchingStreamHandler, fast: bool) -> str:
+    request = make_mocked_request("PUT", "/apis/g/v1/namespaces/d/expand-vm-spec?presets=true")
+    request[USER_KEY] = "jane"
+    assert (access._sole_handler() is handler) is fast
+    log_request(request, 422, 0.0123)
+    handler.flush()
+    lines = stream.getvalue().splitlines()
+    stream.seek(0)
+    stream.truncate()
+    assert len(lines) == 1
+    return lines[0]
+
+
+@pytest.mark.parametrize("formatter", [TextFormatter(), JSONFormatter()], ids=["text", "json"])
+def test_fast_line_equals_the_logrecord_line(formatter: logging.Formatter) -> None:
+    with root_handler() as (stream, handler):
+        handler.setFormatter(formatter)
+        fast, slow = _both(stream, handler)
+    _compare(formatter, fast, slow)
+
+
+def _both(stream: io.StringIO, handler: BatchingStreamHandler) -> tuple[str, str]:
+    fast = _line(stream, handler, fast=True)
+    extra = logging.NullHandler()  # another listener: the LogRecord path
+    logging.getLogger(ACCESS_LOGGER).addHandler(extra)
+    try:
+        slow = _line(stream, handler, fast=False)
+    finally:
+        logging.getLogger(ACCESS_LOGGER).removeHandler(extra)
+    return fast, slow
+
+
+def _compare(formatter: logging.Formatter, fast: str, slow: str) -> None:
+    if isinstance(formatter, JSONFormatter):
+        fast_entry, slow_entry = json.loads(fast), json.loads(slow)
+        assert fast_entry.pop("time")[:4] == slow_entry.pop("time")[:4]
+        assert fast_entry == slow_entry
+        assert (
+            fast_entry["msg"]
+            == "PUT /apis/g/v1/namespaces/d/expand-vm-spec?presets=true 422 12.3ms user=jane"
+        )
+    else:
+        stamp = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ")
+        assert stamp.match(fast) and stamp.match(slow)
+        assert stamp.sub("", fast) == stamp.sub("", slow)
+        assert stamp.sub("", fast) == (
+            "INFO apiserver.access: PUT /apis/g/v1/namespaces/d/expand-vm-spec?presets=true 422 12.3ms user=jane"
+        )
