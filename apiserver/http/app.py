@@ -1,8 +1,8 @@
 """The aiohttp application: routes, middlewares, shared state, and the source's lifecycle.
 
-Middlewares run outermost first: access log and metrics (so every answer is counted, errors too),
-Status conversion (so every error is a JSON ``Status``), the per-request timeout, then whatever the
-caller adds (authentication and authorization) and the handler.
+Middlewares run outermost first: one for access log and metrics (so every answer is counted, errors
+too), Status conversion (so every error is a JSON ``Status``) and the per-request timeout; then
+whatever the caller adds (authentication and authorization) and the handler.
 """
 
 from __future__ import annotations
@@ -37,14 +37,42 @@ def _endpoint(request: web.Request) -> str:
     return resource.canonical if resource is not None else "other"
 
 
-def _observe(metrics: Metrics) -> Middleware:
+def _front(settings: Settings, metrics: Metrics) -> Middleware:
+    """Access log and metrics, Status conversion and the request timeout, in one middleware.
+
+    One layer instead of three: each middleware costs a coroutine and a call per request, a sizeable
+    share of a request answered from the response cache. Order as the three had it: the timeout
+    innermost, then errors become Statuses, then the answer is counted and logged.
+    """
+    limit = settings.request_timeout
+    retry = max(1, int(limit))
+
     @web.middleware
-    async def observe(request: web.Request, handler: Handler) -> web.StreamResponse:
+    async def front(request: web.Request, handler: Handler) -> web.StreamResponse:
         start = time.perf_counter()
         metrics.in_flight.inc()
         code = 500
         try:
-            response = await handler(request)
+            try:
+                try:
+                    async with asyncio.timeout(limit):
+                        response = await handler(request)
+                except TimeoutError:
+                    message = f"Timeout: request did not complete within {limit:g}s"
+                    body = status(504, "Timeout", message, details={"retryAfterSeconds": retry})
+                    raise StatusError(body, {"Retry-After": str(retry)}) from None
+            except StatusError as err:
+                response = status_response(err)
+            except web.HTTPException as exc:
+                if exc.status < 400:  # redirects and 304s raised by handlers pass through as they are
+                    response = web.Response(status=exc.status, headers=exc.headers)
+                else:
+                    response = status_response(from_http_exception(exc, settings.max_body_bytes))
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                _log.exception("unexpected error serving %s %s", request.method, request.path)
+                response = status_response(internal_error(f"{type(exc).__name__}: {exc}"))
             code = response.status
             return response
         finally:
@@ -53,42 +81,7 @@ def _observe(metrics: Metrics) -> Middleware:
             metrics.observe(_endpoint(request), request.method, code, elapsed)
             log_request(request, code, elapsed)
 
-    return observe
-
-
-def _errors(settings: Settings) -> Middleware:
-    @web.middleware
-    async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
-        try:
-            return await handler(request)
-        except StatusError as err:
-            return status_response(err)
-        except web.HTTPException as exc:
-            if exc.status < 400:  # redirects and 304s raised by handlers pass through as they are
-                return web.Response(status=exc.status, headers=exc.headers)
-            return status_response(from_http_exception(exc, settings.max_body_bytes))
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            _log.exception("unexpected error serving %s %s", request.method, request.path)
-            return status_response(internal_error(f"{type(exc).__name__}: {exc}"))
-
-    return errors
-
-
-def _timeout(settings: Settings) -> Middleware:
-    @web.middleware
-    async def timeout(request: web.Request, handler: Handler) -> web.StreamResponse:
-        try:
-            async with asyncio.timeout(settings.request_timeout):
-                return await handler(request)
-        except TimeoutError:
-            message = f"Timeout: request did not complete within {settings.request_timeout:g}s"
-            retry = max(1, int(settings.request_timeout))
-            body = status(504, "Timeout", message, details={"retryAfterSeconds": retry})
-            raise StatusError(body, {"Retry-After": str(retry)}) from None
-
-    return timeout
+    return front
 
 
 def build_app(
@@ -109,7 +102,7 @@ def build_app(
     state = state or health.ServerState()
     metrics.watch_source(source)
     app = web.Application(
-        middlewares=[_observe(metrics), _errors(settings), _timeout(settings), *middlewares],
+        middlewares=[_front(settings, metrics), *middlewares],
         client_max_size=settings.max_body_bytes,
     )
     app[SETTINGS] = settings
