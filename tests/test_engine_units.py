@@ -91,3 +91,31 @@ def test_spread_ratio_zero_is_a_clean_error_not_a_crash() -> None:
     assert info.value.code == 422
     assert info.value.causes[0]["field"] == "preference.spec.cpu.spreadOptions.ratio"
     assert guest_topology(1, spread(ratio=0)) == (1, 1, 1)
+
+
+def _instancetype(guest: int) -> dict[str, object]:
+    return {
+        "apiVersion": "instancetype.kubevirt.io/v1beta1",
+        "kind": "VirtualMachineClusterInstancetype",
+        "metadata": {"name": "it", "uid": "u-1", "resourceVersion": "7"},
+        "spec": {"cpu": {"guest": guest}, "memory": {"guest": "1Gi"}},
+    }
+
+
+def test_a_replaced_object_is_decoded_afresh_even_with_the_same_resource_version() -> None:
+    """An edited manifest may keep an old resourceVersion: the spec cache must not serve the old spec."""
+    from apiserver.render import ObjectIndex, expand
+
+    vm = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachine",
+        "metadata": {"name": "vm", "namespace": "ns"},
+        "spec": {"instancetype": {"name": "it"}, "template": {"spec": {"domain": {"devices": {}}}}},
+    }
+
+    def sockets(guest: int) -> object:
+        out = expand(vm, ObjectIndex([_instancetype(guest)])).vm
+        return out["spec"]["template"]["spec"]["domain"]["cpu"]["sockets"]
+
+    assert sockets(2) == 2
+    assert sockets(4) == 4

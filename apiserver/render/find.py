@@ -93,11 +93,13 @@ PREFERENCE_FAMILY = _Family(
 )
 
 
-# Decoded specs of objects that carry a uid and a resourceVersion (everything read from an API server,
-# and what the folder source stamps on its objects): such an object never changes under the same pair,
-# so a server decodes each instancetype, preference and revision once. Objects without both (the Python
+# Decoded specs, so a server decodes each instancetype, preference and revision once. An entry is
+# reused only for the very same object (the entry holds it, so its id cannot be recycled) that still
+# carries the same uid and resourceVersion. Sources never modify an object; they replace it when it
+# changes (a watch event, a re-read file), so a changed object is always decoded afresh, even when an
+# edited manifest kept an old resourceVersion. Objects without a uid and a resourceVersion (the Python
 # API's dicts, which a caller may mutate between calls) are decoded every time.
-_SPEC_CACHE: OrderedDict[tuple[str, str, str, str, str], JSON] = OrderedDict()
+_SPEC_CACHE: OrderedDict[tuple[int, str, str], tuple[Mapping[str, Any], str, str, JSON]] = OrderedDict()
 _SPEC_CACHE_SIZE = 8192
 
 
@@ -112,12 +114,14 @@ def _cached_spec(
     uid, version = meta.get("uid"), meta.get("resourceVersion")
     if not (uid and version and type(uid) is str and type(version) is str):
         return _spec_dict(decode(obj))
-    key = (family.matcher, how, uid, version, str(obj.get("kind")))
-    spec = _SPEC_CACHE.get(key)
-    if spec is None:
-        spec = _SPEC_CACHE[key] = _spec_dict(decode(obj))
-        if len(_SPEC_CACHE) > _SPEC_CACHE_SIZE:
-            _SPEC_CACHE.popitem(last=False)
+    key = (id(obj), family.matcher, how)
+    entry = _SPEC_CACHE.get(key)
+    if entry is not None and entry[0] is obj and entry[1] == uid and entry[2] == version:
+        return entry[3]
+    spec = _spec_dict(decode(obj))
+    _SPEC_CACHE[key] = (obj, uid, version, spec)
+    if len(_SPEC_CACHE) > _SPEC_CACHE_SIZE:
+        _SPEC_CACHE.popitem(last=False)
     return spec
 
 
