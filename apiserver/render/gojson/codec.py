@@ -652,27 +652,33 @@ def _dispatch_lines(cases: list[list[str]], first: int, indent: str) -> list[str
 
 
 def _fast_decoder_source(type_name: str) -> str:
+    # Declared members are tested in order, counting the input's keys: once every key is decoded the
+    # rest are skipped, and keys left over at the end (unknown or case-folded names) hand the struct to
+    # its closure. A membership test costs a fraction of a per-key lookup and dispatch.
     fields = _COMPILED.fields(type_name)
-    index = _ns_ref({name: i for i, (name, _mode, _fn, _go) in enumerate(fields)})
     slow = _ns_ref(_COMPILED.struct_decoders[type_name])
+    hook = STRUCTS[type_name].get("hook")
+    done = [f"HOOKS[{hook!r}](out)", "return out"] if hook else ["return out"]
     lines = [
         f"def {_fast_name(type_name)}(v, exact):",
         "    if type(v) is not dict:",
         f"        return {slow}(v, exact, None)",
         "    out = {}",
-        "    for key, x in v.items():",
-        f"        i = {index}.get(key)",
-        "        if i is None:  # unknown or case-folded: the closure decodes this struct",
-        f"            return {slow}(v, exact, None)",
+        "    n = len(v)",
+        "    if not n:",
+        *(f"        {line}" for line in done),
     ]
     refs = {name: ref for name, ref, _omit in STRUCTS[type_name]["fields"]}
-    cases = [_fast_member_lines(refs[name], mode, fn, repr(name)) for name, mode, fn, _go in fields]
-    if cases:
-        lines += _dispatch_lines(cases, 0, "        ")
-    hook = STRUCTS[type_name].get("hook")
-    if hook:
-        lines.append(f"    HOOKS[{hook!r}](out)")
-    lines.append("    return out")
+    for name, mode, fn, _go in fields:
+        key = repr(name)
+        lines.append(f"    if {key} in v:")
+        lines.append(f"        x = v[{key}]")
+        lines += [f"        {line}" for line in _fast_member_lines(refs[name], mode, fn, key)]
+        lines.append("        n -= 1")
+        lines.append("        if not n:")
+        lines += [f"            {line}" for line in done]
+    lines.append("    # unknown or case-folded names: the closure decodes this struct")
+    lines.append(f"    return {slow}(v, exact, None)")
     return "\n".join(lines)
 
 
