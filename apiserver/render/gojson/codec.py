@@ -487,62 +487,98 @@ def _optional(ref: dict[str, Any], omit: str) -> bool:
 # Structs with at least this many members count the keys they have left and return once none is left
 # (a VM's structs hold ~70 of the ~280 members declared on them, e.g. one source of a Volume's 17).
 _EARLY_EXIT_MEMBERS = 5
+# Member structs this small are encoded inline (no call), two levels deep at most.
+_INLINE_MEMBERS = 10
 
 
-def _encoder_source(type_name: str) -> str:
-    # The zero encoding is a literal, so each call builds fresh containers (callers may edit the result).
+def _inlined(ref: dict[str, Any], enclosing: frozenset[str], depth: int) -> bool:
+    return (
+        ref["k"] == "struct"
+        and depth < 2
+        and ref["t"] not in enclosing
+        and len(STRUCTS[ref["t"]]["fields"]) <= _INLINE_MEMBERS
+    )
+
+
+def _struct_lines(type_name: str, d: str, out: str, depth: int, enclosing: frozenset[str]) -> list[str]:
+    """Statements writing into ``out`` (a new dict) what Go writes for the non-empty decoded ``d``."""
     fields = STRUCTS[type_name]["fields"]
     optional = [_optional(ref, omit) for _name, ref, omit in fields]
     # Member i may end the function when every later member is optional: nothing else is written.
     can_exit = [all(optional[i + 1 :]) and i + 1 < len(fields) for i in range(len(fields))]
-    counting = len(fields) >= _EARLY_EXIT_MEMBERS and any(can_exit)
+    counting = depth == 0 and len(fields) >= _EARLY_EXIT_MEMBERS and any(can_exit)
     last_exit = max((i for i, flag in enumerate(can_exit) if flag), default=-1) if counting else -1
-    lines = [f"def {_encoder_name(type_name)}(d):", f"    if not d: return {_zero_json(type_name)!r}"]
-    lines.append("    out = {}")
-    if counting:
-        lines.append("    n = len(d)")
+    v = "v" if depth == 0 else f"w{depth}"
+    y = "y" if depth == 0 else f"y{depth}"
+    get = "get" if depth == 0 else f"{d}.get"
+    inner = enclosing | {type_name}
+    lines = ["n = len(d)"] if counting else []
     for i, (name, ref, omit) in enumerate(fields):
         omitzero = "z" in omit
         kind, pointer = ref["k"], bool(ref.get("p"))
         key = repr(name)
-        expr = _value_expr(ref, "v")
+        if _inlined(ref, inner, depth):
+            sub = f"o{depth + 1}"
+            body = _struct_lines(ref["t"], v, sub, depth + 1, inner)
+            assign = [
+                f"if {v}:",
+                f"    {sub} = {{}}",
+                *(f"    {line}" for line in body),
+                f"    {out}[{key}] = {sub}",
+                f"else: {out}[{key}] = {_zero_json(ref['t'])!r}",
+            ]
+        else:
+            assign = [f"{out}[{key}] = {_value_expr(ref, v)}"]
         if optional[i]:
             # Optional member: usually absent, so test membership before fetching.
-            test = "v is not None" if pointer else "v"
-            lines.append(f"    if {key} in d:")
-            lines.append(f"        v = d[{key}]")
-            lines.append(f"        if {test}: out[{key}] = {expr}")
+            test = f"{v} is not None" if pointer else v
+            lines.append(f"if {key} in {d}:")
+            lines.append(f"    {v} = {d}[{key}]")
+            lines.append(f"    if {test}:")
+            lines += [f"        {line}" for line in assign]
             if counting and i <= last_exit:
-                lines.append("        n -= 1")
+                lines.append("    n -= 1")
                 if can_exit[i]:
-                    lines.append("        if not n: return out")
+                    lines.append(f"    if not n: return {out}")
             continue
         counted = counting and i <= last_exit
         if counted:
             # A written member before an exit point: counted only when present.
-            lines.append(f"    if {key} in d:")
-            lines.append("        n -= 1")
-        lines.append(f"    v = get({key})")
+            lines.append(f"if {key} in {d}:")
+            lines.append("    n -= 1")
+        lines.append(f"{v} = {get}({key})")
         if pointer or kind in ("slice", "map"):
-            lines.append(f"    out[{key}] = None if v is None else {expr}")
+            lines.append(f"if {v} is None: {out}[{key}] = None")
+            lines.append("else:")
+            lines += [f"    {line}" for line in assign]
         elif kind == "struct":
-            lines.append(f"    out[{key}] = {expr}")
+            lines += assign  # an absent struct is empty: its zero encoding
         elif kind == "custom":
+            expr = _value_expr(ref, v)
             if omitzero:
-                lines.append("    if v is not None:")
-                lines.append(f"        y = {expr}")
-                lines.append(f"        if y is not None and y != '0': out[{key}] = y")
+                lines.append(f"if {v} is not None:")
+                lines.append(f"    {y} = {expr}")
+                lines.append(f"    if {y} is not None and {y} != '0': {out}[{key}] = {y}")
             else:
                 zero = _CUSTOM_ZERO_JSON[ref["c"]]
-                lines.append(f"    out[{key}] = {zero!r} if v is None else {expr}")
+                lines.append(f"{out}[{key}] = {zero!r} if {v} is None else {expr}")
         else:
             zero = _ZERO_SCALARS.get(kind, 0)
-            lines.append(f"    out[{key}] = {zero!r} if v is None else v")
+            lines.append(f"{out}[{key}] = {zero!r} if {v} is None else {v}")
         if counted and can_exit[i]:
-            lines.append("    if not n: return out")
+            lines.append(f"if not n: return {out}")
+    return lines
+
+
+def _encoder_source(type_name: str) -> str:
+    # The zero encoding is a literal, so each call builds fresh containers (callers may edit the result).
+    body = _struct_lines(type_name, "d", "out", 0, frozenset())
+    lines = [f"def {_encoder_name(type_name)}(d):", f"    if not d: return {_zero_json(type_name)!r}"]
+    lines.append("    out = {}")
+    if any(line.startswith("v = get(") for line in body):
+        lines.append("    get = d.get")
+    lines += [f"    {line}" for line in body]
     lines.append("    return out")
-    if any(line.startswith("    v = get(") for line in lines):
-        lines.insert(3, "    get = d.get")
     return "\n".join(lines)
 
 
