@@ -38,7 +38,9 @@ def apply_instancetype(instancetype: JSON, preference: JSON | None, tspec: JSON,
     conflicts: list[str] = []
     _node_selector(instancetype, tspec, conflicts)
     _scheduler_name(instancetype, tspec, conflicts)
-    domain = child(tspec, "domain")
+    domain: JSON | None = tspec.get("domain")
+    if domain is None:
+        domain = tspec["domain"] = {}
     _cpu(instancetype, preference, domain, conflicts)
     _memory(instancetype, domain, conflicts)
     _io_threads(instancetype, domain, conflicts)
@@ -75,7 +77,9 @@ def _scheduler_name(it: JSON, tspec: JSON, conflicts: list[str]) -> None:
 
 
 def _cpu(it: JSON, preference: JSON | None, domain: JSON, conflicts: list[str]) -> None:
-    cpu = child(domain, "cpu")
+    cpu: JSON | None = domain.get("cpu")
+    if cpu is None:
+        cpu = domain["cpu"] = {}
     it_cpu = it.get("cpu") or {}
     resources = domain.get("resources")
     found: list[str] = []
@@ -117,7 +121,9 @@ def _cpu(it: JSON, preference: JSON | None, domain: JSON, conflicts: list[str]) 
 
 
 def _memory(it: JSON, domain: JSON, conflicts: list[str]) -> None:
-    memory = child(domain, "memory")
+    memory: JSON | None = domain.get("memory")
+    if memory is None:
+        memory = domain["memory"] = {}
     it_memory = it.get("memory") or {}
     resources = domain.get("resources") or {}
     conflict = None
@@ -177,7 +183,9 @@ def _device_list(it: JSON, key: str, domain: JSON, conflicts: list[str]) -> None
     items = it.get(key)
     if not items:
         return
-    devices = child(domain, "devices")
+    devices: JSON | None = domain.get("devices")
+    if devices is None:
+        devices = domain["devices"] = {}
     if devices.get(key):
         conflicts.append(f"{BASE}.domain.devices.{key}")
         return
@@ -187,7 +195,9 @@ def _device_list(it: JSON, key: str, domain: JSON, conflicts: list[str]) -> None
 def _annotations(annotations: JSON | None, tmeta: JSON, conflicts: list[str]) -> None:
     if not annotations:
         return  # an empty map is not written, so none is created for nothing
-    target = child(tmeta, "annotations")
+    target: JSON | None = tmeta.get("annotations")
+    if target is None:
+        target = tmeta["annotations"] = {}
     # Go ranges over the map in random order; with one conflicting key (all KubeVirt can pin) the
     # order does not matter, and with several we report them sorted so the answer is stable.
     for key, value in sorted(annotations.items()):

@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any
 
 from apiserver.render.errors import Cause, ExpandError
-from apiserver.render.tree import child
 
 JSON = dict[str, Any]
 
@@ -55,7 +54,9 @@ _BINDING_METHODS = ("bridge", "slirp", "masquerade", "sriov", "macvtap", "passt"
 
 
 def apply_preference(preference: JSON, tspec: JSON, tmeta: JSON) -> None:
-    domain = child(tspec, "domain")
+    domain: JSON | None = tspec.get("domain")
+    if domain is None:
+        domain = tspec["domain"] = {}
     _cpu_features(preference, domain)
     _devices(preference, tspec, domain)
     _features(preference, domain)
@@ -73,7 +74,9 @@ def apply_preference(preference: JSON, tspec: JSON, tmeta: JSON) -> None:
         tspec["architecture"] = arch
     pref_annotations = preference.get("annotations")
     if pref_annotations:  # an empty map is not written, so none is created for nothing
-        annotations = child(tmeta, "annotations")
+        annotations: JSON | None = tmeta.get("annotations")
+        if annotations is None:
+            annotations = tmeta["annotations"] = {}
         for key, value in pref_annotations.items():
             annotations.setdefault(key, value)
     launch = preference.get("preferredLaunchSecurity")
@@ -104,7 +107,9 @@ def _devices(preference: JSON, tspec: JSON, domain: JSON) -> None:
     prefs = preference.get("devices")
     if prefs is None:
         return
-    devices = child(domain, "devices")
+    devices: JSON | None = domain.get("devices")
+    if devices is None:
+        devices = domain["devices"] = {}
     # The fill-if-absent members write distinct keys, so one pass over the preferences present does
     # them all (a preference names a few of the ten).
     for pref_key, value in prefs.items():
@@ -119,7 +124,9 @@ def _devices(preference: JSON, tspec: JSON, domain: JSON) -> None:
         sound["model"] = sound_model
     video_type = prefs.get("preferredVideoType")
     if video_type is not None:
-        video = child(devices, "video")
+        video: JSON | None = devices.get("video")
+        if video is None:
+            video = devices["video"] = {}
         if not video.get("type"):
             video["type"] = video_type
     _disks(prefs, devices)
@@ -209,14 +216,18 @@ def _features(preference: JSON, domain: JSON) -> None:
     prefs = preference.get("features")
     if prefs is None:
         return
-    features = child(domain, "features")
+    features: JSON | None = domain.get("features")
+    if features is None:
+        features = domain["features"] = {}
     if prefs.get("preferredAcpi") is not None:
         features["acpi"] = prefs["preferredAcpi"]
     if prefs.get("preferredApic") is not None and features.get("apic") is None:
         features["apic"] = prefs["preferredApic"]
     hyperv_prefs = prefs.get("preferredHyperv")
     if hyperv_prefs is not None:
-        hyperv = child(features, "hyperv")
+        hyperv: JSON | None = features.get("hyperv")
+        if hyperv is None:
+            hyperv = features["hyperv"] = {}
         for member in _HYPERV:
             if hyperv_prefs.get(member) is not None and hyperv.get(member) is None:
                 hyperv[member] = hyperv_prefs[member]
@@ -229,7 +240,12 @@ def _firmware(preference: JSON, domain: JSON) -> None:
     prefs = preference.get("firmware")
     if prefs is None:
         return
-    bootloader = child(child(domain, "firmware"), "bootloader")
+    firmware: JSON | None = domain.get("firmware")
+    if firmware is None:
+        firmware = domain["firmware"] = {}
+    bootloader: JSON | None = firmware.get("bootloader")
+    if bootloader is None:
+        bootloader = firmware["bootloader"] = {}
     if prefs.get("preferredUseBios") and bootloader.get("bios") is None and bootloader.get("efi") is None:
         bootloader["bios"] = {}
     bios = bootloader.get("bios")
@@ -252,7 +268,9 @@ def _firmware(preference: JSON, domain: JSON) -> None:
 def _machine(preference: JSON, domain: JSON) -> None:
     machine_type = (preference.get("machine") or {}).get("preferredMachineType")
     if machine_type:
-        machine = child(domain, "machine")
+        machine: JSON | None = domain.get("machine")
+        if machine is None:
+            machine = domain["machine"] = {}
         if not machine.get("type"):
             machine["type"] = machine_type
 
@@ -261,7 +279,9 @@ def _clock(preference: JSON, domain: JSON) -> None:
     prefs = preference.get("clock")
     if prefs is None:
         return
-    clock = child(domain, "clock")
+    clock: JSON | None = domain.get("clock")
+    if clock is None:
+        clock = domain["clock"] = {}
     offset = prefs.get("preferredClockOffset")
     if offset is not None and clock.get("utc") is None and clock.get("timezone") is None:
         clock.pop("utc", None)

@@ -18,7 +18,12 @@ JSON = dict[str, Any]
 
 
 def set_default_volume_disks(tspec: JSON) -> None:
-    devices = child(child(tspec, "domain"), "devices")
+    domain: JSON | None = tspec.get("domain")
+    if domain is None:
+        domain = tspec["domain"] = {}
+    devices: JSON | None = domain.get("devices")
+    if devices is None:
+        devices = domain["devices"] = {}
     volumes = tspec.get("volumes")
     if not volumes:
         return
@@ -33,7 +38,12 @@ def set_default_volume_disks(tspec: JSON) -> None:
 
 
 def set_default_network_interface(config: ClusterConfig, tspec: JSON) -> None:
-    devices = child(child(tspec, "domain"), "devices")
+    domain: JSON | None = tspec.get("domain")
+    if domain is None:
+        domain = tspec["domain"] = {}
+    devices: JSON | None = domain.get("devices")
+    if devices is None:
+        devices = domain["devices"] = {}
     if devices.get("autoattachPodInterface") is False:
         return
     if tspec.get("networks") or devices.get("interfaces"):
@@ -67,8 +77,12 @@ def _nonzero(resources: JSON, group: str, name: str) -> bool:
 def set_vmi_spec_defaults(config: ClusterConfig, tspec: JSON) -> None:
     if not tspec.get("architecture"):
         tspec["architecture"] = config.default_architecture
-    domain = child(tspec, "domain")
-    machine = child(domain, "machine")
+    domain: JSON | None = tspec.get("domain")
+    if domain is None:
+        domain = tspec["domain"] = {}
+    machine: JSON | None = domain.get("machine")
+    if machine is None:
+        machine = domain["machine"] = {}
     if not machine.get("type"):
         machine["type"] = config.machine_type_for(tspec.get("architecture", ""))
     _resource_requests(config, domain)
@@ -88,7 +102,9 @@ def set_vmi_spec_defaults(config: ClusterConfig, tspec: JSON) -> None:
 
 
 def _resource_requests(config: ClusterConfig, domain: JSON) -> None:
-    resources = child(domain, "resources")
+    resources: JSON | None = domain.get("resources")
+    if resources is None:
+        resources = domain["resources"] = {}
     if (
         resources.get("limits")
         and _nonzero(resources, "limits", "cpu")
@@ -102,10 +118,11 @@ def _resource_requests(config: ClusterConfig, domain: JSON) -> None:
 
 
 def _guest_memory(domain: JSON) -> None:
-    memory = domain.get("memory")
+    memory: JSON | None = domain.get("memory")
     if memory is not None and memory.get("guest") is not None:
         return
-    memory = child(domain, "memory")
+    if memory is None:
+        memory = domain["memory"] = {}
     resources = domain.get("resources") or {}
     if _nonzero(resources, "requests", "memory"):
         memory["guest"] = resources["requests"]["memory"]
@@ -118,10 +135,11 @@ def _guest_memory(domain: JSON) -> None:
 
 
 def _cpu_topology(domain: JSON) -> None:
-    cpu = domain.get("cpu")
+    cpu: JSON | None = domain.get("cpu")
     if cpu is not None and (cpu.get("cores") or cpu.get("sockets") or cpu.get("threads")):
         return
-    cpu = child(domain, "cpu")
+    if cpu is None:
+        cpu = domain["cpu"] = {}
     resources = domain.get("resources") or {}
     sockets = 1
     limit = (resources.get("limits") or {}).get("cpu")

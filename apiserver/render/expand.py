@@ -25,7 +25,6 @@ from apiserver.render.errors import CAUSE_INVALID, CAUSE_REQUIRED, CAUSE_TYPE_IN
 from apiserver.render.find import find_instancetype, find_preference
 from apiserver.render.infer import infer_matchers
 from apiserver.render.objects import ObjectLookup
-from apiserver.render.tree import child
 
 JSON = dict[str, Any]
 CONFLICT_FMT = "VM field(s) {} conflicts with selected instance type"
@@ -128,8 +127,12 @@ def _expand_in_place(
         # KubeVirt dereferences the nil template and panics; we name the missing field instead.
         message = "spec.template is required to expand a VirtualMachine"
         raise ExpandError.invalid(message, Cause("spec.template", message, CAUSE_REQUIRED), name=name)
-    tspec = child(template, "spec")
-    tmeta = child(template, "metadata")
+    tspec: JSON | None = template.get("spec")
+    if tspec is None:
+        tspec = template["spec"] = {}
+    tmeta: JSON | None = template.get("metadata")
+    if tmeta is None:
+        tmeta = template["metadata"] = {}
 
     set_default_volume_disks(tspec)
     set_default_network_interface(config, tspec)
