@@ -33,21 +33,23 @@ _DEVICE_FLAGS = (
 _FILL_IF_ABSENT: dict[str, str] = dict(
     (*_DEVICE_FLAGS, ("preferredRng", "rng"), ("preferredTPM", "tpm"), *_AUTOATTACH)
 )
-_HYPERV = (
-    "evmcs",
-    "frequencies",
-    "ipi",
-    "reenlightenment",
-    "relaxed",
-    "reset",
-    "runtime",
-    "spinlocks",
-    "synic",
-    "synictimer",
-    "tlbflush",
-    "vapic",
-    "vpindex",
-    "vendorid",
+_HYPERV = frozenset(
+    (
+        "evmcs",
+        "frequencies",
+        "ipi",
+        "reenlightenment",
+        "relaxed",
+        "reset",
+        "runtime",
+        "spinlocks",
+        "synic",
+        "synictimer",
+        "tlbflush",
+        "vapic",
+        "vpindex",
+        "vendorid",
+    )
 )
 _SIMPLE_FEATURES = (("preferredKvm", "kvm"), ("preferredPvspinlock", "pvspinlock"), ("preferredSmm", "smm"))
 _BINDING_METHODS = ("bridge", "slirp", "masquerade", "sriov", "macvtap", "passt", "passtBinding")
@@ -228,9 +230,10 @@ def _features(preference: JSON, domain: JSON) -> None:
         hyperv: JSON | None = features.get("hyperv")
         if hyperv is None:
             hyperv = features["hyperv"] = {}
-        for member in _HYPERV:
-            if hyperv_prefs.get(member) is not None and hyperv.get(member) is None:
-                hyperv[member] = hyperv_prefs[member]
+        # Only the members the preference sets (a few of the fourteen) are looked at.
+        for member, value in hyperv_prefs.items():
+            if value is not None and member in _HYPERV and hyperv.get(member) is None:
+                hyperv[member] = value
     for pref_key, member in _SIMPLE_FEATURES:
         if prefs.get(pref_key) is not None and features.get(member) is None:
             features[member] = prefs[pref_key]

@@ -158,13 +158,18 @@ def find_spec(family: _Family, vm: JSON, lookup: ObjectLookup) -> JSON | None:
     matcher = spec.get(family.matcher)
     if matcher is None:
         return None
-    namespace = _str((vm.get("metadata") or _NO_META).get("namespace"))
+    # Inline type checks: this runs twice per request, and a call per string costs more than the rest.
+    namespace = (vm.get("metadata") or _NO_META).get("namespace")
+    if type(namespace) is not str:
+        namespace = ""
 
-    revision_name = _str(matcher.get("revisionName"))
-    if revision_name:
+    revision_name = matcher.get("revisionName")
+    if revision_name and type(revision_name) is str:
         return _from_revision(family, lookup, namespace, revision_name, family.revision_field)
 
-    name = _str(matcher.get("name"))
+    name = matcher.get("name")
+    if type(name) is not str:
+        name = ""
     status = vm.get("status")
     status_ref = status.get(family.status_ref) if status else None
     ref_revision = (
@@ -177,7 +182,9 @@ def find_spec(family: _Family, vm: JSON, lookup: ObjectLookup) -> JSON | None:
         if isinstance(labels, Mapping) and labels.get(OBJECT_NAME_LABEL) == name:
             return _decode_revision(family, rev, field)
 
-    kind = _str(matcher.get("kind"))
+    kind = matcher.get("kind")
+    if type(kind) is not str:
+        kind = ""
     canonical_kind = family.kinds.get(kind) or family.kinds.get(kind.lower())
     if canonical_kind is None:
         message = f"got unexpected kind in {family.go_matcher}: {kind}"
