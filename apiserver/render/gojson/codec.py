@@ -675,18 +675,6 @@ def _fast_member_lines(ref: dict[str, Any], mode: int, fn: Decoder, key: str) ->
     return ["if x is not None:", f"    out[{key}] = {call}"]
 
 
-def _dispatch_lines(cases: list[list[str]], first: int, indent: str) -> list[str]:
-    """A binary search over member indexes ``first..first+len(cases)-1``, each leaf one member's code."""
-    if len(cases) == 1:
-        return [indent + line for line in cases[0]]
-    half = len(cases) // 2
-    lines = [f"{indent}if i < {first + half}:"]
-    lines += _dispatch_lines(cases[:half], first, indent + "    ")
-    lines.append(f"{indent}else:")
-    lines += _dispatch_lines(cases[half:], first + half, indent + "    ")
-    return lines
-
-
 def _fast_decoder_source(type_name: str) -> str:
     # Declared members are tested in order, counting the input's keys: once every key is decoded the
     # rest are skipped, and keys left over at the end (unknown or case-folded names) hand the struct to
