@@ -427,7 +427,9 @@ class _Compiler:
 # the input), so it is the hot loop. Each struct gets a straight-line function generated from its member
 # plan: one membership test per optional member (cheaper than a ``get`` call, and most are absent), no
 # dispatch, C-level loops (``map``, ``sorted``) for lists and maps, and an empty struct answered with its
-# precomputed zero encoding. Struct encoders call each other by global name in one shared namespace, so
+# precomputed zero encoding. A struct with many members counts the keys it has left and returns once all
+# are written (when no later member must be written anyway); member structs with few members are encoded
+# inline, without a call. Struct encoders call each other by global name in one shared namespace, so
 # recursive types work.
 
 
