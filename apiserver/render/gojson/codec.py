@@ -548,7 +548,10 @@ def _struct_lines(type_name: str, d: str, out: str, depth: int, enclosing: froze
             # A written member before an exit point: counted only when present.
             lines.append(f"if {key} in {d}:")
             lines.append("    n -= 1")
-        lines.append(f"{v} = {get}({key})")
+            lines.append(f"    {v} = {d}[{key}]")
+            lines.append(f"else: {v} = None")
+        else:
+            lines.append(f"{v} = {get}({key})")
         if pointer or kind in ("slice", "map"):
             lines.append(f"if {v} is None: {out}[{key}] = None")
             lines.append("else:")
@@ -577,7 +580,10 @@ def _encoder_source(type_name: str) -> str:
     body = _struct_lines(type_name, "d", "out", 0, frozenset())
     lines = [f"def {_encoder_name(type_name)}(d):", f"    if not d: return {_zero_json(type_name)!r}"]
     lines.append("    out = {}")
-    if any(line.startswith("v = get(") for line in body):
+    gets = sum(line.startswith("v = get(") for line in body)
+    if gets == 1:  # binding the method costs more than it saves for one call
+        body = [line.replace("v = get(", "v = d.get(", 1) for line in body]
+    elif gets:
         lines.append("    get = d.get")
     lines += [f"    {line}" for line in body]
     lines.append("    return out")
