@@ -3,22 +3,23 @@
 Requests are labelled by route template, never by raw path, so names and namespaces cannot blow up
 the series count. Source caches are read at scrape time through
 :class:`~apiserver.sources.base.ReportsCacheStats`, so sources need not know Prometheus.
+
+The request metrics (count, latency histogram, in flight) are plain integers and floats bumped per
+request and turned into Prometheus families only when scraped (:class:`_RequestCollector`): a
+prometheus_client child takes a lock and several calls per update, a visible share of a request
+answered from the response cache. Names, labels, types, buckets and values are those the client
+library's Counter, Histogram and Gauge would export.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable
 
-from prometheus_client import (
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    Histogram,
-    disable_created_metrics,
-    generate_latest,
-)
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client import CollectorRegistry, Counter, disable_created_metrics, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from apiserver.sources.base import ReportsCacheStats
 
@@ -51,6 +52,52 @@ class _SourceCollector(Collector):
         return [size, hits, misses]
 
 
+class _Latency:
+    """One histogram series: observations per bucket (not cumulative; +Inf last) and their sum."""
+
+    __slots__ = ("counts", "sum")
+
+    def __init__(self) -> None:
+        self.counts = [0] * (len(_BUCKETS) + 1)
+        self.sum = 0.0
+
+
+class _RequestCollector(Collector):
+    """The request metrics, kept as numbers and exported at scrape time."""
+
+    def __init__(self) -> None:
+        # Route templates are few (the router's, or "other"), so these stay small.
+        self.requests: dict[tuple[str, str, int], list[int]] = {}
+        self.latency: dict[tuple[str, str], _Latency] = {}
+        self.in_flight = 0
+        self._le = [floatToGoString(b) for b in _BUCKETS] + ["+Inf"]  # type: ignore[no-untyped-call]
+
+    def collect(self) -> Iterable[Metric]:
+        requests = CounterMetricFamily(
+            f"{_PREFIX}_http_requests",
+            "HTTP requests by route template, method and response code.",
+            labels=["endpoint", "verb", "code"],
+        )
+        for (endpoint, verb, code), count in list(self.requests.items()):
+            requests.add_metric([endpoint, verb, str(code)], float(count[0]))
+        latency = HistogramMetricFamily(
+            f"{_PREFIX}_http_request_duration_seconds",
+            "Time from receiving a request to finishing its response, by route template and method.",
+            labels=["endpoint", "verb"],
+        )
+        for (endpoint, verb), series in list(self.latency.items()):
+            total = 0
+            buckets: list[tuple[str, float]] = []
+            for le, n in zip(self._le, series.counts, strict=True):
+                total += n
+                buckets.append((le, float(total)))
+            latency.add_metric([endpoint, verb], buckets, series.sum)
+        in_flight = GaugeMetricFamily(
+            f"{_PREFIX}_http_requests_in_flight", "Requests being served.", value=float(self.in_flight)
+        )
+        return [requests, latency, in_flight]
+
+
 class Metrics:
     """Every metric the server exports."""
 
@@ -58,22 +105,8 @@ class Metrics:
         # The ``*_created`` series double the output and no dashboard reads them.
         disable_created_metrics()  # type: ignore[no-untyped-call]
         self.registry = CollectorRegistry()
-        self.requests = Counter(
-            f"{_PREFIX}_http_requests",
-            "HTTP requests by route template, method and response code.",
-            ["endpoint", "verb", "code"],
-            registry=self.registry,
-        )
-        self.latency = Histogram(
-            f"{_PREFIX}_http_request_duration_seconds",
-            "Time from receiving a request to finishing its response, by route template and method.",
-            ["endpoint", "verb"],
-            buckets=_BUCKETS,
-            registry=self.registry,
-        )
-        self.in_flight = Gauge(
-            f"{_PREFIX}_http_requests_in_flight", "Requests being served.", registry=self.registry
-        )
+        self._requests = _RequestCollector()
+        self.registry.register(self._requests)
         self.render_errors = Counter(
             f"{_PREFIX}_render_errors",
             "Expand requests that failed, by Status reason (Invalid, NotFound, ServiceUnavailable, ...).",
@@ -81,22 +114,33 @@ class Metrics:
             registry=self.registry,
         )
 
-        # Route templates are few (the router's, or "other"), so this stays small.
-        self._children: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
-
     def watch_source(self, source: object) -> None:
         """Export the cache figures of ``source`` if it reports any."""
         if isinstance(source, ReportsCacheStats):
             self.registry.register(_SourceCollector(source))
 
+    def started(self) -> None:
+        """A request came in (``kubevirt_expand_http_requests_in_flight``)."""
+        self._requests.in_flight += 1
+
     def observe(self, endpoint: str, verb: str, code: int, seconds: float) -> None:
-        # labels() takes a lock and builds a key each time: keep the children of the few combinations.
-        children = self._children.get((endpoint, verb, code))
-        if children is None:
-            children = (self.requests.labels(endpoint, verb, str(code)), self.latency.labels(endpoint, verb))
-            self._children[(endpoint, verb, code)] = children
-        children[0].inc()
-        children[1].observe(seconds)
+        """A request was answered: counted by code, its latency by route template and method; no
+        longer in flight."""
+        collector = self._requests
+        collector.in_flight -= 1
+        count = collector.requests.get((endpoint, verb, code))
+        if count is None:
+            count = collector.requests[(endpoint, verb, code)] = [0]
+        count[0] += 1
+        series = collector.latency.get((endpoint, verb))
+        if series is None:
+            series = collector.latency[(endpoint, verb)] = _Latency()
+        series.counts[bisect_left(_BUCKETS, seconds)] += 1
+        series.sum += seconds
+
+    @property
+    def in_flight(self) -> int:
+        return self._requests.in_flight
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
