@@ -92,3 +92,19 @@ def _compare(formatter: logging.Formatter, fast: str, slow: str) -> None:
         assert stamp.sub("", fast) == (
             "INFO apiserver.access: PUT /apis/g/v1/namespaces/d/expand-vm-spec?presets=true 422 12.3ms user=jane"
         )
+
+
+@pytest.mark.parametrize("formatter", [TextFormatter(), JSONFormatter()], ids=["text", "json"])
+@pytest.mark.parametrize("now", [1700000000.123, 1700000000.9996, 1700000001.0])
+def test_fast_line_has_the_logrecord_timestamp(
+    formatter: logging.Formatter, now: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whole lines, timestamps included, at a frozen clock (and across a second boundary)."""
+    monkeypatch.setattr("time.time", lambda: now)
+    with root_handler() as (stream, handler):
+        handler.setFormatter(formatter)
+        fast, slow = _both(stream, handler)
+    assert fast == slow
+    if isinstance(formatter, TextFormatter):
+        expected = logging.Formatter("%(asctime)s").formatTime(logging.makeLogRecord({"created": now}))
+        assert fast.startswith(expected.rpartition(",")[0])

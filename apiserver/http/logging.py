@@ -28,10 +28,20 @@ _access = logging.getLogger(ACCESS_LOGGER)
 class JSONFormatter(logging.Formatter):
     """One JSON object per line; the access log's fields become top-level members."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._second = -1
+        self._stamp = ""
+
+    def _time(self, created: float, msecs: float) -> str:
+        second = int(created)
+        if second != self._second:  # strftime once per second, not per line
+            self._second, self._stamp = second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created))
+        return f"{self._stamp}.{int(msecs):03d}Z"
+
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
-            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-            + f".{int(record.msecs):03d}Z",
+            "time": self._time(record.created, record.msecs),
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),
@@ -41,6 +51,12 @@ class JSONFormatter(logging.Formatter):
             entry.update(fields)
         if record.exc_info:
             entry["error"] = self.formatException(record.exc_info)
+        return orjson.dumps(entry, default=str).decode()
+
+    def access_line(self, created: float, msecs: float, message: str, fields: dict[str, Any]) -> str:
+        """What :meth:`format` writes for an access record, without the record."""
+        entry = {"time": self._time(created, msecs), "level": "info", "logger": ACCESS_LOGGER, "msg": message}
+        entry.update(fields)
         return orjson.dumps(entry, default=str).decode()
 
 
@@ -53,10 +69,22 @@ class TextFormatter(logging.Formatter):
         self._stamp = ""
 
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
-        second = int(record.created)
-        if second != self._second:
-            self._second, self._stamp = second, super().formatTime(record, datefmt).rpartition(",")[0]
-        return f"{self._stamp},{int(record.msecs):03d}"
+        if datefmt is not None:
+            return super().formatTime(record, datefmt)
+        return self._time(record.created, record.msecs)
+
+    def _time(self, created: float, msecs: float) -> str:
+        second = int(created)
+        if second != self._second:  # what Formatter.formatTime gives, less the milliseconds
+            self._second, self._stamp = (
+                second,
+                time.strftime(self.default_time_format, self.converter(created)),
+            )
+        return f"{self._stamp},{int(msecs):03d}"
+
+    def access_line(self, created: float, msecs: float, message: str) -> str:
+        """What :meth:`format` writes for an access record (no exception, no stack), without the record."""
+        return f"{self._time(created, msecs)} INFO {ACCESS_LOGGER}: {message}"
 
 
 class BatchingStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -84,6 +112,18 @@ class BatchingStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
         if record.levelno >= logging.WARNING or len(self._pending) >= self.max_lines:
             self.flush()
             return
+        self._flush_later()
+
+    def write_line(self, line: str) -> None:
+        """An INFO line already formatted (the access log's fast path), queued as :meth:`emit` would."""
+        with self.lock:  # type: ignore[union-attr]
+            self._pending.append(line + self.terminator)
+            if len(self._pending) >= self.max_lines:
+                self.flush()
+                return
+        self._flush_later()
+
+    def _flush_later(self) -> None:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # a thread or plain code: no loop to flush later
@@ -182,21 +222,40 @@ def log_request(request: web.Request, code: int, seconds: float) -> None:
     if not _access.isEnabledFor(logging.INFO):
         return
     user = user_name(request)
+    method, path, query = request.method, request.path, request.query_string
+    args = (
+        method,
+        f"{path}?{query}" if query else path,
+        code,
+        seconds * 1000,
+        f" user={user}" if user else "",
+    )
+    handler = _sole_handler()
+    if handler is not None and not handler.filters:
+        formatter = handler.formatter
+        if type(formatter) is TextFormatter:  # the line straight from its parts: no record, no fields
+            created = time.time()
+            msecs = int((created - int(created)) * 1000) + 0.0
+            handler.write_line(formatter.access_line(created, msecs, _ACCESS_FORMAT % args))
+            return
     fields: dict[str, Any] = {
-        "method": request.method,
-        "path": request.path,
+        "method": method,
+        "path": path,
         "code": code,
         "latency_ms": round(seconds * 1000, 3),
     }
-    if request.query_string:
-        fields["query"] = request.query_string
+    if query:
+        fields["query"] = query
     if user:
         fields["user"] = user
     fields["remote"] = request.remote
-    target = request.path + (f"?{request.query_string}" if request.query_string else "")
-    args = (request.method, target, code, seconds * 1000, f" user={user}" if user else "")
-    handler = _sole_handler()
     if handler is not None:
+        formatter = handler.formatter
+        if not handler.filters and type(formatter) is JSONFormatter:
+            created = time.time()
+            msecs = int((created - int(created)) * 1000) + 0.0
+            handler.write_line(formatter.access_line(created, msecs, _ACCESS_FORMAT % args, fields))
+            return
         handler.handle(_AccessRecord(args, fields))  # type: ignore[arg-type]
         return
     # makeRecord + handle: Logger.info would also walk the stack for the caller's file and line.
