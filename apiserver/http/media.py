@@ -148,6 +148,18 @@ def respond_cacheable(
     return respond_tagged(request, body, content_type, etag_of(body), headers=headers)
 
 
+def tagged_headers(
+    etag: str, content_type: str | None, headers: Iterable[tuple[str, str]] = ()
+) -> CIMultiDict[str]:
+    """The headers of :func:`respond_tagged`'s answer (a 304 has no ``Content-Type``)."""
+    all_headers = CIMultiDict(headers)
+    all_headers["ETag"] = etag
+    all_headers["Vary"] = "Accept"
+    if content_type is not None:
+        all_headers["Content-Type"] = content_type
+    return all_headers
+
+
 def respond_tagged(
     request: web.Request,
     body: bytes,
@@ -155,13 +167,11 @@ def respond_tagged(
     etag: str,
     *,
     headers: Iterable[tuple[str, str]] = (),
+    prebuilt: CIMultiDict[str] | None = None,
 ) -> web.Response:
-    """:func:`respond_cacheable` with the ``ETag`` of ``body`` already computed."""
-    all_headers = CIMultiDict(headers)
-    all_headers["ETag"] = etag
-    all_headers["Vary"] = "Accept"
+    """:func:`respond_cacheable` with the ``ETag`` of ``body`` already computed; ``prebuilt``: the
+    200's headers from :func:`tagged_headers` for these arguments, kept by the caller."""
     match = request.headers.get("If-None-Match")
     if match and _if_none_match(match, etag):
-        return web.Response(status=304, headers=all_headers)
-    all_headers["Content-Type"] = content_type
-    return web.Response(status=200, body=body, headers=all_headers)
+        return web.Response(status=304, headers=tagged_headers(etag, None, headers))
+    return web.Response(body=body, headers=prebuilt or tagged_headers(etag, content_type, headers))

@@ -19,6 +19,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from multidict import CIMultiDict
+
 from apiserver.render import ExpandError
 from apiserver.render.objects import ObjectRef
 from apiserver.sources.base import Peekable
@@ -43,6 +45,8 @@ class Entry:
     kubevirt: Mapping[str, Any] | None
     pinned: object  # the VM instance whose id() is in the key, or None
     size: int
+    # The 200's headers, built on first use and copied into each response (routes.py).
+    headers: CIMultiDict[str] | None = None
 
 
 def _same_list(a: Sequence[Any] | object, b: Sequence[Any]) -> bool:

@@ -14,11 +14,12 @@ from collections.abc import Hashable, Mapping
 from typing import Any
 
 from aiohttp import web
+from multidict import CIMultiDict
 
-from apiserver.http.authn import check_references
+from apiserver.http.authn import GATE_KEY, check_references
 from apiserver.http.bodies import body_format, check_vm, parse, read_body
 from apiserver.http.errors import StatusError, bad_request, unavailable
-from apiserver.http.media import encode, etag_of, negotiate, respond_tagged
+from apiserver.http.media import encode, etag_of, negotiate, respond_tagged, tagged_headers
 from apiserver.http.metrics import Metrics
 from apiserver.http.respcache import Entry, ResponseCache, vm_token
 from apiserver.http.settings import Settings
@@ -137,13 +138,21 @@ class ExpandHandlers:
     async def _send(self, request: web.Request, entry: Entry, *, get: bool, media_type: str) -> web.Response:
         if entry.error is not None:
             raise self._failed(entry.error, get=get)
-        await check_references(request, entry.refs)  # --authorize-references: may the caller read them?
+        gate = request.get(GATE_KEY)
+        if gate is not None and gate.authorize_references:  # may the caller read what was rendered?
+            await check_references(request, entry.refs)
+        headers = entry.headers
+        if headers is None:  # built once per entry, copied by each Response
+            if get:
+                headers = tagged_headers(entry.etag, media_type, entry.warnings)
+            else:
+                headers = CIMultiDict([("Content-Type", media_type), *entry.warnings])
+            entry.headers = headers
         if get:
-            return respond_tagged(request, entry.body, media_type, entry.etag, headers=entry.warnings)
-        response = web.Response(body=entry.body, content_type=media_type)
-        for name, value in entry.warnings:
-            response.headers.add(name, value)
-        return response
+            return respond_tagged(
+                request, entry.body, media_type, entry.etag, headers=entry.warnings, prebuilt=headers
+            )
+        return web.Response(body=entry.body, headers=headers)
 
     async def get(self, request: web.Request) -> web.Response:
         """GET .../namespaces/{namespace}/virtualmachines/{name}/expand-spec"""
