@@ -8,10 +8,11 @@ not, so nothing downstream can mistake them for an identity. The caller is left 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
-from multidict import CIMultiDict
+from multidict import CIMultiDict, CIMultiDictProxy
 
 from apiserver.auth.identity import UserInfo
 from apiserver.auth.middleware import AuthGate, RequestInfo, Verdict
@@ -26,6 +27,51 @@ GATE_KEY = web.RequestKey("auth_gate", AuthGate)
 def _raise_if_refused(verdict: Verdict) -> None:
     if verdict.status is not None:
         raise StatusError(verdict.status, verdict.headers)
+
+
+RawHeaders = tuple[tuple[bytes, bytes], ...]
+# Clients repeat the same header sets (the aggregator: the same user and groups): strip each once.
+_STRIPPED: dict[tuple[RawHeaders, tuple[str, ...]], tuple[CIMultiDictProxy[str], RawHeaders]] = {}
+_STRIPPED_MAX = 256
+IN_PLACE = True  # replace the headers on the request itself when aiohttp allows it (tests turn it off)
+
+
+def _stripped(request: web.Request, strip: list[str]) -> tuple[CIMultiDictProxy[str], RawHeaders]:
+    """The request's headers without ``strip``, as aiohttp's ``clone(headers=...)`` would make them."""
+    key = (tuple(request.raw_headers), tuple(strip))
+    found = _STRIPPED.get(key)
+    if found is None:
+        headers = CIMultiDict(request.headers)
+        for name in strip:
+            headers.popall(name, None)
+        raw = tuple((k.encode("utf-8"), v.encode("utf-8")) for k, v in headers.items())
+        if len(_STRIPPED) >= _STRIPPED_MAX:
+            _STRIPPED.clear()
+        found = _STRIPPED[key] = (CIMultiDictProxy(headers), raw)
+    return found
+
+
+def _without(request: web.Request, strip: list[str]) -> web.Request:
+    """The request as the handler sees it: the same request with the headers replaced in place when
+    aiohttp's request keeps them where expected (a clone costs a new Request and a header copy each
+    time), else a clone. The outer middleware reads no headers, so it is unaffected either way."""
+    headers, raw = _stripped(request, strip)
+    inner: Any = request
+    message = getattr(inner, "_message", None)
+    cache = getattr(inner, "_cache", None)
+    if (
+        IN_PLACE
+        and isinstance(cache, dict)
+        and hasattr(message, "_replace")
+        and getattr(inner, "_headers", None) is request.headers
+    ):
+        inner._message = message._replace(headers=headers, raw_headers=raw)  # type: ignore[union-attr]
+        inner._headers = headers
+        cache.pop("headers", None)
+        cache.pop("raw_headers", None)
+        if request.headers is headers:
+            return request
+    return request.clone(headers=headers)
 
 
 def auth_middleware(gate: AuthGate) -> Middleware:
@@ -48,10 +94,7 @@ def auth_middleware(gate: AuthGate) -> Middleware:
         if "Authorization" in request.headers:
             strip.append("Authorization")
         if strip:
-            headers = CIMultiDict(request.headers)
-            for name in strip:
-                headers.popall(name, None)
-            request = request.clone(headers=headers)
+            request = _without(request, strip)
         return await handler(request)
 
     return authenticate

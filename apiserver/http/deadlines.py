@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from typing import Any
 
 
 class Deadline:
@@ -22,9 +23,9 @@ class Deadline:
 
     __slots__ = ("cancelling", "done", "due", "expired", "task")
 
-    def __init__(self, due: float, task: asyncio.Task[object], cancelling: int) -> None:
+    def __init__(self, due: float, task: asyncio.Task[Any], cancelling: int) -> None:
         self.due = due
-        self.task = task
+        self.task: asyncio.Task[Any] | None = task
         self.cancelling = cancelling  # the task's cancel requests before ours, as asyncio.timeout keeps
         self.done = False
         self.expired = False
@@ -33,9 +34,10 @@ class Deadline:
         """Mark the request ended; True when it was cancelled for its deadline and nobody else
         cancelled it (the cancellation is then a timeout, and has been withdrawn from the task)."""
         self.done = True
-        if not self.expired:
+        task, self.task = self.task, None  # a finished record must not keep the request alive
+        if not self.expired or task is None:
             return False
-        return self.task.uncancel() <= self.cancelling
+        return task.uncancel() <= self.cancelling
 
 
 class Deadlines:
@@ -81,7 +83,8 @@ class Deadlines:
             elif head.due <= now:
                 queue.popleft()
                 head.expired = True
-                head.task.cancel()
+                if head.task is not None:
+                    head.task.cancel()
             else:
                 break
         if not queue:

@@ -1,0 +1,86 @@
+"""Identity headers and ``Authorization`` never reach a handler, whatever path removes them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from apiserver.auth.identity import UserInfo
+from apiserver.auth.middleware import RequestInfo, Verdict
+from apiserver.http import authn
+from apiserver.http.logging import USER_KEY
+
+
+class AllowAll:
+    """A gate that lets everyone in as alice and names X-Remote-* as identity headers."""
+
+    authorize_references = False
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, list[str]]] = []
+
+    async def check(self, info: RequestInfo) -> Verdict:
+        self.seen.append({k.lower(): info.headers.getall(k, []) for k in info.headers})
+        return Verdict(user=UserInfo("alice", "", ("g",), {}, "test"))
+
+    def identity_headers(self, present: Iterable[str]) -> list[str]:
+        return [name for name in present if name.lower().startswith("x-remote-")]
+
+
+async def _echo(request: web.Request) -> web.Response:
+    body = await request.read()
+    return web.json_response(
+        {
+            "headers": [[k, v] for k, v in request.headers.items()],
+            "raw": [[k.decode(), v.decode()] for k, v in request.raw_headers],
+            "body": body.decode(),
+            "user": request.get(USER_KEY) is not None,
+        }
+    )
+
+
+@pytest.mark.parametrize("in_place", [True, False], ids=["in-place", "clone"])
+async def test_handler_sees_the_request_without_identity_headers(
+    in_place: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not in_place:  # as if aiohttp kept its headers elsewhere: the clone path
+        monkeypatch.setattr(authn, "IN_PLACE", False)
+    clones: list[int] = []
+    clone = web.Request.clone
+
+    def counting_clone(self: web.Request, **kw: Any) -> web.Request:
+        clones.append(1)
+        return clone(self, **kw)
+
+    monkeypatch.setattr(web.Request, "clone", counting_clone)
+    gate: Any = AllowAll()
+    app = web.Application(middlewares=[authn.auth_middleware(gate)])
+    app.router.add_route("*", "/echo", _echo)
+    async with TestClient(TestServer(app)) as client:
+        for method, data in (("GET", None), ("PUT", b'{"a": 1}'), ("PUT", b'{"a": 1}')):
+            headers = [
+                ("Authorization", "Bearer sekret"),
+                ("X-Remote-User", "mallory"),
+                ("X-Remote-Group", "system:masters"),
+                ("X-Remote-Group", "other"),
+                ("Accept", "application/json"),
+            ]
+            reply = await client.request(method, "/echo", headers=headers, data=data)
+            assert reply.status == 200
+            seen: dict[str, Any] = await reply.json()
+            names = [k.lower() for k, _ in seen["headers"]]
+            raw_names = [k.lower() for k, _ in seen["raw"]]
+            for hidden in ("authorization", "x-remote-user", "x-remote-group"):
+                assert hidden not in names and hidden not in raw_names
+            assert ["Accept", "application/json"] in seen["headers"]
+            assert seen["raw"] == seen["headers"]
+            assert seen["body"] == (data or b"").decode()
+            assert seen["user"] is True
+    assert len(clones) == (0 if in_place else 3)
+    # The gate itself was shown everything.
+    assert all(s["x-remote-group"] == ["system:masters", "other"] for s in gate.seen)
+    assert all(s["authorization"] == ["Bearer sekret"] for s in gate.seen)
