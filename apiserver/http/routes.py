@@ -34,6 +34,8 @@ _FALSE = ("false", "0", "")
 
 def query_flag(request: web.Request, name: str) -> bool:
     """A boolean query parameter: true/false/1/0 (absent = false); 400 naming it otherwise."""
+    if not request.query_string:  # the usual call: no query to parse
+        return False
     values = request.query.getall(name, [])
     if not values:
         return False
@@ -45,6 +47,12 @@ def query_flag(request: web.Request, name: str) -> bool:
     if value in _FALSE:
         return False
     raise bad_request(f'query parameter "{name}" must be true or false (or 1 or 0), not "{values[0]}"')
+
+
+def _checks_references(request: web.Request) -> bool:
+    """Whether ``--authorize-references`` asks for a review of what a cached answer read."""
+    gate = request.get(GATE_KEY)
+    return gate is not None and gate.authorize_references
 
 
 def warning_header(text: str) -> str:
@@ -111,6 +119,8 @@ class ExpandHandlers:
         if key is not None and source is not None:
             entry = cache.get(key, source)
             if entry is not None:
+                if entry.error is None and not _checks_references(request):  # nothing to await
+                    return self._response(request, entry, get=get, media_type=media_type)
                 return await self._send(request, entry, get=get, media_type=media_type)
         try:
             rendered = await render_traced(
@@ -138,9 +148,11 @@ class ExpandHandlers:
     async def _send(self, request: web.Request, entry: Entry, *, get: bool, media_type: str) -> web.Response:
         if entry.error is not None:
             raise self._failed(entry.error, get=get)
-        gate = request.get(GATE_KEY)
-        if gate is not None and gate.authorize_references:  # may the caller read what was rendered?
+        if _checks_references(request):  # may the caller read what was rendered?
             await check_references(request, entry.refs)
+        return self._response(request, entry, get=get, media_type=media_type)
+
+    def _response(self, request: web.Request, entry: Entry, *, get: bool, media_type: str) -> web.Response:
         headers = entry.headers
         if headers is None:  # built once per entry, copied by each Response
             if get:
@@ -201,6 +213,8 @@ class ExpandHandlers:
         if self.peekable is not None:
             entry = self.cache.get(key, self.peekable)
             if entry is not None:
+                if entry.error is None and not _checks_references(request):  # nothing to await
+                    return self._response(request, entry, get=False, media_type=media_type)
                 return await self._send(request, entry, get=False, media_type=media_type)
         kubevirt_messages = self.settings.kubevirt_error_codes
         doc = parse(data, fmt, kubevirt_messages=kubevirt_messages)
