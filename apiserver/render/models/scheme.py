@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from apiserver.render.gotext import go_quote
+
 # runtime.NewScheme() names a scheme after the file and line that created it.
 SCHEME_NAME = "kubevirt.io/client-go/kubevirt/scheme/register.go:43"
 
@@ -68,38 +70,6 @@ _GROUP_VERSIONS: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("snapshot.kubevirt.io", "v1beta1"): _SNAPSHOT_KINDS,
 }
 _GROUPS = frozenset(group for group, _ in _GROUP_VERSIONS)
-
-
-def go_quote(text: str) -> str:
-    """Go's ``%q``: a double-quoted string with Go escapes (printable runes kept as they are)."""
-    out = ['"']
-    for ch in text:
-        code = ord(ch)
-        if ch in _ESCAPES:
-            out.append(_ESCAPES[ch])
-        elif ch.isprintable():
-            out.append(ch)
-        elif code < 0x80:
-            out.append(f"\\x{code:02x}")
-        elif code <= 0xFFFF:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
-
-
-_ESCAPES = {
-    "\a": "\\a",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "\v": "\\v",
-    "\\": "\\\\",
-    '"': '\\"',
-}
 
 
 class NotRegistered(Exception):

@@ -14,7 +14,7 @@ from typing import Any
 
 from apiserver.render import gojson
 from apiserver.render.errors import CAUSE_INVALID, CAUSE_REQUIRED, Cause, ExpandError
-from apiserver.render.presets.gotext import aggregate
+from apiserver.render.gotext import aggregate
 from apiserver.render.presets.merge import (
     Conflict,
     RequestError,

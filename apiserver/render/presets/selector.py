@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from apiserver.render.presets.gotext import aggregate, go_json, go_quote
+from apiserver.render.gotext import aggregate, go_json, go_quote
 
 # k8s.io/apimachinery/pkg/util/validation (label keys and values) at the vendored v0.34.
 _NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
