@@ -56,6 +56,15 @@ _GET_ERRORS = ("400", "401", "403", "404", "405", "406", "422", "500", "503", "5
 _PUT_ERRORS = ("400", "401", "403", "405", "406", "413", "415", "422", "500", "503", "504")
 
 
+# Both documents type the request and the response as KubeVirt's VirtualMachine.
+_VM_GVK = {"group": "kubevirt.io", "version": "v1", "kind": "VirtualMachine"}
+
+
+def _tag(group: str, version: str) -> str:
+    """The operation tag kube-openapi derives from a group-version."""
+    return f"{group.replace('.', '_')}_{version}"
+
+
 @cache
 def definitions() -> dict[str, Any]:
     data = resources.files("apiserver.http").joinpath("openapi_defs.json").read_text()
@@ -159,15 +168,11 @@ def openapi_v2(settings: Settings) -> dict[str, Any]:
                 "operationId": op["operationId"],
                 "produces": MEDIA_TYPES,
                 "schemes": ["https"],
-                "tags": [f"{settings.api_group.replace('.', '_')}_{version}"],
+                "tags": [_tag(settings.api_group, version)],
                 "parameters": params,
                 "responses": responses,
                 "x-kubernetes-action": op["action"],
-                "x-kubernetes-group-version-kind": {
-                    "group": "kubevirt.io",
-                    "version": "v1",
-                    "kind": "VirtualMachine",
-                },
+                "x-kubernetes-group-version-kind": dict(_VM_GVK),
             }
             if op["body"]:
                 operation["consumes"] = MEDIA_TYPES
@@ -285,15 +290,11 @@ def openapi_v3(settings: Settings, version: str) -> dict[str, Any]:
         operation: dict[str, Any] = {
             "description": op["description"],
             "operationId": op["operationId"],
-            "tags": [f"{settings.api_group.replace('.', '_')}_{version}"],
+            "tags": [_tag(settings.api_group, version)],
             "parameters": [_param_v3(p) for p in op["parameters"]],
             "responses": responses,
             "x-kubernetes-action": op["action"],
-            "x-kubernetes-group-version-kind": {
-                "group": "kubevirt.io",
-                "version": "v1",
-                "kind": "VirtualMachine",
-            },
+            "x-kubernetes-group-version-kind": dict(_VM_GVK),
         }
         if op["body"]:
             operation["requestBody"] = {"required": True, "content": _content(VM, MEDIA_TYPES)}
