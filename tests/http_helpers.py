@@ -148,6 +148,7 @@ async def running_server(
     ssl_context: ssl.SSLContext | None = None,
     ca_file: Path | None = None,
     authentication: bool = False,
+    dispatch: bool = True,
     **settings: Any,
 ) -> AsyncIterator[RunningServer]:
     """The real server on 127.0.0.1 and a free port, with a client that trusts its certificate."""
@@ -158,6 +159,7 @@ async def running_server(
         middlewares=middlewares,
         authentication=authentication,
         ssl_context=ssl_context,
+        dispatch=dispatch,
     )
     await server.start()
     trust = ca_file or tmp_path / "certs" / CERT_NAME

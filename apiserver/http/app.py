@@ -2,7 +2,9 @@
 
 Middlewares run outermost first: one for access log and metrics (so every answer is counted, errors
 too), Status conversion (so every error is a JSON ``Status``) and the per-request timeout; then
-whatever the caller adds (authentication and authorization) and the handler.
+whatever the caller adds (authentication and authorization) and the handler. The expand endpoints run
+through the same layers from :class:`~apiserver.http.dispatch.Dispatcher`, ahead of the router, once
+the server installs it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from aiohttp.typedefs import Handler, Middleware
 
 from apiserver.http import discovery, health, openapi, routes
 from apiserver.http.deadlines import Deadlines
+from apiserver.http.dispatch import Dispatcher, Front
 from apiserver.http.errors import StatusError, from_http_exception, internal_error, status_response
 from apiserver.http.logging import log_request
 from apiserver.http.metrics import CONTENT_TYPE, Metrics
@@ -28,6 +31,8 @@ SETTINGS = web.AppKey("settings", Settings)
 SOURCE = web.AppKey("source", Source)
 METRICS = web.AppKey("metrics", Metrics)
 STATE = web.AppKey("state", health.ServerState)
+# The server's request handler wraps the application's with it (server.py).
+DISPATCHER = web.AppKey("dispatcher", Dispatcher)
 
 _log = logging.getLogger(__name__)
 
@@ -38,13 +43,14 @@ def _endpoint(request: web.Request) -> str:
     return resource.canonical if resource is not None else "other"
 
 
-def _front(settings: Settings, metrics: Metrics, deadlines: Deadlines) -> Middleware:
-    """Access log and metrics, Status conversion and the request timeout, in one middleware.
+def _front(settings: Settings, metrics: Metrics, deadlines: Deadlines) -> Front:
+    """Access log and metrics, Status conversion and the request timeout around a handler, in one layer.
 
-    One layer instead of three: each middleware costs a coroutine and a call per request, a sizeable
-    share of a request answered from the response cache. Order as the three had it: the timeout
-    innermost, then errors become Statuses, then the answer is counted and logged. The timeout is
-    kept by :class:`~apiserver.http.deadlines.Deadlines` (one sweeper, not a timer per request).
+    One layer instead of three: each costs a coroutine and a call per request, a sizeable share of a
+    request answered from the response cache. Order as three middlewares would have it: the timeout
+    innermost, then errors become Statuses, then the answer is counted and logged under ``endpoint``
+    (a route template). The timeout is kept by :class:`~apiserver.http.deadlines.Deadlines` (one
+    sweeper, not a timer per request).
     """
     limit = settings.request_timeout
     retry = max(1, int(limit))
@@ -58,8 +64,7 @@ def _front(settings: Settings, metrics: Metrics, deadlines: Deadlines) -> Middle
         body = status(504, "Timeout", message, details={"retryAfterSeconds": retry})
         return StatusError(body, {"Retry-After": str(retry)})
 
-    @web.middleware
-    async def front(request: web.Request, handler: Handler) -> web.StreamResponse:
+    async def front(request: web.Request, handler: Handler, endpoint: str) -> web.StreamResponse:
         start = clock()
         started()
         code = 500
@@ -94,10 +99,20 @@ def _front(settings: Settings, metrics: Metrics, deadlines: Deadlines) -> Middle
             if deadline is not None and not deadline.done:  # left by an exception from the handler
                 deadline.finish()
             elapsed = clock() - start
-            observe(_endpoint(request), request.method, code, elapsed)
+            observe(endpoint, request.method, code, elapsed)
             log_request(request, code, elapsed)
 
     return front
+
+
+def _as_middleware(front: Front) -> Middleware:
+    """The front layer for requests aiohttp routes, labelled with the route they matched."""
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        return await front(request, handler, _endpoint(request))
+
+    return middleware
 
 
 def build_app(
@@ -118,9 +133,10 @@ def build_app(
     state = state or health.ServerState()
     metrics.watch_source(source)
     deadlines = Deadlines(settings.request_timeout)
+    front = _front(settings, metrics, deadlines)
+    middlewares = tuple(middlewares)
     app = web.Application(
-        middlewares=[_front(settings, metrics, deadlines), *middlewares],
-        client_max_size=settings.max_body_bytes,
+        middlewares=[_as_middleware(front), *middlewares], client_max_size=settings.max_body_bytes
     )
     app[SETTINGS] = settings
     app[SOURCE] = source
@@ -145,10 +161,20 @@ def build_app(
     async def metrics_handler(_request: web.Request) -> web.Response:
         return web.Response(body=metrics.exposition(), headers={"Content-Type": CONTENT_TYPE})
 
-    routes.add_routes(app, settings, source, metrics)
+    app[DISPATCHER] = Dispatcher(routes.add_routes(app, settings, source, metrics), front, middlewares)
     discovery.add_routes(app, settings)
     openapi.add_routes(app, settings)
     extra_checks = tuple(checks)  # readiness beyond the source's (authentication's trust settings)
     health.add_routes(app, state, lambda: [*source.checks(), *(c for fn in extra_checks for c in fn())])
     app.router.add_get("/metrics", metrics_handler)
     return app
+
+
+def install_dispatcher(runner: web.AppRunner) -> None:
+    """Answer the expand endpoints from the app's :class:`~apiserver.http.dispatch.Dispatcher`, ahead
+    of aiohttp's router, on connections accepted from now on (each takes the low-level server's
+    ``request_handler`` when it opens). Call between ``runner.setup()`` and starting a site."""
+    server = runner.server
+    if server is None:
+        raise RuntimeError("install_dispatcher needs a runner that has been set up")
+    server.request_handler = runner.app[DISPATCHER].wrap(server.request_handler)

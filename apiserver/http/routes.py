@@ -10,10 +10,12 @@ contract's (422 with causes, 404) or, with ``--kubevirt-error-codes``, virt-api'
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Hashable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 from multidict import CIMultiDict
 
 from apiserver.http.authn import GATE_KEY, check_references
@@ -166,12 +168,11 @@ class ExpandHandlers:
             )
         return web.Response(body=entry.body, headers=headers)
 
-    async def get(self, request: web.Request) -> web.Response:
+    async def get(self, request: web.Request, params: Mapping[str, str]) -> web.Response:
         """GET .../namespaces/{namespace}/virtualmachines/{name}/expand-spec"""
         media_type = negotiate(request)
         presets, validate = query_flag(request, "presets"), query_flag(request, "validate")  # 400 first
-        match = request.match_info
-        namespace, name = match["namespace"], match["name"]
+        namespace, name = params["namespace"], params["name"]
         vm: Mapping[str, Any] | Missing | None = MISSING
         if self.peekable is not None:
             vm = self.peekable.peek_vm(namespace, name)
@@ -201,7 +202,7 @@ class ExpandHandlers:
             pinned=stored if held else None,
         )
 
-    async def put(self, request: web.Request) -> web.Response:
+    async def put(self, request: web.Request, params: Mapping[str, str]) -> web.Response:
         """PUT .../namespaces/{namespace}/expand-vm-spec"""
         media_type = negotiate(request)
         fmt = body_format(request)
@@ -218,23 +219,50 @@ class ExpandHandlers:
                 return await self._send(request, entry, get=False, media_type=media_type)
         kubevirt_messages = self.settings.kubevirt_error_codes
         doc = parse(data, fmt, kubevirt_messages=kubevirt_messages)
-        vm = check_vm(doc, request.match_info["namespace"], kubevirt_messages=kubevirt_messages)
+        vm = check_vm(doc, params["namespace"], kubevirt_messages=kubevirt_messages)
         return await self._answer(
             request, key, vm, get=False, media_type=media_type, presets=presets, validate=validate
         )
 
 
-def add_routes(app: web.Application, settings: Settings, source: Source, metrics: Metrics) -> None:
+ExpandHandler = Callable[[web.Request, Mapping[str, str]], Awaitable[web.Response]]
+
+
+@dataclass(frozen=True, slots=True)
+class ExpandRoute:
+    """One expand endpoint: its method, its path template (also its metrics label) and its handler,
+    which takes the template's variables as an argument rather than from ``request.match_info`` so
+    that :mod:`apiserver.http.dispatch` can call it without aiohttp's router."""
+
+    method: str
+    template: str
+    handler: ExpandHandler
+
+
+def _with_match_info(handler: ExpandHandler) -> Handler:
+    async def routed(request: web.Request) -> web.Response:
+        return await handler(request, request.match_info)
+
+    return routed
+
+
+def add_routes(
+    app: web.Application, settings: Settings, source: Source, metrics: Metrics
+) -> list[ExpandRoute]:
+    """Register the endpoints of every configured version; returns the expand routes among them."""
     from apiserver.http.version import make_handler
 
     handlers = ExpandHandlers(settings, source, metrics)
     version_handler = make_handler(source)
+    expand: list[ExpandRoute] = []
     for version in settings.api_versions:
         base = f"/apis/{settings.api_group}/{version}"
-        app.router.add_get(
-            f"{base}/namespaces/{{namespace}}/virtualmachines/{{name}}/expand-spec",
-            handlers.get,
-            allow_head=False,
+        get = ExpandRoute(
+            "GET", f"{base}/namespaces/{{namespace}}/virtualmachines/{{name}}/expand-spec", handlers.get
         )
-        app.router.add_put(f"{base}/namespaces/{{namespace}}/expand-vm-spec", handlers.put)
+        put = ExpandRoute("PUT", f"{base}/namespaces/{{namespace}}/expand-vm-spec", handlers.put)
+        app.router.add_get(get.template, _with_match_info(get.handler), allow_head=False)
+        app.router.add_put(put.template, _with_match_info(put.handler))
         app.router.add_get(f"{base}/version", version_handler, allow_head=False)
+        expand += (get, put)
+    return expand

@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from apiserver.http.app import build_app
+from apiserver.http.app import build_app, install_dispatcher
 from apiserver.http.health import ChecksFn, ServerState
 from apiserver.http.settings import Settings
 from apiserver.sources.base import Source
@@ -165,12 +165,16 @@ class Server:
         authentication: bool = False,
         ssl_context: ssl.SSLContext | None = None,
         checks: Iterable[ChecksFn] = (),
+        dispatch: bool = True,
     ) -> None:
+        """``dispatch=False`` routes the expand endpoints through aiohttp's router like every other
+        path, instead of :mod:`apiserver.http.dispatch` (tests compare the two)."""
         check_bind_address(settings.bind_address, authentication=authentication)
         self.settings = settings
         self.state = ServerState()
         self.app = build_app(settings, source, middlewares=middlewares, state=self.state, checks=checks)
         self._ssl = ssl_context
+        self._dispatch = dispatch
         self._runner: web.AppRunner | None = None
         self.port = 0
 
@@ -180,6 +184,8 @@ class Server:
             self.app, access_log=None, shutdown_timeout=self.settings.shutdown_timeout, handle_signals=False
         )
         await runner.setup()
+        if self._dispatch:
+            install_dispatcher(runner)
         site = web.TCPSite(
             runner,
             self.settings.bind_address,

@@ -1,0 +1,150 @@
+"""The expand endpoints answered ahead of aiohttp's router give exactly what the router path gives.
+
+Two real servers over the examples folder, one with the dispatcher (the default) and one routing every
+request through aiohttp; every request below must get the same status, headers (but ``Date``) and body
+from both, and the same access-log line and metrics, whichever way it went.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import yaml
+
+from apiserver.http.app import DISPATCHER
+from apiserver.http.dispatch import template_pattern
+from apiserver.sources.folder import FolderSource
+from tests.http_helpers import EXAMPLES, Reply, RunningServer, put_path, running_server, vm_path
+
+VM = yaml.safe_load((EXAMPLES / "vm-fedora.yaml").read_text())
+JSON = {"Accept": "application/json"}
+
+# (method, path, headers, body, answered by the dispatcher?)
+CASES: list[tuple[str, str, dict[str, str], bytes | None, bool]] = [
+    ("GET", vm_path(), JSON, None, True),
+    ("GET", vm_path(version="v1alpha3"), {}, None, True),
+    ("GET", vm_path(), {"Accept": "application/yaml"}, None, True),
+    ("GET", vm_path(), {"Accept": "text/html"}, None, True),  # 406
+    ("GET", vm_path() + "?presets=true&validate=1", JSON, None, True),
+    ("GET", vm_path() + "?presets=maybe", JSON, None, True),  # 400
+    ("GET", vm_path() + "?presets=true&presets=false", JSON, None, True),  # 400
+    ("GET", vm_path(name="missing"), JSON, None, True),  # 404 Status
+    ("GET", vm_path(namespace="other"), JSON, None, True),
+    ("GET", vm_path(name="fedora-pinned"), JSON, None, True),
+    ("GET", vm_path(group="other.io"), JSON, None, False),  # not served: the router's 404
+    ("GET", vm_path(version="v2"), JSON, None, False),
+    ("GET", vm_path() + "/", JSON, None, False),
+    ("GET", vm_path().replace("/expand-spec", "/expand-specs"), JSON, None, False),
+    ("GET", vm_path(name="fed%20ora"), JSON, None, False),  # percent-encoded: the router decides
+    ("GET", vm_path(name="fed%2Fora"), JSON, None, False),
+    ("GET", vm_path(name="a{b}"), JSON, None, False),
+    ("HEAD", vm_path(), JSON, None, False),  # 405
+    ("POST", vm_path(), JSON, b"{}", False),  # 405
+    ("DELETE", put_path(), JSON, None, False),  # 405
+    ("PUT", put_path(), {**JSON, "Content-Type": "application/json"}, orjson.dumps(VM), True),
+    ("PUT", put_path(), {"Content-Type": "application/yaml"}, yaml.safe_dump(VM).encode(), True),
+    ("PUT", put_path(), {**JSON, "Content-Type": "application/json"}, b"{not json", True),  # 400
+    ("PUT", put_path(), {**JSON, "Content-Type": "application/json"}, b"", True),
+    ("PUT", put_path(), {**JSON, "Content-Type": "text/plain"}, b"{}", True),  # 415
+    (
+        "PUT",
+        put_path(namespace="elsewhere"),
+        {**JSON, "Content-Type": "application/json"},
+        orjson.dumps(VM),
+        True,
+    ),
+    (
+        "PUT",
+        put_path(),
+        {**JSON, "Content-Type": "application/json", "Expect": "100-continue"},
+        orjson.dumps(VM),
+        False,
+    ),
+    ("GET", put_path(), JSON, None, False),  # 405
+    ("GET", "/apis/subresources.kubevirt.io/v1", JSON, None, False),
+    ("GET", "/readyz", {}, None, False),
+]
+
+
+@pytest.fixture
+async def servers(tmp_path: Path) -> AsyncIterator[tuple[RunningServer, RunningServer]]:
+    async with (
+        running_server(FolderSource(EXAMPLES, watch=False), tmp_path / "fast") as fast,
+        running_server(FolderSource(EXAMPLES, watch=False), tmp_path / "routed", dispatch=False) as routed,
+    ):
+        yield fast, routed
+
+
+def _comparable(reply: Reply) -> tuple[int, dict[str, list[str]], bytes]:
+    headers = {k: v for k, v in reply.header_lists.items() if k != "date"}
+    return reply.status, headers, reply.body
+
+
+async def test_every_answer_equals_the_routers(servers: tuple[RunningServer, RunningServer]) -> None:
+    fast, routed = servers
+    dispatcher = fast.server.app[DISPATCHER]
+    for method, path, headers, body, dispatched in CASES:
+        before = dispatcher.dispatched
+        got = await fast.request(method, path, headers=headers, data=body)
+        want = await routed.request(method, path, headers=headers, data=body)
+        assert _comparable(got) == _comparable(want), (method, path, headers)
+        assert dispatcher.dispatched - before == int(dispatched), (method, path, headers)
+    assert routed.server.app[DISPATCHER].dispatched == 0
+
+
+async def test_etag_revalidation_is_a_304_both_ways(servers: tuple[RunningServer, RunningServer]) -> None:
+    for server in servers:
+        first = await server.get(vm_path(), headers=JSON)
+        again = await server.get(vm_path(), headers={**JSON, "If-None-Match": first.headers["etag"]})
+        assert (first.status, again.status, again.body) == (200, 304, b"")
+        assert again.headers["etag"] == first.headers["etag"]
+
+
+def _request_series(text: str) -> list[str]:
+    return sorted(
+        line for line in text.splitlines() if line.startswith("kubevirt_expand_http_requests_total")
+    )
+
+
+async def test_metrics_and_access_log_match(
+    servers: tuple[RunningServer, RunningServer], caplog: pytest.LogCaptureFixture
+) -> None:
+    fast, routed = servers
+    lines: dict[str, list[str]] = {}
+    for name, server in (("fast", fast), ("routed", routed)):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="apiserver.access"):
+            for method, path, headers, body, _ in CASES:
+                await server.request(method, path, headers=headers, data=body)
+        # The latency differs; method, path, code and user do not.
+        lines[name] = [re.sub(r" [0-9.]+ms", " _ms", r.getMessage()) for r in caplog.records]
+    assert lines["fast"] == lines["routed"]
+    assert len(lines["fast"]) == len(CASES)
+    fast_metrics = await fast.get("/metrics")
+    routed_metrics = await routed.get("/metrics")
+    series = _request_series(fast_metrics.body.decode())
+    assert series == _request_series(routed_metrics.body.decode())
+    template = "/apis/subresources.kubevirt.io/v1/namespaces/{namespace}/virtualmachines/{name}/expand-spec"
+    assert any(f'endpoint="{template}"' in line and 'code="200"' in line for line in series)
+
+
+@pytest.mark.parametrize(
+    ("template", "path", "expected"),
+    [
+        ("/a/{x}/b", "/a/one/b", {"x": "one"}),
+        ("/a/{x}/b", "/a//b", None),
+        ("/a/{x}/b", "/a/o/n/b", None),
+        ("/a/{x}/b", "/a/{o}/b", None),
+        ("/a.b/{x}", "/aXb/one", None),  # literal parts are literal
+        ("/a/{x}/{y}", "/a/1/2", {"x": "1", "y": "2"}),
+    ],
+)
+def test_template_pattern_matches_like_the_router(template: str, path: str, expected: Any) -> None:
+    found = template_pattern(template).fullmatch(path)
+    assert (found.groupdict() if found else None) == expected
