@@ -52,9 +52,14 @@ class Deadlines:
 
     def start(self) -> Deadline | None:
         """Register the current task (None outside a task: nothing to cancel, no deadline)."""
-        task = asyncio.current_task()
+        # The current task of the loop the last request ran on: asking for the running loop instead
+        # costs a system call on Python 3.11 (the loop is checked against the process id). A loop that
+        # is not running has no current task, so a stale one falls through to the full lookup.
+        task = asyncio.current_task(self._loop) if self._loop is not None else None
         if task is None:
-            return None
+            task = asyncio.current_task()
+            if task is None:
+                return None
         loop = task.get_loop()
         entry = Deadline(loop.time() + self.limit, task, task.cancelling())
         self._queue.append(entry)

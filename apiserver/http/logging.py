@@ -124,6 +124,11 @@ class BatchingStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
         self._flush_later()
 
     def _flush_later(self) -> None:
+        scheduled = self._scheduled_on
+        if scheduled is not None and scheduled.is_running():
+            # A flush is already due on a live loop. Checked before asking for the running loop: on
+            # Python 3.11 that asks the kernel for the process id, a system call per line.
+            return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # a thread or plain code: no loop to flush later
