@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +148,15 @@ def add_parser(sub: Any) -> None:
         metavar="SECONDS",
         help="on SIGTERM, how long requests in flight may take to finish (default: %(default)g)",
     )
+    process = parser.add_argument_group("process")
+    process.add_argument(
+        "--gc-freeze",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="once the objects are loaded, and again after a full garbage collection slower than 10 ms, "
+        "move the surviving objects out of the garbage collector's reach (gc.freeze) so that its full "
+        "collections do not pause the server for tens of milliseconds (default: on)",
+    )
     logs = parser.add_argument_group("logging")
     logs.add_argument("--log-format", choices=FORMATS, default="text", help="log line format (default: text)")
     logs.add_argument(
@@ -248,6 +259,22 @@ async def _serve_authenticated(
         await runtime.close()
 
 
+async def _with_gc_tuning(main: Coroutine[Any, Any, None], source: Source) -> None:
+    """Run ``main`` with the long-lived heap frozen out of the garbage collector (see gctune)."""
+    from apiserver.cli.gctune import GCTuner
+
+    tuner = GCTuner()
+    tuner.install()
+    task = asyncio.create_task(tuner.run(source), name="gc tuning")
+    try:
+        await main
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        tuner.uninstall()
+
+
 def run(args: argparse.Namespace) -> int:
     configure(args.log_format, args.log_level)
     try:
@@ -258,9 +285,10 @@ def run(args: argparse.Namespace) -> int:
         )
         source = _source(args)
         if enabled:
-            asyncio.run(_serve_authenticated(settings, source, options, getattr(args, "kubeconfig", None)))
+            main = _serve_authenticated(settings, source, options, getattr(args, "kubeconfig", None))
         else:
-            asyncio.run(serve(settings, source))
+            main = serve(settings, source)
+        asyncio.run(_with_gc_tuning(main, source) if args.gc_freeze else main)
     except auth_options.AuthConfigError as err:
         print(f"kubevirt-expand serve: {err}", file=sys.stderr)
         return 2
