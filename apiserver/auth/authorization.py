@@ -7,6 +7,7 @@ RequestInfoFactory does, so that RBAC rules written for kube-apiserver mean the 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -143,6 +144,9 @@ class Decision:
     reason: str = ""
 
 
+_MASTERS = Decision(True, "system:masters")
+
+
 def forbidden_status(user: UserInfo, attrs: Attributes, reason: str = "") -> dict[str, Any]:
     """The 403 Status in kube-apiserver's words (``responsewriters.forbiddenMessage``)."""
     if not attrs.resource_request:
@@ -188,10 +192,14 @@ class SubjectAccessReviewer:
 
     async def authorize(self, user: UserInfo, attrs: Attributes) -> Decision:
         """Allowed or denied; :class:`ReviewError` when the cluster could not be asked."""
+        return (await self.authorize_until(user, attrs))[0]
+
+    async def authorize_until(self, user: UserInfo, attrs: Attributes) -> tuple[Decision, float]:
+        """``authorize``, and until when (``time.monotonic``) the cached decision stands."""
         if MASTERS_GROUP in user.groups:
-            return Decision(True, "system:masters")
+            return _MASTERS, math.inf
         key = (user.cache_key(), attrs)
-        return await self._cache.get(key, lambda: self._review(user, attrs))
+        return await self._cache.get_until(key, lambda: self._review(user, attrs))
 
     async def _review(self, user: UserInfo, attrs: Attributes) -> Decision:
         spec = {**attrs.review_fields(), **user.review_fields()}

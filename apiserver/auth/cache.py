@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
@@ -12,7 +13,14 @@ V = TypeVar("V")
 
 
 class TTLCache(Generic[V]):
-    """Values expire ``ttl(value)`` seconds after they were computed; errors are never cached."""
+    """Values expire ``ttl(value)`` seconds after they were computed; errors are never cached.
+
+    ``epoch`` changes whenever an entry goes before its time (``clear``, or evicted for room), so that a
+    memo of an answer may rely on ``peek``'s expiry only while the epoch it saw is current. The epoch
+    is one count across every cache: a memo resting on several caches compares a single number.
+    """
+
+    epoch = 0
 
     def __init__(self, ttl: Callable[[V], float], max_entries: int = 4096) -> None:
         self._ttl = ttl
@@ -22,9 +30,23 @@ class TTLCache(Generic[V]):
 
     def clear(self) -> None:
         self._entries.clear()
+        TTLCache.epoch += 1
+
+    def peek(self, key: Hashable) -> tuple[float, V] | None:
+        """(expiry on the ``time.monotonic`` clock, value) of a live entry, else None."""
+        entry = self._entries.get(key)
+        if entry is None or entry[0] <= time.monotonic():
+            return None
+        return entry
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    async def get_until(self, key: Hashable, compute: Callable[[], Awaitable[V]]) -> tuple[V, float]:
+        """``get``, and until when (``time.monotonic``) the answer is cached; -inf when it is not."""
+        value = await self.get(key, compute)
+        entry = self.peek(key)
+        return value, entry[0] if entry is not None and entry[1] is value else -math.inf
 
     async def get(self, key: Hashable, compute: Callable[[], Awaitable[V]]) -> V:
         now = time.monotonic()
@@ -57,4 +79,5 @@ class TTLCache(Generic[V]):
             self._entries[key] = (time.monotonic() + ttl, value)
             while len(self._entries) > self._max:
                 self._entries.popitem(last=False)
+                TTLCache.epoch += 1
         return value

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -76,24 +78,61 @@ def check_client_certificate(
     cert: x509.Certificate, bundle: CABundle, now: datetime.datetime | None = None
 ) -> str | None:
     """Why ``cert`` cannot authenticate a client against ``bundle``; None when it can."""
-    now = now or datetime.datetime.now(datetime.UTC)
+    return _check(cert, bundle, now or datetime.datetime.now(datetime.UTC))[0]
+
+
+Window = tuple[float, float]  # POSIX seconds [from, until) in which an answer holds
+_ALWAYS: Window = (-math.inf, math.inf)
+
+
+def _check(cert: x509.Certificate, bundle: CABundle, now: datetime.datetime) -> tuple[str | None, Window]:
+    """The answer and the window of time in which it stays the same (empty when it is time-bound)."""
     issuer = bundle.issuer_of(cert)
     if issuer is None:
         issued_by = cert.issuer.rfc4514_string()
-        return f"certificate issued by {issued_by!r} is not signed by a CA of {bundle.describe()}"
+        return f"certificate issued by {issued_by!r} is not signed by a CA of {bundle.describe()}", _ALWAYS
     for c in (cert, issuer):
         if not c.not_valid_before_utc <= now <= c.not_valid_after_utc:
-            return f"certificate {c.subject.rfc4514_string()!r} is not valid at {now.isoformat()}"
+            stamp = now.timestamp()
+            return f"certificate {c.subject.rfc4514_string()!r} is not valid at {now.isoformat()}", (
+                stamp,
+                stamp,
+            )
+    window = (
+        max(cert.not_valid_before_utc, issuer.not_valid_before_utc).timestamp(),
+        min(cert.not_valid_after_utc, issuer.not_valid_after_utc).timestamp(),
+    )
     try:
         usages = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
     except x509.ExtensionNotFound:
-        return None
+        return None, window
     if (
         ExtendedKeyUsageOID.CLIENT_AUTH not in usages
         and ExtendedKeyUsageOID.ANY_EXTENDED_KEY_USAGE not in usages
     ):
-        return "certificate is not meant for client authentication (no clientAuth extended key usage)"
-    return None
+        return "certificate is not meant for client authentication (no clientAuth extended key usage)", window
+    return None, window
+
+
+# (certificate, bundle) by identity -> the answer and its window: the signature check is the costly part
+# of every request from the aggregator, whose certificate and the bundle objects stay the same.
+_CHECKS: dict[tuple[int, int], tuple[x509.Certificate, CABundle, str | None, Window]] = {}
+_CHECKS_MAX = 1024
+
+
+def client_certificate_check(cert: x509.Certificate, bundle: CABundle) -> tuple[str | None, Window]:
+    """``check_client_certificate`` now, with the window in which its answer holds (remembered for the
+    same certificate and bundle objects while the clock is inside that window)."""
+    key = (id(cert), id(bundle))
+    now = time.time()
+    known = _CHECKS.get(key)
+    if known is not None and known[0] is cert and known[1] is bundle and known[3][0] <= now < known[3][1]:
+        return known[2], known[3]
+    refusal, window = _check(cert, bundle, datetime.datetime.fromtimestamp(now, datetime.UTC))
+    if len(_CHECKS) >= _CHECKS_MAX:
+        _CHECKS.clear()
+    _CHECKS[key] = (cert, bundle, refusal, window)
+    return refusal, window
 
 
 def load_der(der: bytes) -> x509.Certificate | None:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import enum
 import logging
+import math
 import re
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,8 +26,9 @@ from apiserver.auth.authorization import (
     reference_attributes,
     request_attributes,
 )
-from apiserver.auth.certs import load_der
-from apiserver.auth.config import TrustState
+from apiserver.auth.cache import TTLCache
+from apiserver.auth.certs import client_certificate_check, load_der
+from apiserver.auth.config import TrustSettings, TrustState
 from apiserver.auth.identity import AUTHENTICATED_GROUP, UserInfo
 from apiserver.auth.requestheader import Headers
 from apiserver.auth.reviews import ReviewError
@@ -44,12 +47,35 @@ class PathClass(enum.Enum):
     REVIEWED = "reviewed"  # identity and SubjectAccessReview
 
 
+# Small memos of pure per-request work: clients repeat the same paths, header sets and certificates.
+_MEMO_MAX = 1024
+
+
+def _remember(memo: dict[Any, Any], key: Any, value: Any) -> Any:
+    if len(memo) >= _MEMO_MAX:
+        memo.clear()
+    memo[key] = value
+    return value
+
+
+_CLASSES: dict[str, PathClass] = {}
+_ATTRIBUTES: dict[tuple[str, str], Attributes] = {}
+_CERTIFICATES: dict[bytes, Any] = {}
+
+
 _HEALTH = re.compile(r"^/(healthz|livez|readyz)(/.*)?$")
 _DISCOVERY = re.compile(r"^/apis(/[^/]+(/[^/]+(/version)?)?)?/?$")
 _OPENAPI = re.compile(r"^/openapi/(v2|v3)(/.*)?$")
 
 
 def classify(path: str) -> PathClass:
+    found = _CLASSES.get(path)
+    if found is None:
+        found = _remember(_CLASSES, path, _classify(path))
+    return found
+
+
+def _classify(path: str) -> PathClass:
     if _HEALTH.match(path):
         return PathClass.PUBLIC
     if _DISCOVERY.match(path) or _OPENAPI.match(path):
@@ -76,6 +102,9 @@ class Verdict:
     headers: Mapping[str, str] = field(default_factory=dict)
 
 
+_OPEN = Verdict()
+
+
 def unauthorized() -> dict[str, Any]:
     return status(401, "Unauthorized", "Unauthorized")
 
@@ -89,21 +118,6 @@ def _with_authenticated_group(user: UserInfo) -> UserInfo:
     if AUTHENTICATED_GROUP in user.groups:
         return user
     return UserInfo(user.name, user.uid, (*user.groups, AUTHENTICATED_GROUP), user.extra, user.method)
-
-
-# Small memos of pure per-request work: clients repeat the same paths, header sets and certificates.
-_MEMO_MAX = 1024
-
-
-def _remember(memo: dict[Any, Any], key: Any, value: Any) -> Any:
-    if len(memo) >= _MEMO_MAX:
-        memo.clear()
-    memo[key] = value
-    return value
-
-
-_ATTRIBUTES: dict[tuple[str, str], Attributes] = {}
-_CERTIFICATES: dict[bytes, Any] = {}
 
 
 def _attributes(method: str, path: str) -> Attributes:
@@ -121,8 +135,58 @@ def _certificate(der: bytes) -> Any:
         return _remember(_CERTIFICATES, der, load_der(der))
 
 
+@dataclass(slots=True)
+class _Basis:
+    """What a verdict rested on, and so how long it holds: the review caches' expiries
+    (``time.monotonic``) and the client certificate's window (POSIX seconds)."""
+
+    expires: float = math.inf
+    valid_from: float = -math.inf
+    valid_until: float = math.inf
+
+    def window(self, window: tuple[float, float]) -> None:
+        self.valid_from = max(self.valid_from, window[0])
+        self.valid_until = min(self.valid_until, window[1])
+
+
+RawHeaders = tuple[tuple[bytes, bytes], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """An admitted request's verdict and the headers to strip from it, as remembered for its inputs."""
+
+    verdict: Verdict
+    strip: tuple[str, ...]
+    settings: TrustSettings | None
+    expires: float
+    valid_from: float
+    valid_until: float
+    epoch: int
+
+    def holds(self, settings: TrustSettings | None) -> bool:
+        """Still the answer: same trust settings object, no review cache entry dropped or expired, and
+        the client certificate still inside its validity window."""
+        if settings is not self.settings or self.epoch != TTLCache.epoch or time.monotonic() >= self.expires:
+            return False
+        now = time.time()
+        return self.valid_from <= now < self.valid_until
+
+
+_ADMITTED_MAX = 1024
+_ADMITTED_HEADERS_MAX = 32  # requests with more headers than that are decided afresh every time
+
+
 class AuthGate:
-    """Authentication (request-header, client certificate, bearer token, in that order) and authorization."""
+    """Authentication (request-header, client certificate, bearer token, in that order) and authorization.
+
+    Admitted requests are remembered by their method, path, client certificate and raw headers (as sent,
+    so also by their identity headers and bearer token) for as long as every input of the decision is
+    unchanged: the trust settings object (replaced whole when the ConfigMap or a CA file changes), the
+    TokenReview and SubjectAccessReview cache entries it used (their expiry; any entry dropped early
+    invalidates all), and the certificate's validity. Only admissions are remembered: refusals are
+    decided, and logged, every time.
+    """
 
     def __init__(
         self,
@@ -139,6 +203,7 @@ class AuthGate:
         # (trust settings, header names present) -> identity headers among them; the settings object
         # is replaced whole when the trust configuration changes, so it is part of the key.
         self._identity_memo: dict[tuple[int, tuple[str, ...]], tuple[object, list[str]]] = {}
+        self._admitted: dict[tuple[str, str, bytes | None, RawHeaders], Admission] = {}
 
     def identity_headers(self, present: Iterable[str]) -> list[str]:
         """Headers to remove from the request before it reaches a handler, trusted or not."""
@@ -152,7 +217,40 @@ class AuthGate:
         _remember(self._identity_memo, key, (settings, found))
         return list(found)
 
-    async def authenticate(self, info: RequestInfo) -> UserInfo | None:
+    def admitted(
+        self, method: str, path: str, raw_headers: RawHeaders, peer_certificate: bytes | None
+    ) -> Admission | None:
+        """The remembered admission of an identical request whose inputs are all unchanged, else None."""
+        found = self._admitted.get((method, path, peer_certificate, raw_headers))
+        if found is not None and found.holds(self.trust.settings):
+            return found
+        return None
+
+    async def admit(self, info: RequestInfo, raw_headers: RawHeaders | None = None) -> Admission:
+        """Decide ``info`` (``check``) and name the headers to strip; remember an admission when
+        ``raw_headers`` (the request's headers as sent) are given."""
+        settings = self.trust.settings
+        epoch = TTLCache.epoch  # read before any await: a drop while a review is made invalidates
+        basis = _Basis()
+        verdict = await self._check(info, basis)
+        strip = self.identity_headers(info.headers)
+        if info.headers.getall("Authorization", []):
+            strip.append("Authorization")
+        admission = Admission(
+            verdict, tuple(strip), settings, basis.expires, basis.valid_from, basis.valid_until, epoch
+        )
+        if (
+            raw_headers is not None
+            and verdict.status is None
+            and len(raw_headers) <= _ADMITTED_HEADERS_MAX
+            and admission.holds(settings)
+        ):
+            if len(self._admitted) >= _ADMITTED_MAX:
+                self._admitted.clear()
+            self._admitted[(info.method, info.path, info.peer_certificate, raw_headers)] = admission
+        return admission
+
+    async def authenticate(self, info: RequestInfo, basis: _Basis | None = None) -> UserInfo | None:
         """The caller, or None; raises :class:`ReviewError` when a token could not be checked."""
         settings = self.trust.settings
         cert = _certificate(info.peer_certificate) if info.peer_certificate else None
@@ -160,31 +258,47 @@ class AuthGate:
             user = requestheader.authenticate(settings.request_header, cert, info.headers)
             if user is None:
                 user = x509.authenticate(settings.client_ca, cert)
+            if cert is not None and basis is not None:
+                # Which way the certificate counted (or did not) holds only within its validity.
+                for bundle in (
+                    settings.request_header.ca if settings.request_header else None,
+                    settings.client_ca,
+                ):
+                    if bundle is not None:
+                        basis.window(client_certificate_check(cert, bundle)[1])
             if user is not None:
                 return _with_authenticated_group(user)
         if self.tokens is not None:
             for value in info.headers.getall("Authorization", []):
                 token = bearer_token(value)
                 if token:
-                    user = await self.tokens.authenticate(token)
+                    user, until = await self.tokens.authenticate_until(token)
+                    if basis is not None:
+                        basis.expires = min(basis.expires, until)
                     return _with_authenticated_group(user) if user else None
         return None
 
-    async def authorize(self, user: UserInfo, attrs: Attributes) -> Decision:
+    async def authorize(self, user: UserInfo, attrs: Attributes, basis: _Basis | None = None) -> Decision:
         """Raises :class:`ReviewError` when the cluster could not be asked."""
         if self.reviewer is None:
             return Decision(False, "no authorizer configured")
-        return await self.reviewer.authorize(user, attrs)
+        decision, until = await self.reviewer.authorize_until(user, attrs)
+        if basis is not None:
+            basis.expires = min(basis.expires, until)
+        return decision
 
     async def check(self, info: RequestInfo) -> Verdict:
+        return await self._check(info, None)
+
+    async def _check(self, info: RequestInfo, basis: _Basis | None) -> Verdict:
         kind = classify(info.path)
         if kind is PathClass.PUBLIC:
-            return Verdict()
+            return _OPEN
         if self.trust.settings is None:
             _ready, why = self.trust.readiness()
             return unavailable(f"authentication is not configured yet: {why}")
         try:
-            user = await self.authenticate(info)
+            user = await self.authenticate(info, basis)
         except ReviewError as exc:
             log.warning("cannot authenticate %s %s: %s", info.method, info.path, exc)
             return unavailable("the credentials of the request could not be checked, try again later")
@@ -192,11 +306,11 @@ class AuthGate:
             return Verdict(status=unauthorized())
         if kind is PathClass.AUTHENTICATED:
             return Verdict(user=user)
-        return await self._decide(user, _attributes(info.method, info.path))
+        return await self._decide(user, _attributes(info.method, info.path), basis)
 
-    async def _decide(self, user: UserInfo, attrs: Attributes) -> Verdict:
+    async def _decide(self, user: UserInfo, attrs: Attributes, basis: _Basis | None = None) -> Verdict:
         try:
-            decision = await self.authorize(user, attrs)
+            decision = await self.authorize(user, attrs, basis)
         except ReviewError as exc:
             log.warning("cannot authorize %s for %r: %s", attrs.describe(), user.name, exc)
             return unavailable("the request could not be authorized, try again later")

@@ -16,7 +16,7 @@ from urllib.parse import unquote
 
 from cryptography import x509
 
-from apiserver.auth.certs import CABundle, check_client_certificate, common_name
+from apiserver.auth.certs import CABundle, Window, client_certificate_check, common_name
 from apiserver.auth.identity import UserInfo
 
 log = logging.getLogger(__name__)
@@ -109,13 +109,18 @@ def _extra(headers: Headers, prefixes: Sequence[str]) -> dict[str, tuple[str, ..
 
 def proxy_refusal(config: RequestHeaderConfig, cert: x509.Certificate) -> str | None:
     """Why ``cert`` does not prove the peer is the front proxy; None when it does."""
-    problem = check_client_certificate(cert, config.ca)
+    return proxy_check(config, cert)[0]
+
+
+def proxy_check(config: RequestHeaderConfig, cert: x509.Certificate) -> tuple[str | None, Window]:
+    """``proxy_refusal`` and the window of time in which its answer holds."""
+    problem, window = client_certificate_check(cert, config.ca)
     if problem is not None:
-        return problem
+        return problem, window
     cn = common_name(cert.subject)
     if config.allowed_names and cn not in config.allowed_names:
-        return f"common name {cn!r} is not one of the allowed names"
-    return None
+        return f"common name {cn!r} is not one of the allowed names", window
+    return None, window
 
 
 def authenticate(

@@ -36,9 +36,15 @@ class _Expectation:
 
 
 class _LoggedSSLObject(ssl.SSLObject):
-    """Logs why a handshake failed: asyncio keeps it to debug mode, but it is a support question."""
+    """Logs why a handshake failed: asyncio keeps it to debug mode, but it is a support question.
+
+    Also keeps the peer's certificate once read: its contexts refuse renegotiation, so after the
+    handshake the certificate cannot change for the life of the connection.
+    """
 
     expectation: _Expectation = _Expectation()
+    peer_read = False
+    peer_der: bytes | None = None
 
     def do_handshake(self) -> None:
         try:
@@ -123,6 +129,7 @@ class ServingTLS:
     def _build(self) -> ssl.SSLContext:
         ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         ctx.minimum_version = self.min_version
+        ctx.options |= ssl.OP_NO_RENEGOTIATION  # one peer certificate per connection (see peer_der)
         ctx.load_cert_chain(self.cert_file, self.key_file)
         if self._verify_pem:
             ctx.load_verify_locations(cadata=self._verify_pem.decode("ascii", "replace"))
@@ -148,11 +155,18 @@ class ServingTLS:
 
 
 def peer_certificate_der(ssl_object: Any) -> bytes | None:
-    """The DER of the client's certificate, when it sent one (already verified by the handshake)."""
+    """The DER of the client's certificate, when it sent one (already verified by the handshake);
+    read once per connection from the server's own TLS objects, which cannot renegotiate."""
     if ssl_object is None:
         return None
+    if getattr(ssl_object, "peer_read", False):
+        return ssl_object.peer_der  # type: ignore[no-any-return]
     try:
         der = ssl_object.getpeercert(binary_form=True)
     except (ValueError, ssl.SSLError):
         return None
-    return bytes(der) if der else None
+    found = bytes(der) if der else None
+    if isinstance(ssl_object, _LoggedSSLObject) and ssl_object.context.options & ssl.OP_NO_RENEGOTIATION:
+        ssl_object.peer_der = found
+        ssl_object.peer_read = True
+    return found

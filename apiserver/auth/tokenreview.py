@@ -44,8 +44,12 @@ class TokenAuthenticator:
 
     async def authenticate(self, token: str) -> UserInfo | None:
         """The token's user, None when the cluster says it is not valid; :class:`ReviewError` otherwise."""
+        return (await self.authenticate_until(token))[0]
+
+    async def authenticate_until(self, token: str) -> tuple[UserInfo | None, float]:
+        """``authenticate``, and until when (``time.monotonic``) the cached answer stands."""
         key = hashlib.sha256(token.encode()).digest()
-        return await self._cache.get(key, lambda: self._review(token))
+        return await self._cache.get_until(key, lambda: self._review(token))
 
     async def _review(self, token: str) -> UserInfo | None:
         spec: dict[str, Any] = {"token": token}

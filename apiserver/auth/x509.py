@@ -6,7 +6,7 @@ import logging
 
 from cryptography import x509
 
-from apiserver.auth.certs import CABundle, check_client_certificate, common_name, fingerprint, organizations
+from apiserver.auth.certs import CABundle, client_certificate_check, common_name, fingerprint, organizations
 from apiserver.auth.identity import CREDENTIAL_ID_KEY, UserInfo
 
 log = logging.getLogger(__name__)
@@ -16,7 +16,7 @@ def authenticate(bundle: CABundle | None, cert: x509.Certificate | None) -> User
     """The certificate's subject as a user, when the client CA issued it; else None."""
     if bundle is None or cert is None:
         return None
-    problem = check_client_certificate(cert, bundle)
+    problem, _window = client_certificate_check(cert, bundle)
     if problem is not None:
         log.debug("client certificate %r not accepted: %s", cert.subject.rfc4514_string(), problem)
         return None

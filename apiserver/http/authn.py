@@ -15,7 +15,7 @@ from aiohttp.typedefs import Handler, Middleware
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from apiserver.auth.identity import UserInfo
-from apiserver.auth.middleware import AuthGate, RequestInfo, Verdict
+from apiserver.auth.middleware import AuthGate, RawHeaders, RequestInfo, Verdict
 from apiserver.auth.tls import peer_certificate_der
 from apiserver.http.errors import StatusError
 from apiserver.http.logging import USER_KEY
@@ -29,16 +29,15 @@ def _raise_if_refused(verdict: Verdict) -> None:
         raise StatusError(verdict.status, verdict.headers)
 
 
-RawHeaders = tuple[tuple[bytes, bytes], ...]
 # Clients repeat the same header sets (the aggregator: the same user and groups): strip each once.
 _STRIPPED: dict[tuple[RawHeaders, tuple[str, ...]], tuple[CIMultiDictProxy[str], RawHeaders]] = {}
 _STRIPPED_MAX = 256
 IN_PLACE = True  # replace the headers on the request itself when aiohttp allows it (tests turn it off)
 
 
-def _stripped(request: web.Request, strip: list[str]) -> tuple[CIMultiDictProxy[str], RawHeaders]:
+def _stripped(request: web.Request, strip: tuple[str, ...]) -> tuple[CIMultiDictProxy[str], RawHeaders]:
     """The request's headers without ``strip``, as aiohttp's ``clone(headers=...)`` would make them."""
-    key = (tuple(request.raw_headers), tuple(strip))
+    key = (request.raw_headers, strip)
     found = _STRIPPED.get(key)
     if found is None:
         headers = CIMultiDict(request.headers)
@@ -51,7 +50,7 @@ def _stripped(request: web.Request, strip: list[str]) -> tuple[CIMultiDictProxy[
     return found
 
 
-def _without(request: web.Request, strip: list[str]) -> web.Request:
+def _without(request: web.Request, strip: tuple[str, ...]) -> web.Request:
     """The request as the handler sees it: the same request with the headers replaced in place when
     aiohttp's request keeps them where expected (a clone costs a new Request and a header copy each
     time), else a clone. The outer middleware reads no headers, so it is unaffected either way."""
@@ -75,26 +74,28 @@ def _without(request: web.Request, strip: list[str]) -> web.Request:
 
 
 def auth_middleware(gate: AuthGate) -> Middleware:
+    """The middleware; a caller already admitted with the same request costs two dict lookups and a
+    few comparisons (``AuthGate.admitted``), anything else goes through the full decision."""
+
     @web.middleware
     async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
         transport = request.transport
-        ssl_object = transport.get_extra_info("ssl_object") if transport is not None else None
-        info = RequestInfo(
-            method=request.method,
-            path=request.path,
-            headers=request.headers,
-            peer_certificate=peer_certificate_der(ssl_object),
-        )
-        verdict = await gate.check(info)
+        der = peer_certificate_der(transport.get_extra_info("ssl_object")) if transport is not None else None
+        raw = request.raw_headers
+        admission = gate.admitted(request.method, request.path, raw, der)
+        if admission is None:
+            info = RequestInfo(
+                method=request.method, path=request.path, headers=request.headers, peer_certificate=der
+            )
+            admission = await gate.admit(info, raw)
+        verdict = admission.verdict
         if verdict.user is not None:
             request[USER_KEY] = verdict.user
         request[GATE_KEY] = gate
-        _raise_if_refused(verdict)
-        strip = gate.identity_headers(request.headers.keys())
-        if "Authorization" in request.headers:
-            strip.append("Authorization")
-        if strip:
-            request = _without(request, strip)
+        if verdict.status is not None:
+            raise StatusError(verdict.status, verdict.headers)
+        if admission.strip:
+            request = _without(request, admission.strip)
         return await handler(request)
 
     return authenticate
