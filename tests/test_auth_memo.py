@@ -186,3 +186,40 @@ async def test_a_front_proxy_certificate_that_expires_on_an_open_connection(tmp_
             await until_status(401, call, seconds=5.0)
             assert datetime.datetime.now(datetime.UTC) > now + datetime.timedelta(seconds=2)
             assert len(connections) == 1  # one connection: its handshake was long done when it expired
+
+
+async def test_other_headers_share_a_decision_configured_identity_headers_do_not(tmp_path: Path) -> None:
+    async with auth_env(tmp_path) as env:
+        env.fake.update(
+            env.pki.configmap(
+                **{
+                    "requestheader-username-headers": json.dumps(["X-Proxy-User"]),
+                    "requestheader-group-headers": json.dumps(["X-Proxy-Group"]),
+                    "requestheader-extra-headers-prefix": json.dumps(["X-Proxy-Extra-"]),
+                }
+            )
+        )
+        await wait_for(
+            lambda: (
+                env.runtime.trust.settings is not None
+                and env.runtime.trust.settings.request_header is not None
+                and env.runtime.trust.settings.request_header.username_headers == ("X-Proxy-User",)
+            )
+        )
+        env.reviews.allow(user="alice", group="dev")
+        env.reviews.deny(user="alice")
+        async with env.session(env.pki.aggregator) as session:
+
+            async def call(*headers: tuple[str, str]) -> int:
+                async with session.get(env.url + "/metrics", headers=list(headers)) as resp:
+                    return resp.status
+
+            alice = ("X-Proxy-User", "alice")
+            for n in range(3):  # differing only in headers that carry no identity: one review
+                assert await call(alice, ("X-Proxy-Group", "dev"), ("X-Forwarded-For", f"10.0.0.{n}")) == 200
+            assert len(env.reviews.access_reviews) == 1
+            assert await call(alice, ("X-Proxy-Group", "ops"), ("X-Forwarded-For", "10.0.0.1")) == 403
+            assert await call(alice, ("X-Proxy-Group", "dev"), ("X-Proxy-Extra-Scope", "a")) == 200
+            assert env.reviews.access_reviews[-1]["spec"]["extra"] == {"scope": ["a"]}
+            assert await call(("X-Proxy-User", "bob"), ("X-Proxy-Group", "dev")) == 403
+            assert len(env.reviews.access_reviews) == 4

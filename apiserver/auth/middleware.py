@@ -30,7 +30,7 @@ from apiserver.auth.cache import TTLCache
 from apiserver.auth.certs import client_certificate_check, load_der
 from apiserver.auth.config import TrustSettings, TrustState
 from apiserver.auth.identity import AUTHENTICATED_GROUP, UserInfo
-from apiserver.auth.requestheader import Headers
+from apiserver.auth.requestheader import CredentialFilter, Headers, RawHeaders
 from apiserver.auth.reviews import ReviewError
 from apiserver.auth.tokenreview import TokenAuthenticator, bearer_token
 from apiserver.render.errors import status
@@ -149,9 +149,6 @@ class _Basis:
         self.valid_until = min(self.valid_until, window[1])
 
 
-RawHeaders = tuple[tuple[bytes, bytes], ...]
-
-
 @dataclass(frozen=True, slots=True)
 class Admission:
     """An admitted request's verdict and the headers to strip from it, as remembered for its inputs."""
@@ -177,15 +174,26 @@ _ADMITTED_MAX = 1024
 _ADMITTED_HEADERS_MAX = 32  # requests with more headers than that are decided afresh every time
 
 
+_Key = tuple[str, str, bytes | None, RawHeaders]  # method, path, client certificate, headers
+
+
+def _store(memo: dict[_Key, Admission], key: _Key, admission: Admission) -> None:
+    if len(memo) >= _ADMITTED_MAX:
+        memo.clear()
+    memo[key] = admission
+
+
 class AuthGate:
     """Authentication (request-header, client certificate, bearer token, in that order) and authorization.
 
-    Admitted requests are remembered by their method, path, client certificate and raw headers (as sent,
-    so also by their identity headers and bearer token) for as long as every input of the decision is
+    Admitted requests are remembered by their method, path, client certificate and credentials (the
+    identity headers and ``Authorization``, as sent) for as long as every input of the decision is
     unchanged: the trust settings object (replaced whole when the ConfigMap or a CA file changes), the
     TokenReview and SubjectAccessReview cache entries it used (their expiry; any entry dropped early
-    invalidates all), and the certificate's validity. Only admissions are remembered: refusals are
-    decided, and logged, every time.
+    invalidates all), and the certificate's validity. A first memo is keyed by all the raw headers (an
+    identical request skips even picking the credentials out), a second by the credentials alone (a
+    request that differs only in other headers: Content-Length, X-Forwarded-For, ...). Only admissions
+    are remembered: refusals are decided, and logged, every time.
     """
 
     def __init__(
@@ -203,7 +211,9 @@ class AuthGate:
         # (trust settings, header names present) -> identity headers among them; the settings object
         # is replaced whole when the trust configuration changes, so it is part of the key.
         self._identity_memo: dict[tuple[int, tuple[str, ...]], tuple[object, list[str]]] = {}
-        self._admitted: dict[tuple[str, str, bytes | None, RawHeaders], Admission] = {}
+        self._admitted: dict[_Key, Admission] = {}
+        self._by_credentials: dict[_Key, Admission] = {}
+        self._filter: tuple[TrustSettings | None, CredentialFilter] = (None, CredentialFilter(None))
 
     def identity_headers(self, present: Iterable[str]) -> list[str]:
         """Headers to remove from the request before it reaches a handler, trusted or not."""
@@ -226,10 +236,25 @@ class AuthGate:
             return found
         return None
 
+    def _credentials(self, settings: TrustSettings | None, raw_headers: RawHeaders) -> RawHeaders:
+        known, pick = self._filter
+        if known is not settings:
+            pick = CredentialFilter(settings.request_header if settings else None)
+            self._filter = (settings, pick)
+        return pick(raw_headers)
+
     async def admit(self, info: RequestInfo, raw_headers: RawHeaders | None = None) -> Admission:
         """Decide ``info`` (``check``) and name the headers to strip; remember an admission when
         ``raw_headers`` (the request's headers as sent) are given."""
         settings = self.trust.settings
+        keys: tuple[_Key, _Key] | None = None
+        if raw_headers is not None and len(raw_headers) <= _ADMITTED_HEADERS_MAX:
+            head = (info.method, info.path, info.peer_certificate)
+            keys = ((*head, raw_headers), (*head, self._credentials(settings, raw_headers)))
+            found = self._by_credentials.get(keys[1])
+            if found is not None and found.holds(settings):
+                _store(self._admitted, keys[0], found)
+                return found
         epoch = TTLCache.epoch  # read before any await: a drop while a review is made invalidates
         basis = _Basis()
         verdict = await self._check(info, basis)
@@ -239,15 +264,9 @@ class AuthGate:
         admission = Admission(
             verdict, tuple(strip), settings, basis.expires, basis.valid_from, basis.valid_until, epoch
         )
-        if (
-            raw_headers is not None
-            and verdict.status is None
-            and len(raw_headers) <= _ADMITTED_HEADERS_MAX
-            and admission.holds(settings)
-        ):
-            if len(self._admitted) >= _ADMITTED_MAX:
-                self._admitted.clear()
-            self._admitted[(info.method, info.path, info.peer_certificate, raw_headers)] = admission
+        if keys is not None and verdict.status is None and admission.holds(settings):
+            _store(self._admitted, keys[0], admission)
+            _store(self._by_credentials, keys[1], admission)
         return admission
 
     async def authenticate(self, info: RequestInfo, basis: _Basis | None = None) -> UserInfo | None:

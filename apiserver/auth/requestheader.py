@@ -54,19 +54,44 @@ class RequestHeaderConfig:
         )
 
 
-def identity_header_names(config: RequestHeaderConfig | None, present: Iterable[str]) -> list[str]:
-    """Every header in ``present`` that carries identity: these are removed from every request."""
+def _identity_names(config: RequestHeaderConfig | None) -> tuple[set[str], list[str]]:
+    """(exact names, prefixes), lower-case, of the headers that carry identity under ``config``."""
     exact = {h.lower() for h in (*DEFAULT_USERNAME_HEADERS, *DEFAULT_GROUP_HEADERS, "X-Remote-Uid")}
     prefixes = [p.lower() for p in DEFAULT_EXTRA_PREFIXES]
     if config is not None:
         exact |= {h.lower() for h in (*config.username_headers, *config.uid_headers, *config.group_headers)}
         prefixes += [p.lower() for p in config.extra_prefixes]
+    return exact, prefixes
+
+
+def identity_header_names(config: RequestHeaderConfig | None, present: Iterable[str]) -> list[str]:
+    """Every header in ``present`` that carries identity: these are removed from every request."""
+    exact, prefixes = _identity_names(config)
     found = []
     for name in present:
         low = name.lower()
         if low in exact or any(low.startswith(p) for p in prefixes):
             found.append(name)
     return found
+
+
+RawHeaders = tuple[tuple[bytes, bytes], ...]
+
+
+class CredentialFilter:
+    """Picks, from headers as sent, every one a decision can depend on: the identity headers (as
+    ``identity_header_names`` names them) and ``Authorization``."""
+
+    __slots__ = ("_exact", "_prefixes")
+
+    def __init__(self, config: RequestHeaderConfig | None) -> None:
+        exact, prefixes = _identity_names(config)
+        self._exact = frozenset(n.encode("utf-8") for n in (*exact, "authorization"))
+        self._prefixes = tuple(p.encode("utf-8") for p in prefixes)
+
+    def __call__(self, raw: RawHeaders) -> RawHeaders:
+        exact, prefixes = self._exact, self._prefixes
+        return tuple(pair for pair in raw if (low := pair[0].lower()) in exact or low.startswith(prefixes))
 
 
 def _first_value(headers: Headers, names: Sequence[str]) -> str:

@@ -15,7 +15,8 @@ from aiohttp.typedefs import Handler, Middleware
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from apiserver.auth.identity import UserInfo
-from apiserver.auth.middleware import AuthGate, RawHeaders, RequestInfo, Verdict
+from apiserver.auth.middleware import AuthGate, RequestInfo, Verdict
+from apiserver.auth.requestheader import RawHeaders
 from apiserver.auth.tls import peer_certificate_der
 from apiserver.http.errors import StatusError
 from apiserver.http.logging import USER_KEY
@@ -43,7 +44,8 @@ def _stripped(request: web.Request, strip: tuple[str, ...]) -> tuple[CIMultiDict
         headers = CIMultiDict(request.headers)
         for name in strip:
             headers.popall(name, None)
-        raw = tuple((k.encode("utf-8"), v.encode("utf-8")) for k, v in headers.items())
+        hidden = {name.lower().encode("utf-8") for name in strip}
+        raw = tuple(pair for pair in request.raw_headers if pair[0].lower() not in hidden)
         if len(_STRIPPED) >= _STRIPPED_MAX:
             _STRIPPED.clear()
         found = _STRIPPED[key] = (CIMultiDictProxy(headers), raw)
