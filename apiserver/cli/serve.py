@@ -221,7 +221,7 @@ async def _serve_authenticated(
     from apiserver.http.authn import auth_middleware
     from apiserver.http.server import certificate_files
     from apiserver.sources.base import Check
-    from apiserver.sources.cluster.client import load_configuration
+    from apiserver.sources.cluster.client import api_client, load_configuration
 
     try:
         authn = await load_configuration(options.authentication_kubeconfig or kubeconfig)
@@ -231,11 +231,7 @@ async def _serve_authenticated(
             f"authentication is on and needs a cluster for TokenReview and SubjectAccessReview: {err} "
             "(give --authentication-kubeconfig/--authorization-kubeconfig or --kubeconfig)"
         ) from None
-    from kubernetes_asyncio.client import ApiClient
-
-    runtime = auth_options.AuthRuntime(
-        options, authn_api=ApiClient(configuration=authn), authz_api=ApiClient(configuration=authz)
-    )
+    runtime = auth_options.AuthRuntime(options, authn_api=api_client(authn), authz_api=api_client(authz))
     await runtime.start()
     try:
         cert, key = certificate_files(settings)
