@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import json
+import ssl
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -223,3 +224,14 @@ async def test_other_headers_share_a_decision_configured_identity_headers_do_not
             assert env.reviews.access_reviews[-1]["spec"]["extra"] == {"scope": ["a"]}
             assert await call(("X-Proxy-User", "bob"), ("X-Proxy-Group", "dev")) == 403
             assert len(env.reviews.access_reviews) == 4
+
+
+async def test_serving_contexts_refuse_renegotiation_so_a_connection_keeps_its_certificate(
+    tmp_path: Path,
+) -> None:
+    async with auth_env(tmp_path) as env:
+        before = env.tls.context
+        env.fake.update(env.pki.configmap(**{"requestheader-allowed-names": json.dumps(["x"])}))
+        await wait_for(lambda: env.tls.context is not before)
+        for ctx in (before, env.tls.context):
+            assert ctx.options & ssl.OP_NO_RENEGOTIATION
