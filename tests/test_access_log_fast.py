@@ -108,3 +108,21 @@ def test_fast_line_has_the_logrecord_timestamp(
     if isinstance(formatter, TextFormatter):
         expected = logging.Formatter("%(asctime)s").formatTime(logging.makeLogRecord({"created": now}))
         assert fast.startswith(expected.rpartition(",")[0])
+
+
+async def test_queued_entries_keep_their_place_and_follow_a_new_formatter() -> None:
+    """Entries are formatted when written: in order with other records, by the formatter set then
+    (inside a running loop lines wait for the flush)."""
+    with root_handler() as (stream, handler):
+        handler.setFormatter(TextFormatter())
+        request = make_mocked_request("GET", "/apis/g/v1/namespaces/d/virtualmachines/x/expand-spec")
+        log_request(request, 200, 0.0004)
+        logging.getLogger("apiserver.test").info("between")
+        log_request(request, 404, 0.002)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+        handler.flush()
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "INFO GET /apis/g/v1/namespaces/d/virtualmachines/x/expand-spec 200 0.4ms"
+    assert lines[1].endswith(" INFO apiserver.test: between")  # formatted when it was logged
+    assert lines[2] == "INFO GET /apis/g/v1/namespaces/d/virtualmachines/x/expand-spec 404 2.0ms"
+    assert len(lines) == 3
