@@ -21,7 +21,7 @@ from apiserver.http import discovery, health, openapi, routes
 from apiserver.http.deadlines import Deadlines
 from apiserver.http.dispatch import Dispatcher, Front
 from apiserver.http.errors import StatusError, from_http_exception, internal_error, status_response
-from apiserver.http.logging import log_request
+from apiserver.http.logging import USER_KEY, log_request
 from apiserver.http.metrics import CONTENT_TYPE, Metrics
 from apiserver.http.settings import Settings
 from apiserver.render.errors import status
@@ -43,14 +43,15 @@ def _endpoint(request: web.Request) -> str:
     return resource.canonical if resource is not None else "other"
 
 
-def _front(settings: Settings, metrics: Metrics, deadlines: Deadlines) -> Front:
+def _front(settings: Settings, metrics: Metrics, deadlines: Deadlines, *, identified: bool) -> Front:
     """Access log and metrics, Status conversion and the request timeout around a handler, in one layer.
 
     One layer instead of three: each costs a coroutine and a call per request, a sizeable share of a
     request answered from the response cache. Order as three middlewares would have it: the timeout
     innermost, then errors become Statuses, then the answer is counted and logged under ``endpoint``
     (a route template). The timeout is kept by :class:`~apiserver.http.deadlines.Deadlines` (one
-    sweeper, not a timer per request).
+    sweeper, not a timer per request). ``identified``: a middleware may leave the caller on the
+    request (``USER_KEY``); without one there is nothing to look up.
     """
     limit = settings.request_timeout
     retry = max(1, int(limit))
@@ -100,7 +101,7 @@ def _front(settings: Settings, metrics: Metrics, deadlines: Deadlines) -> Front:
                 deadline.finish()
             elapsed = clock() - start
             observe(endpoint, request.method, code, elapsed)
-            log_request(request, code, elapsed)
+            log_request(request, code, elapsed, request.get(USER_KEY) if identified else None)
 
     return front
 
@@ -133,8 +134,8 @@ def build_app(
     state = state or health.ServerState()
     metrics.watch_source(source)
     deadlines = Deadlines(settings.request_timeout)
-    front = _front(settings, metrics, deadlines)
     middlewares = tuple(middlewares)
+    front = _front(settings, metrics, deadlines, identified=bool(middlewares))
     app = web.Application(
         middlewares=[_as_middleware(front), *middlewares], client_max_size=settings.max_body_bytes
     )
@@ -161,7 +162,8 @@ def build_app(
     async def metrics_handler(_request: web.Request) -> web.Response:
         return web.Response(body=metrics.exposition(), headers={"Content-Type": CONTENT_TYPE})
 
-    app[DISPATCHER] = Dispatcher(routes.add_routes(app, settings, source, metrics), front, middlewares)
+    expand = routes.add_routes(app, settings, source, metrics, authenticated=bool(middlewares))
+    app[DISPATCHER] = Dispatcher(expand, front, middlewares)
     discovery.add_routes(app, settings)
     openapi.add_routes(app, settings)
     extra_checks = tuple(checks)  # readiness beyond the source's (authentication's trust settings)

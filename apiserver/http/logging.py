@@ -303,14 +303,20 @@ def _sole_handler() -> BatchingStreamHandler | None:
     return handler
 
 
-def log_request(request: web.Request, code: int, seconds: float) -> None:
+_UNSET: Any = object()
+
+
+def log_request(request: web.Request, code: int, seconds: float, user: object = _UNSET) -> None:
+    """The access line of ``request``; ``user``: what ``request[USER_KEY]`` holds, when the caller
+    knows (None when nothing authenticates requests), else read from the request."""
     if not _access.isEnabledFor(logging.INFO):
         return
+    if user is _UNSET:
+        user = request.get(USER_KEY)
     handler = _sole_handler()
     if handler is not None and not handler.filters:
         # Only the values now; the line is made when the batch is written.
         remote = request.remote if type(handler.formatter) is JSONFormatter else None
-        user = request.get(USER_KEY)
         handler.queue_access(
             (time.time(), request.method, request.path, request.query_string, code, seconds, user, remote)
         )
@@ -322,7 +328,7 @@ def log_request(request: web.Request, code: int, seconds: float) -> None:
         request.query_string,
         code,
         seconds,
-        request.get(USER_KEY),
+        user,
         request.remote,
     )
     if handler is not None:

@@ -57,6 +57,11 @@ def _checks_references(request: web.Request) -> bool:
     return gate is not None and gate.authorize_references
 
 
+def _unauthenticated(_request: web.Request) -> bool:
+    """No middleware puts an authentication gate on requests: nothing to review."""
+    return False
+
+
 def warning_header(text: str) -> str:
     """RFC 9111 ``Warning`` value with code 299, as kube-apiserver sends deprecation warnings."""
     escaped = " ".join(text.split()).replace("\\", "\\\\").replace('"', '\\"')
@@ -67,13 +72,21 @@ class ExpandHandlers:
     """Request handlers sharing the settings, the source and the metrics."""
 
     def __init__(
-        self, settings: Settings, source: Source, metrics: Metrics, cache: ResponseCache | None = None
+        self,
+        settings: Settings,
+        source: Source,
+        metrics: Metrics,
+        cache: ResponseCache | None = None,
+        *,
+        authenticated: bool = True,
     ) -> None:
+        """``authenticated``: a middleware may put an authentication gate on requests (GATE_KEY)."""
         self.settings = settings
         self.source = source
         self.metrics = metrics
         # Responses are cached only over a source that can confirm them without I/O.
         self.peekable = source if isinstance(source, Peekable) else None
+        self._checks_references = _checks_references if authenticated else _unauthenticated
         self.cache = cache or ResponseCache()
 
     def _expand_failure(self, err: ExpandError, *, get: bool) -> StatusError:
@@ -121,9 +134,12 @@ class ExpandHandlers:
         if key is not None and source is not None:
             entry = cache.get(key, source)
             if entry is not None:
-                if entry.error is None and not _checks_references(request):  # nothing to await
+                if entry.error is None and not self._checks_references(request):  # nothing to await
                     return self._response(request, entry, get=get, media_type=media_type)
                 return await self._send(request, entry, get=get, media_type=media_type)
+        if get and ("apiVersion" not in vm or "kind" not in vm):
+            # virt-api's client puts TypeMeta back on what it reads; so do we.
+            vm = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", **vm}
         try:
             rendered = await render_traced(
                 self.source, vm, presets=presets, validate=validate, exact_names=get
@@ -150,7 +166,7 @@ class ExpandHandlers:
     async def _send(self, request: web.Request, entry: Entry, *, get: bool, media_type: str) -> web.Response:
         if entry.error is not None:
             raise self._failed(entry.error, get=get)
-        if _checks_references(request):  # may the caller read what was rendered?
+        if self._checks_references(request):  # may the caller read what was rendered?
             await check_references(request, entry.refs)
         return self._response(request, entry, get=get, media_type=media_type)
 
@@ -187,10 +203,6 @@ class ExpandHandlers:
         assert not isinstance(vm, Missing)
         token = vm_token(vm, held=held)
         key = None if token is None else ("GET", request.path, presets, validate, media_type, token)
-        stored = vm
-        if "apiVersion" not in vm or "kind" not in vm:
-            # virt-api's client puts TypeMeta back on what it reads; so do we.
-            vm = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", **vm}
         return await self._answer(
             request,
             key,
@@ -199,7 +211,7 @@ class ExpandHandlers:
             media_type=media_type,
             presets=presets,
             validate=validate,
-            pinned=stored if held else None,
+            pinned=vm if held else None,
         )
 
     async def put(self, request: web.Request, params: Mapping[str, str]) -> web.Response:
@@ -214,7 +226,7 @@ class ExpandHandlers:
         if self.peekable is not None:
             entry = self.cache.get(key, self.peekable)
             if entry is not None:
-                if entry.error is None and not _checks_references(request):  # nothing to await
+                if entry.error is None and not self._checks_references(request):  # nothing to await
                     return self._response(request, entry, get=False, media_type=media_type)
                 return await self._send(request, entry, get=False, media_type=media_type)
         kubevirt_messages = self.settings.kubevirt_error_codes
@@ -247,12 +259,13 @@ def _with_match_info(handler: ExpandHandler) -> Handler:
 
 
 def add_routes(
-    app: web.Application, settings: Settings, source: Source, metrics: Metrics
+    app: web.Application, settings: Settings, source: Source, metrics: Metrics, *, authenticated: bool = True
 ) -> list[ExpandRoute]:
-    """Register the endpoints of every configured version; returns the expand routes among them."""
+    """Register the endpoints of every configured version; returns the expand routes among them.
+    ``authenticated``: a middleware may put an authentication gate on requests."""
     from apiserver.http.version import make_handler
 
-    handlers = ExpandHandlers(settings, source, metrics)
+    handlers = ExpandHandlers(settings, source, metrics, authenticated=authenticated)
     version_handler = make_handler(source)
     expand: list[ExpandRoute] = []
     for version in settings.api_versions:
