@@ -163,6 +163,10 @@ async def test_cache_bounds_and_identity_check(folder: tuple[Path, FolderSource]
         assert cache.put(("k", i), source, rendered, body=b"x" * 100) is not None
     assert len(cache) == 2 and cache.get(("k", 0), source) is None and cache.get(("k", 2), source)
     assert cache.put(("big",), source, rendered, body=b"x" * 5000) is None  # more than an eighth
+    # A PUT key holds the body: its bytes count against the bounds too.
+    assert cache.put(("put", b"y" * 1100), source, rendered, body=b"x" * 100, key_size=1100) is None
+    kept = cache.put(("put", b"y" * 900), source, rendered, body=b"x" * 100, key_size=900)
+    assert kept is not None and kept.size > 1000
     # A rendering that read an object the source no longer holds is never kept nor served.
     stale = copy.copy(rendered)
     stale.objects = {ref: copy.deepcopy(obj) for ref, obj in rendered.objects.items()}

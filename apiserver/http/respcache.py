@@ -2,8 +2,8 @@
 
 A key names the request: method and path (group, version, namespace, VM name), the flags, the media
 type, and the VM (GET: the instance the source holds, or uid and resourceVersion of a VM read fresh
-from the API server) or the body (PUT: format and a digest of the bytes). An entry also records every
-object the rendering read - each ref with the instance found or None, the preset lists, the KubeVirt
+from the API server) or the body (PUT: format and the bytes themselves, counted in the entry's size).
+An entry also records every object the rendering read - each ref with the instance found or None, the preset lists, the KubeVirt
 CR - and is served only while the source's caches still hold those very instances
 (:class:`~apiserver.sources.base.Peekable`: a changed object is always a new instance). Invalidation
 is implicit: a changed object fails the check and the request renders again. Entries pin the objects
@@ -122,9 +122,11 @@ class ResponseCache:
         etag: str = "",
         warnings: tuple[tuple[str, str], ...] = (),
         pinned: object = None,
+        key_size: int = 0,
     ) -> Entry | None:
         """Keep an answer, unless the source could not confirm it later (something read bypassed its
-        caches, so every check would fail) or it is too big."""
+        caches, so every check would fail) or it is too big. ``key_size``: bytes the key holds (a PUT
+        body), counted with the entry."""
         entry = Entry(
             body=body,
             etag=etag,
@@ -135,7 +137,7 @@ class ResponseCache:
             preset_lists=tuple(rendered.preset_lists.items()),
             kubevirt=rendered.kubevirt,
             pinned=pinned,
-            size=len(body) + _OVERHEAD,
+            size=len(body) + key_size + _OVERHEAD,
         )
         if entry.size > self.max_bytes // 8 or not is_current(entry, source):
             return None

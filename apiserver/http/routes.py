@@ -9,7 +9,6 @@ contract's (422 with causes, 404) or, with ``--kubevirt-error-codes``, virt-api'
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Awaitable, Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -127,8 +126,10 @@ class ExpandHandlers:
         presets: bool,
         validate: bool,
         pinned: object = None,
+        key_size: int = 0,
     ) -> web.Response:
-        """Serve from the response cache when its entry is current, else render (and keep the answer)."""
+        """Serve from the response cache when its entry is current, else render (and keep the answer).
+        ``key_size``: bytes the key holds beyond its fixed parts (a PUT body)."""
         source = self.peekable
         cache = self.cache
         if key is not None and source is not None:
@@ -148,7 +149,7 @@ class ExpandHandlers:
             raise self._source_failure(err) from None
         if rendered.error is not None:
             if key is not None and source is not None:
-                cache.put(key, source, rendered, pinned=pinned)
+                cache.put(key, source, rendered, pinned=pinned, key_size=key_size)
             raise self._failed(rendered.error, get=get)
         result = rendered.result
         assert result is not None
@@ -158,7 +159,16 @@ class ExpandHandlers:
         entry = Entry(body, etag, warnings, None, tuple(rendered.objects), (), (), None, None, 0)
         if key is not None and source is not None:
             entry = (
-                cache.put(key, source, rendered, body=body, etag=etag, warnings=warnings, pinned=pinned)
+                cache.put(
+                    key,
+                    source,
+                    rendered,
+                    body=body,
+                    etag=etag,
+                    warnings=warnings,
+                    pinned=pinned,
+                    key_size=key_size,
+                )
                 or entry
             )
         return await self._send(request, entry, get=get, media_type=media_type)
@@ -220,9 +230,9 @@ class ExpandHandlers:
         fmt = body_format(request)
         presets, validate = query_flag(request, "presets"), query_flag(request, "validate")
         data = await read_body(request, self.settings.max_body_bytes)
-        # The answer depends on the body only through its bytes: a digest of them names it.
-        digest = hashlib.blake2b(data, digest_size=20).digest()
-        key = ("PUT", request.path, fmt, presets, validate, media_type, len(data), digest)
+        # The answer depends on the body only through its bytes, so they are part of the key (hashing
+        # them for a dict costs a fraction of a digest; the cache counts them in the entry's size).
+        key = ("PUT", request.path, fmt, presets, validate, media_type, data)
         if self.peekable is not None:
             entry = self.cache.get(key, self.peekable)
             if entry is not None:
@@ -233,7 +243,14 @@ class ExpandHandlers:
         doc = parse(data, fmt, kubevirt_messages=kubevirt_messages)
         vm = check_vm(doc, params["namespace"], kubevirt_messages=kubevirt_messages)
         return await self._answer(
-            request, key, vm, get=False, media_type=media_type, presets=presets, validate=validate
+            request,
+            key,
+            vm,
+            get=False,
+            media_type=media_type,
+            presets=presets,
+            validate=validate,
+            key_size=len(data),
         )
 
 
