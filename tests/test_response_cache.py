@@ -165,8 +165,9 @@ async def test_cache_bounds_and_identity_check(folder: tuple[Path, FolderSource]
     assert cache.put(("big",), source, rendered, body=b"x" * 5000) is None  # more than an eighth
     # A PUT key holds the body: its bytes count against the bounds too.
     assert cache.put(("put", b"y" * 1100), source, rendered, body=b"x" * 100, key_size=1100) is None
-    kept = cache.put(("put", b"y" * 900), source, rendered, body=b"x" * 100, key_size=900)
-    assert kept is not None and kept.size > 1000
+    kept = cache.put(("put", b"y" * 500), source, rendered, body=b"x" * 100, key_size=500)
+    plain = cache.put(("k", 9), source, rendered, body=b"x" * 100)
+    assert kept is not None and plain is not None and kept.size - plain.size == 500
     # A rendering that read an object the source no longer holds is never kept nor served.
     stale = copy.copy(rendered)
     stale.objects = {ref: copy.deepcopy(obj) for ref, obj in rendered.objects.items()}
