@@ -17,6 +17,7 @@ import pytest
 from apiserver.cli.gctune import GCTuner
 from apiserver.render.objects import ObjectRef
 from apiserver.sources.base import Check
+from apiserver.sources.folder import FolderSource
 from tests.http_helpers import start_process
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -113,6 +114,28 @@ async def test_the_source_objects_are_frozen_once_it_is_ready() -> None:
     finally:
         gc.enable()
         task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+
+async def test_a_folder_is_frozen_once_it_has_been_read() -> None:
+    """The folder's readiness waits for its first read, so the freeze takes the objects read with it."""
+    source = FolderSource(EXAMPLES, watch=False, poll_interval=60)
+    assert [c.ok for c in source.checks()] == [False]
+    tuner = GCTuner()
+    task = asyncio.create_task(tuner.run(source, poll=0.0005))
+    try:
+        await source.start()
+        for _ in range(200):
+            if tuner.stats.freezes:
+                break
+            await asyncio.sleep(0.01)
+        vm = source.peek_vm("default", "fedora")
+        assert vm is not None
+        assert frozen(vm)
+    finally:
+        task.cancel()
+        await source.close()
         with pytest.raises(asyncio.CancelledError):
             await task
 

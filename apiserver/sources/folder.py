@@ -85,6 +85,7 @@ class FolderSource:
         # (hits, misses) per cache, reported through cache_stats().
         self._lookups = {"virtualmachines": [0, 0], "objects": [0, 0]}
         self.reloads = 0
+        self._read = False  # until the first read finished, the empty snapshot is no answer
 
     # -- loading -----------------------------------------------------------------------------
 
@@ -152,6 +153,7 @@ class FolderSource:
         """Re-read the folder; True when anything changed. Safe to call at any time."""
         async with self._lock:
             result = await asyncio.to_thread(self._scan)
+            self._read = True
             if result is None:
                 return False
             self._files, self._snapshot = result
@@ -248,6 +250,8 @@ class FolderSource:
         return self._snapshot.kubevirt
 
     def checks(self) -> Sequence[Check]:
+        if not self._read:
+            return [Check(CHECK_NAME, False, f"{self.directory} not read yet")]
         snap = self._snapshot
         problems = ([snap.directory_error] if snap.directory_error else []) + list(snap.errors.values())
         if problems:
