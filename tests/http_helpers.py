@@ -24,6 +24,7 @@ import aiohttp
 import orjson
 from aiohttp.typedefs import Middleware
 
+from apiserver.http.dispatch import Admission
 from apiserver.http.server import CERT_NAME, Server
 from apiserver.http.settings import Settings
 from apiserver.render.objects import PRESET, ObjectRef, ref_of
@@ -145,6 +146,7 @@ async def running_server(
     tmp_path: Path,
     *,
     middlewares: Iterable[Middleware] = (),
+    admission: Admission | None = None,
     ssl_context: ssl.SSLContext | None = None,
     ca_file: Path | None = None,
     authentication: bool = False,
@@ -157,6 +159,7 @@ async def running_server(
         replace(base, **settings),
         source,
         middlewares=middlewares,
+        admission=admission,
         authentication=authentication,
         ssl_context=ssl_context,
         dispatch=dispatch,

@@ -218,7 +218,7 @@ async def _serve_authenticated(
 ) -> None:
     """Load the cluster connections for reviews, keep the trust settings current, serve with the gate."""
     from apiserver.auth.tls import ServingTLS
-    from apiserver.http.authn import auth_middleware
+    from apiserver.http.authn import admission_shortcut, auth_middleware
     from apiserver.http.server import certificate_files
     from apiserver.sources.base import Check
     from apiserver.sources.cluster.client import api_client, load_configuration
@@ -245,6 +245,7 @@ async def _serve_authenticated(
                 settings,
                 source,
                 middlewares=[auth_middleware(runtime.gate)],
+                admission=admission_shortcut(runtime.gate),
                 authentication=True,
                 ssl_context=tls.context,
                 checks=[lambda: [Check(auth_options.READINESS_CHECK, *runtime.readiness())]],

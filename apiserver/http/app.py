@@ -19,7 +19,7 @@ from aiohttp.typedefs import Handler, Middleware
 
 from apiserver.http import discovery, health, openapi, routes
 from apiserver.http.deadlines import Deadlines
-from apiserver.http.dispatch import Dispatcher, Front
+from apiserver.http.dispatch import Admission, Dispatcher, FrontLayer
 from apiserver.http.errors import StatusError, from_http_exception, internal_error, status_response
 from apiserver.http.logging import USER_KEY, log_request
 from apiserver.http.metrics import CONTENT_TYPE, Metrics
@@ -43,7 +43,7 @@ def _endpoint(request: web.Request) -> str:
     return resource.canonical if resource is not None else "other"
 
 
-def _front(settings: Settings, metrics: Metrics, deadlines: Deadlines, *, identified: bool) -> Front:
+def _front(settings: Settings, metrics: Metrics, deadlines: Deadlines, *, identified: bool) -> FrontLayer:
     """Access log and metrics, Status conversion and the request timeout around a handler, in one layer.
 
     One layer instead of three: each costs a coroutine and a call per request, a sizeable share of a
@@ -51,7 +51,8 @@ def _front(settings: Settings, metrics: Metrics, deadlines: Deadlines, *, identi
     innermost, then errors become Statuses, then the answer is counted and logged under ``endpoint``
     (a route template). The timeout is kept by :class:`~apiserver.http.deadlines.Deadlines` (one
     sweeper, not a timer per request). ``identified``: a middleware may leave the caller on the
-    request (``USER_KEY``); without one there is nothing to look up.
+    request (``USER_KEY``); without one there is nothing to look up. The layer's ``note`` counts and
+    logs an answer given without it (the dispatcher's answers that await nothing).
     """
     limit = settings.request_timeout
     retry = max(1, int(limit))
@@ -103,15 +104,20 @@ def _front(settings: Settings, metrics: Metrics, deadlines: Deadlines, *, identi
             observe(endpoint, request.method, code, elapsed)
             log_request(request, code, elapsed, request.get(USER_KEY) if identified else None)
 
-    return front
+    def note(request: web.Request, code: int, endpoint: str, seconds: float) -> None:
+        started()
+        observe(endpoint, request.method, code, seconds)
+        log_request(request, code, seconds, request.get(USER_KEY) if identified else None)
+
+    return FrontLayer(front, note)
 
 
-def _as_middleware(front: Front) -> Middleware:
+def _as_middleware(front: FrontLayer) -> Middleware:
     """The front layer for requests aiohttp routes, labelled with the route they matched."""
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        return await front(request, handler, _endpoint(request))
+        return await front.serve(request, handler, _endpoint(request))
 
     return middleware
 
@@ -121,6 +127,7 @@ def build_app(
     source: Source,
     *,
     middlewares: Iterable[Middleware] = (),
+    admission: Admission | None = None,
     metrics: Metrics | None = None,
     state: health.ServerState | None = None,
     checks: Iterable[health.ChecksFn] = (),
@@ -128,7 +135,9 @@ def build_app(
     """The whole HTTP API over ``source``; the app starts and closes the source with itself.
 
     ``middlewares`` run inside the error handling (so their failures become Statuses) and before
-    the handlers: the place for authentication and authorization.
+    the handlers: the place for authentication and authorization. ``admission``: their synchronous
+    shortcut (see :mod:`apiserver.http.dispatch`); with middlewares and without it, every expand
+    request runs through them.
     """
     metrics = metrics or Metrics()
     state = state or health.ServerState()
@@ -163,7 +172,7 @@ def build_app(
         return web.Response(body=metrics.exposition(), headers={"Content-Type": CONTENT_TYPE})
 
     expand = routes.add_routes(app, settings, source, metrics, authenticated=bool(middlewares))
-    app[DISPATCHER] = Dispatcher(expand, front, middlewares)
+    app[DISPATCHER] = Dispatcher(expand, front, middlewares, admission=admission)
     discovery.add_routes(app, settings)
     openapi.add_routes(app, settings)
     extra_checks = tuple(checks)  # readiness beyond the source's (authentication's trust settings)

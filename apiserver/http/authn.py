@@ -7,7 +7,7 @@ not, so nothing downstream can mistake them for an identity. The caller is left 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from aiohttp import web
@@ -110,3 +110,24 @@ async def check_references(request: web.Request, refs: Iterable[ObjectRef]) -> N
     if gate is None or not isinstance(user, UserInfo):
         return
     _raise_if_refused(await gate.check_references(user, refs))
+
+
+def admission_shortcut(gate: AuthGate) -> Callable[[web.Request], bool]:
+    """The middleware's synchronous half, for answers the dispatcher gives without awaiting: True when
+    the gate remembers admitting this very request (``AuthGate.admitted``), having left on it what the
+    middleware leaves (caller, gate); False when the middleware must run (to decide, or to refuse).
+    Identity headers stay on the request: such an answer is served from the response cache and reads
+    no header that could carry an identity."""
+
+    def admitted(request: web.Request) -> bool:
+        transport = request.transport
+        der = peer_certificate_der(transport.get_extra_info("ssl_object")) if transport is not None else None
+        admission = gate.admitted(request.method, request.path, request.raw_headers, der)
+        if admission is None or admission.verdict.status is not None:
+            return False
+        if admission.verdict.user is not None:
+            request[USER_KEY] = admission.verdict.user
+        request[GATE_KEY] = gate
+        return True
+
+    return admitted

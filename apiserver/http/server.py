@@ -25,6 +25,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from apiserver.http.app import build_app, install_dispatcher
+from apiserver.http.dispatch import Admission
 from apiserver.http.health import ChecksFn, ServerState
 from apiserver.http.settings import Settings
 from apiserver.sources.base import Source
@@ -162,6 +163,7 @@ class Server:
         source: Source,
         *,
         middlewares: Iterable[Middleware] = (),
+        admission: Admission | None = None,
         authentication: bool = False,
         ssl_context: ssl.SSLContext | None = None,
         checks: Iterable[ChecksFn] = (),
@@ -172,7 +174,9 @@ class Server:
         check_bind_address(settings.bind_address, authentication=authentication)
         self.settings = settings
         self.state = ServerState()
-        self.app = build_app(settings, source, middlewares=middlewares, state=self.state, checks=checks)
+        self.app = build_app(
+            settings, source, middlewares=middlewares, admission=admission, state=self.state, checks=checks
+        )
         self._ssl = ssl_context
         self._dispatch = dispatch
         self._runner: web.AppRunner | None = None
@@ -218,6 +222,7 @@ async def serve(
     source: Source,
     *,
     middlewares: Iterable[Middleware] = (),
+    admission: Admission | None = None,
     authentication: bool = False,
     ssl_context: ssl.SSLContext | None = None,
     checks: Iterable[ChecksFn] = (),
@@ -227,6 +232,7 @@ async def serve(
         settings,
         source,
         middlewares=middlewares,
+        admission=admission,
         authentication=authentication,
         ssl_context=ssl_context,
         checks=checks,
