@@ -73,7 +73,12 @@ class GCTuner:
             gc.collect()
         finally:
             self._collecting = False
-        self._freeze(reason, (time.perf_counter() - started) * 1e3, count=True)
+        took = (time.perf_counter() - started) * 1e3
+        self._freeze()
+        # Counting walks the whole permanent generation (~10 ms per 100,000 objects): here only.
+        count = gc.get_freeze_count()
+        message = "garbage collector: froze %d long-lived objects %s (full collection %.0f ms)"
+        self._messages.append((message, count, reason, took))
         self.flush_log()
 
     async def run(self, source: Source, poll: float = 0.2, report: float = 5.0) -> None:
@@ -81,7 +86,7 @@ class GCTuner:
         then log the freezes the callback made (it must not log itself: it may run inside a handler)."""
         while not all(check.ok for check in source.checks()):  # noqa: ASYNC110 - a Source offers no event
             await asyncio.sleep(poll)
-        self.freeze("the source became ready")
+        self.freeze("once the source was ready")
         while True:
             self.flush_log()
             await asyncio.sleep(report)
@@ -106,14 +111,12 @@ class GCTuner:
         if self._last_freeze is not None and now - self._last_freeze < self.min_interval:
             return
         # The collection is over and only its survivors are left in the generations: freeze them.
-        self._freeze(f"a full collection took {took:.0f} ms", took)
+        self._freeze()
+        self._messages.append(
+            ("garbage collector: froze the survivors of a full collection of %.0f ms", took)
+        )
 
-    def _freeze(self, reason: str, took_ms: float, *, count: bool = False) -> None:
+    def _freeze(self) -> None:
         gc.freeze()  # constant time: the generations' lists are spliced onto the permanent one
         self._last_freeze = self.clock()
         self.stats.freezes += 1
-        # Counting walks the whole permanent generation (~10 ms per 100,000 objects): at start-up only.
-        frozen = f"{gc.get_freeze_count()} long-lived objects" if count else "the survivors"
-        self._messages.append(
-            ("garbage collector: froze %s after %s (collection %.0f ms)", frozen, reason, took_ms)
-        )
