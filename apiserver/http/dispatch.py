@@ -10,8 +10,8 @@ Statuses, deadline) and the same middlewares (authentication) as any other reque
 An answer already in the response cache is given without even that: the route's synchronous
 ``cached`` handler returns it (or None), after the middlewares' synchronous ``admission`` shortcut has
 confirmed that they would let the request through (the authentication gate remembers whom it admitted);
-nothing is awaited, so there are no coroutines to chain and no deadline to keep, and the front layer
-only counts and logs it. Anything the shortcut or the handler cannot settle at once runs the whole way.
+nothing is awaited (a PUT's ``cached_after_body`` awaits its body, nothing else), so there are no
+coroutines to chain and no deadline to keep, and the front layer only counts and logs it. Anything the shortcut or the handler cannot settle at once runs the whole way.
 
 Everything else reaches the application unchanged: other paths and methods (so 404 and 405 stay
 aiohttp's), ``Expect: 100-continue`` (answered by the router's expect handler) and percent-encoded paths
@@ -30,7 +30,7 @@ from typing import NamedTuple, cast
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from apiserver.http.routes import CachedHandler, ExpandRoute
+from apiserver.http.routes import BodyCachedHandler, CachedHandler, ExpandRoute
 
 # The variables of the route a request matched, for the handler at the end of the middleware chain.
 PARAMS: web.RequestKey[dict[str, str]] = web.RequestKey("expand_params", dict)
@@ -67,6 +67,7 @@ class _Compiled:
     template: str
     chain: Handler  # the middlewares around the route's handler
     cached: CachedHandler | None  # None: no answer without the whole way
+    cached_after_body: BodyCachedHandler | None
 
 
 def _chain(route: ExpandRoute, middlewares: Iterable[Middleware]) -> Handler:
@@ -106,6 +107,7 @@ class Dispatcher:
                 route.template,
                 _chain(route, inner),
                 route.cached if shortcut else None,
+                route.cached_after_body if shortcut else None,
             )
             self._routes[route.method] = (*self._routes.get(route.method, ()), compiled)
         self.dispatched = 0  # requests answered here (tests check that the fast path is taken)
@@ -134,11 +136,16 @@ class Dispatcher:
             route, params = found
             self.dispatched += 1
             request = cast(web.Request, base)  # the application's request factory makes web.Requests
-            cached = route.cached
-            if cached is not None:
+            cached, after_body = route.cached, route.cached_after_body
+            if cached is not None or after_body is not None:
                 start = clock()
+                response = None
                 try:
-                    response = cached(request, params) if admission is None or admission(request) else None
+                    if admission is None or admission(request):
+                        if cached is not None:
+                            response = cached(request, params)
+                        elif after_body is not None:
+                            response = await after_body(request, params)
                 except Exception:  # whatever it was, the whole way turns it into a Status
                     response = None
                 if response is not None:

@@ -245,15 +245,36 @@ class ExpandHandlers:
             pinned=vm if held else None,
         )
 
+    async def put_cached(self, request: web.Request, params: Mapping[str, str]) -> web.Response | None:
+        """:meth:`put`'s answer when it is a current cached 200 and no review of what it read is due;
+        None for anything else (then :meth:`put` decides it all). Only a body already received whole,
+        of a declared length within the limit, is read here: nothing waits on the client without the
+        request deadline, and a refused body is never half read before :meth:`put`."""
+        source = self.peekable
+        length = request.content_length
+        if source is None or length is None or length > self.settings.max_body_bytes:
+            return None
+        if not request.content.is_eof():  # still arriving
+            return None
+        try:
+            media_type = negotiate(request)
+            fmt = body_format(request)
+            presets, validate = query_flag(request, "presets"), query_flag(request, "validate")
+        except StatusError:  # 406, 415 or 400: the whole way says so
+            return None
+        data = await request.read()  # kept by the request: put() reads the same bytes
+        entry = self.cache.get(_put_key(request, fmt, presets, validate, media_type, data), source)
+        if entry is None or entry.error is not None or self._checks_references(request):
+            return None
+        return self._response(request, entry, get=False, media_type=media_type)
+
     async def put(self, request: web.Request, params: Mapping[str, str]) -> web.Response:
         """PUT .../namespaces/{namespace}/expand-vm-spec"""
         media_type = negotiate(request)
         fmt = body_format(request)
         presets, validate = query_flag(request, "presets"), query_flag(request, "validate")
         data = await read_body(request, self.settings.max_body_bytes)
-        # The answer depends on the body only through its bytes, so they are part of the key (hashing
-        # them for a dict costs a fraction of a digest; the cache counts them in the entry's size).
-        key = ("PUT", request.path, fmt, presets, validate, media_type, data)
+        key = _put_key(request, fmt, presets, validate, media_type, data)
         if self.peekable is not None:
             entry = self.cache.get(key, self.peekable)
             if entry is not None:
@@ -281,8 +302,17 @@ def _get_key(
     return ("GET", request.path, presets, validate, media_type, token)
 
 
+def _put_key(
+    request: web.Request, fmt: str, presets: bool, validate: bool, media_type: str, data: bytes
+) -> tuple[Hashable, ...]:
+    # The answer depends on the body only through its bytes, so they are part of the key (hashing
+    # them for a dict costs a fraction of a digest; the cache counts them in the entry's size).
+    return ("PUT", request.path, fmt, presets, validate, media_type, data)
+
+
 ExpandHandler = Callable[[web.Request, Mapping[str, str]], Awaitable[web.Response]]
 CachedHandler = Callable[[web.Request, Mapping[str, str]], web.Response | None]
+BodyCachedHandler = Callable[[web.Request, Mapping[str, str]], Awaitable[web.Response | None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,12 +320,14 @@ class ExpandRoute:
     """One expand endpoint: its method, its path template (also its metrics label) and its handler,
     which takes the template's variables as an argument rather than from ``request.match_info`` so
     that :mod:`apiserver.http.dispatch` can call it without aiohttp's router; ``cached``, when given,
-    answers synchronously what it can (an answer equal to the handler's), else returns None."""
+    answers synchronously what it can (an answer equal to the handler's), else returns None;
+    ``cached_after_body`` likewise, awaiting nothing but the request body."""
 
     method: str
     template: str
     handler: ExpandHandler
     cached: CachedHandler | None = None
+    cached_after_body: BodyCachedHandler | None = None
 
 
 def _with_match_info(handler: ExpandHandler) -> Handler:
@@ -323,7 +355,12 @@ def add_routes(
             handlers.get,
             handlers.get_cached,
         )
-        put = ExpandRoute("PUT", f"{base}/namespaces/{{namespace}}/expand-vm-spec", handlers.put)
+        put = ExpandRoute(
+            "PUT",
+            f"{base}/namespaces/{{namespace}}/expand-vm-spec",
+            handlers.put,
+            cached_after_body=handlers.put_cached,
+        )
         app.router.add_get(get.template, _with_match_info(get.handler), allow_head=False)
         app.router.add_put(put.template, _with_match_info(put.handler))
         app.router.add_get(f"{base}/version", version_handler, allow_head=False)
