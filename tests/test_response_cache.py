@@ -17,6 +17,7 @@ import orjson
 import pytest
 import yaml
 
+from apiserver.http.app import DISPATCHER
 from apiserver.http.respcache import ResponseCache
 from apiserver.render.objects import CLUSTER_INSTANCETYPE, INSTANCETYPE, ObjectRef
 from apiserver.sources.base import MISSING, Peekable
@@ -79,6 +80,7 @@ async def test_folder_changed_instancetype_changes_the_next_answer(
         again = await srv.get(vm_path())
         assert first.status == again.status == 200
         assert first.body == again.body and first.headers["etag"] == again.headers["etag"]
+        assert srv.server.app[DISPATCHER].answered_at_once == 1  # the second GET: from the cache at once
         put_first = await srv.put(put_path(), data=orjson.dumps(vm("other")))
         assert put_first.status == 200 and cpus_of(put_first.json()) == 2
 
@@ -89,6 +91,8 @@ async def test_folder_changed_instancetype_changes_the_next_answer(
         changed = await srv.get(vm_path())
         assert changed.status == 200 and cpus_of(changed.json()) == 6
         assert changed.headers["etag"] != first.headers["etag"]
+        assert (await srv.get(vm_path())).body == changed.body
+        assert srv.server.app[DISPATCHER].answered_at_once == 2
         put_changed = await srv.put(put_path(), data=orjson.dumps(vm("other")))
         assert cpus_of(put_changed.json()) == 6
 
