@@ -11,6 +11,8 @@ import asyncio
 import logging
 import sys
 import time
+from collections import deque
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -122,7 +124,9 @@ class BatchingStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
         super().__init__(stream)
         self.delay = delay
         self.max_lines = max_lines
-        self._pending: list[str | AccessEntry] = []
+        # Appended to by any thread without the lock (deque appends are atomic) and drained, under
+        # the lock, from the left: a line queued while a flush runs is written by it or the next one.
+        self._pending: deque[str | AccessEntry] = deque()
         self._scheduled_on: asyncio.AbstractEventLoop | None = None
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -140,14 +144,14 @@ class BatchingStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
     def queue_access(self, access: AccessEntry) -> None:
         """An access-log entry (the fast path), written by the next flush as :meth:`emit` would have
         written its record."""
-        with self.lock:  # type: ignore[union-attr]
-            self._pending.append(access)
-            if len(self._pending) >= self.max_lines:
-                self.flush()
-                return
+        pending = self._pending
+        pending.append(access)
+        if len(pending) >= self.max_lines:
+            self.flush()
+            return
         self._flush_later()
 
-    def _text(self, pending: list[str | AccessEntry]) -> str:
+    def _text(self, pending: Iterable[str | AccessEntry]) -> str:
         formatter = self.formatter
         line = formatter.access_line if isinstance(formatter, TextFormatter | JSONFormatter) else None
         end = self.terminator
@@ -179,7 +183,8 @@ class BatchingStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
     def flush(self) -> None:
         with self.lock:  # type: ignore[union-attr]
             self._scheduled_on = None
-            pending, self._pending = self._pending, []
+            queue, take = self._pending, self._pending.popleft
+            pending = [take() for _ in range(len(queue))]
             try:
                 if pending:
                     self.stream.write(self._text(pending))
