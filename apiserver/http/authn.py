@@ -114,12 +114,15 @@ async def check_references(request: web.Request, refs: Iterable[ObjectRef]) -> N
 
 def admission_shortcut(gate: AuthGate) -> Callable[[web.Request], bool]:
     """The middleware's synchronous half, for answers the dispatcher gives without awaiting: True when
-    the gate remembers admitting this very request (``AuthGate.admitted``), having left on it what the
-    middleware leaves (caller, gate); False when the middleware must run (to decide, or to refuse).
-    Identity headers stay on the request: such an answer is served from the response cache and reads
-    no header that could carry an identity."""
+    the gate remembers admitting this very request (``AuthGate.admitted``), having left the caller on
+    it; False when the middleware must run (to decide, or to refuse), and always with
+    ``--authorize-references`` (what a rendering read is reviewed on the whole way). Identity headers
+    stay on the request: such an answer is served from the response cache and reads no header that
+    could carry an identity."""
 
     def admitted(request: web.Request) -> bool:
+        if gate.authorize_references:
+            return False
         transport = request.transport
         der = peer_certificate_der(transport.get_extra_info("ssl_object")) if transport is not None else None
         admission = gate.admitted(request.method, request.path, request.raw_headers, der)
@@ -127,7 +130,6 @@ def admission_shortcut(gate: AuthGate) -> Callable[[web.Request], bool]:
             return False
         if admission.verdict.user is not None:
             request[USER_KEY] = admission.verdict.user
-        request[GATE_KEY] = gate
         return True
 
     return admitted

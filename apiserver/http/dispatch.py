@@ -37,7 +37,8 @@ PARAMS: web.RequestKey[dict[str, str]] = web.RequestKey("expand_params", dict)
 
 RequestHandler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 # True when the middlewares would pass the request on to the handler as it is now, having left on it
-# what they leave (the caller, the gate); False when they must run (to decide, or to refuse).
+# the caller (``USER_KEY``), and would have nothing more to check after it; False when they must run
+# (to decide, to refuse, or to review what the rendering read: ``--authorize-references``).
 Admission = Callable[[web.Request], bool]
 
 
@@ -50,6 +51,7 @@ class FrontLayer(NamedTuple):
 
 
 _VARIABLE = re.compile(r"\{(\w+)\}")
+_MATCHED_MAX = 4096
 
 
 def template_pattern(template: str) -> re.Pattern[str]:
@@ -110,12 +112,29 @@ class Dispatcher:
                 route.cached_after_body if shortcut else None,
             )
             self._routes[route.method] = (*self._routes.get(route.method, ()), compiled)
+        # Clients repeat their request targets: (method, raw target) -> what matched, or None.
+        self._matched: dict[tuple[str, str], tuple[_Compiled, dict[str, str]] | None] = {}
         self.dispatched = 0  # requests answered here (tests check that the fast path is taken)
         self.answered_at_once = 0  # of which by a route's synchronous handler
 
     def match(self, request: web.BaseRequest) -> tuple[_Compiled, dict[str, str]] | None:
+        """The route and its variables (shared by requests for the same target: read them only)."""
+        if request.headers.get("Expect"):
+            return None
+        key = (request.method, request.raw_path)
+        try:
+            return self._matched[key]
+        except KeyError:  # a target not seen lately
+            pass
+        found = self._match(request)
+        if len(self._matched) >= _MATCHED_MAX:
+            self._matched.clear()
+        self._matched[key] = found
+        return found
+
+    def _match(self, request: web.BaseRequest) -> tuple[_Compiled, dict[str, str]] | None:
         routes = self._routes.get(request.method)
-        if routes is None or "%" in request.raw_path or request.headers.get("Expect"):
+        if routes is None or "%" in request.raw_path:
             return None
         path = request.path
         for route in routes:

@@ -56,6 +56,13 @@ def _checks_references(request: web.Request) -> bool:
     return gate is not None and gate.authorize_references
 
 
+def _flags(request: web.Request) -> tuple[bool, bool]:
+    """``presets`` and ``validate`` (400 as :func:`query_flag` words it)."""
+    if not request.query_string:
+        return False, False
+    return query_flag(request, "presets"), query_flag(request, "validate")
+
+
 def _unauthenticated(_request: web.Request) -> bool:
     """No middleware puts an authentication gate on requests: nothing to review."""
     return False
@@ -195,14 +202,15 @@ class ExpandHandlers:
         return web.Response(body=entry.body, headers=headers)
 
     def get_cached(self, request: web.Request, params: Mapping[str, str]) -> web.Response | None:
-        """:meth:`get`'s answer when it is a current cached 200 for the VM the source holds and no
-        review of what it read is due; None for anything else (then :meth:`get` decides it all)."""
+        """:meth:`get`'s answer when it is a current cached 200 for the VM the source holds; None for
+        anything else (then :meth:`get` decides it all). Called only when no middleware has anything
+        left to check (the dispatcher's admission shortcut), so no review of what it read is due."""
         source = self.peekable
         if source is None:
             return None
         try:
             media_type = negotiate(request)
-            presets, validate = query_flag(request, "presets"), query_flag(request, "validate")
+            presets, validate = _flags(request)
         except StatusError:  # 406 or 400: the whole way says so
             return None
         vm = source.peek_vm(params["namespace"], params["name"])
@@ -211,7 +219,7 @@ class ExpandHandlers:
         assert not isinstance(vm, Missing)
         key = _get_key(request, presets, validate, media_type, vm_token(vm, held=True))
         entry = self.cache.get(key, source)
-        if entry is None or entry.error is not None or self._checks_references(request):
+        if entry is None or entry.error is not None:
             return None
         return self._response(request, entry, get=True, media_type=media_type)
 
@@ -246,7 +254,7 @@ class ExpandHandlers:
         )
 
     async def put_cached(self, request: web.Request, params: Mapping[str, str]) -> web.Response | None:
-        """:meth:`put`'s answer when it is a current cached 200 and no review of what it read is due;
+        """:meth:`put`'s answer when it is a current cached 200 (called as :meth:`get_cached` is);
         None for anything else (then :meth:`put` decides it all). Only a body already received whole,
         of a declared length within the limit, is read here: nothing waits on the client without the
         request deadline, and a refused body is never half read before :meth:`put`."""
@@ -259,12 +267,12 @@ class ExpandHandlers:
         try:
             media_type = negotiate(request)
             fmt = body_format(request)
-            presets, validate = query_flag(request, "presets"), query_flag(request, "validate")
+            presets, validate = _flags(request)
         except StatusError:  # 406, 415 or 400: the whole way says so
             return None
         data = await request.read()  # kept by the request: put() reads the same bytes
         entry = self.cache.get(_put_key(request, fmt, presets, validate, media_type, data), source)
-        if entry is None or entry.error is not None or self._checks_references(request):
+        if entry is None or entry.error is not None:
             return None
         return self._response(request, entry, get=False, media_type=media_type)
 
