@@ -11,7 +11,8 @@ An answer already in the response cache is given without even that: the route's 
 ``cached`` handler returns it (or None), after the middlewares' synchronous ``admission`` shortcut has
 confirmed that they would let the request through (the authentication gate remembers whom it admitted);
 nothing is awaited (a PUT's ``cached_after_body`` awaits its body, nothing else), so there are no
-coroutines to chain and no deadline to keep, and the front layer only counts and logs it. Anything the shortcut or the handler cannot settle at once runs the whole way.
+coroutines to chain and no deadline to keep, and the front layer only counts and logs it. Anything the
+shortcut or the handler cannot settle at once runs the whole way.
 
 Everything else reaches the application unchanged: other paths and methods (so 404 and 405 stay
 aiohttp's), ``Expect: 100-continue`` (answered by the router's expect handler) and percent-encoded paths
@@ -52,6 +53,7 @@ class FrontLayer(NamedTuple):
 
 _VARIABLE = re.compile(r"\{(\w+)\}")
 _MATCHED_MAX = 4096
+_MATCHED_TARGET_MAX = 512
 
 
 def template_pattern(template: str) -> re.Pattern[str]:
@@ -127,9 +129,10 @@ class Dispatcher:
         except KeyError:  # a target not seen lately
             pass
         found = self._match(request)
-        if len(self._matched) >= _MATCHED_MAX:
-            self._matched.clear()
-        self._matched[key] = found
+        if len(key[1]) <= _MATCHED_TARGET_MAX:  # bounded memory: at most this much per entry
+            if len(self._matched) >= _MATCHED_MAX:
+                self._matched.clear()
+            self._matched[key] = found
         return found
 
     def _match(self, request: web.BaseRequest) -> tuple[_Compiled, dict[str, str]] | None:
