@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
+import orjson
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config import incluster_config, kube_config
 from kubernetes_asyncio.config.config_exception import ConfigException
@@ -209,16 +210,27 @@ class KubeClient:
                 _decode(resp, await resp.read(), path)
             async for line in resp.content:
                 if line.strip():
-                    yield json.loads(line)
+                    yield _loads(line)
         except (aiohttp.ClientError, OSError, TimeoutError) as err:
             raise SourceUnavailable(f"watch of {path} broke: {err or type(err).__name__}") from err
         finally:
             resp.release()
 
 
+def _loads(text: bytes) -> Any:
+    """JSON as the standard library reads it, by orjson (several times faster on objects and lists),
+    falling back for what only the standard library accepts (NaN, Infinity); raises ValueError. Integers
+    beyond 64 bits would come out as floats, but kube-apiserver never sends any: it keeps numbers as
+    int64 or float64."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
 def _decode(resp: aiohttp.ClientResponse, body: bytes, path: str) -> JSONDict:
     try:
-        data = json.loads(body) if body else {}
+        data = _loads(body) if body else {}
     except ValueError:
         data = {}
     if not isinstance(data, dict):
