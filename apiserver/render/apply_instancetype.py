@@ -38,9 +38,7 @@ def apply_instancetype(instancetype: JSON, preference: JSON | None, tspec: JSON,
     conflicts: list[str] = []
     _node_selector(instancetype, tspec, conflicts)
     _scheduler_name(instancetype, tspec, conflicts)
-    domain: JSON | None = tspec.get("domain")
-    if domain is None:
-        domain = tspec["domain"] = {}
+    domain = child(tspec, "domain")
     _cpu(instancetype, preference, domain, conflicts)
     _memory(instancetype, domain, conflicts)
     _io_threads(instancetype, domain, conflicts)
@@ -77,9 +75,7 @@ def _scheduler_name(it: JSON, tspec: JSON, conflicts: list[str]) -> None:
 
 
 def _cpu(it: JSON, preference: JSON | None, domain: JSON, conflicts: list[str]) -> None:
-    cpu: JSON | None = domain.get("cpu")
-    if cpu is None:
-        cpu = domain["cpu"] = {}
+    cpu = child(domain, "cpu")
     it_cpu = it.get("cpu") or {}
     resources = domain.get("resources")
     found: list[str] = []
@@ -121,9 +117,7 @@ def _cpu(it: JSON, preference: JSON | None, domain: JSON, conflicts: list[str]) 
 
 
 def _memory(it: JSON, domain: JSON, conflicts: list[str]) -> None:
-    memory: JSON | None = domain.get("memory")
-    if memory is None:
-        memory = domain["memory"] = {}
+    memory = child(domain, "memory")
     it_memory = it.get("memory") or {}
     resources = domain.get("resources") or {}
     conflict = None
@@ -183,9 +177,7 @@ def _device_list(it: JSON, key: str, domain: JSON, conflicts: list[str]) -> None
     items = it.get(key)
     if not items:
         return
-    devices: JSON | None = domain.get("devices")
-    if devices is None:
-        devices = domain["devices"] = {}
+    devices = child(domain, "devices")
     if devices.get(key):
         conflicts.append(f"{BASE}.domain.devices.{key}")
         return
@@ -195,9 +187,7 @@ def _device_list(it: JSON, key: str, domain: JSON, conflicts: list[str]) -> None
 def _annotations(annotations: JSON | None, tmeta: JSON, conflicts: list[str]) -> None:
     if not annotations:
         return  # an empty map is not written, so none is created for nothing
-    target: JSON | None = tmeta.get("annotations")
-    if target is None:
-        target = tmeta["annotations"] = {}
+    target = child(tmeta, "annotations")
     # Go ranges over the map in random order; with one conflicting key (all KubeVirt can pin) the
     # order does not matter, and with several we report them sorted so the answer is stable.
     for key, value in sorted(annotations.items()):

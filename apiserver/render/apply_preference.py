@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from apiserver.render.errors import Cause, ExpandError
+from apiserver.render.tree import child
 
 JSON = dict[str, Any]
 
@@ -56,9 +57,7 @@ _BINDING_METHODS = ("bridge", "slirp", "masquerade", "sriov", "macvtap", "passt"
 
 
 def apply_preference(preference: JSON, tspec: JSON, tmeta: JSON) -> None:
-    domain: JSON | None = tspec.get("domain")
-    if domain is None:
-        domain = tspec["domain"] = {}
+    domain = child(tspec, "domain")
     _cpu_features(preference, domain)
     _devices(preference, tspec, domain)
     _features(preference, domain)
@@ -76,9 +75,7 @@ def apply_preference(preference: JSON, tspec: JSON, tmeta: JSON) -> None:
         tspec["architecture"] = arch
     pref_annotations = preference.get("annotations")
     if pref_annotations:  # an empty map is not written, so none is created for nothing
-        annotations: JSON | None = tmeta.get("annotations")
-        if annotations is None:
-            annotations = tmeta["annotations"] = {}
+        annotations = child(tmeta, "annotations")
         for key, value in pref_annotations.items():
             annotations.setdefault(key, value)
     launch = preference.get("preferredLaunchSecurity")
@@ -109,9 +106,7 @@ def _devices(preference: JSON, tspec: JSON, domain: JSON) -> None:
     prefs = preference.get("devices")
     if prefs is None:
         return
-    devices: JSON | None = domain.get("devices")
-    if devices is None:
-        devices = domain["devices"] = {}
+    devices = child(domain, "devices")
     # The fill-if-absent members write distinct keys, so one pass over the preferences present does
     # them all (a preference names a few of the ten).
     for pref_key, value in prefs.items():
@@ -126,9 +121,7 @@ def _devices(preference: JSON, tspec: JSON, domain: JSON) -> None:
         sound["model"] = sound_model
     video_type = prefs.get("preferredVideoType")
     if video_type is not None:
-        video: JSON | None = devices.get("video")
-        if video is None:
-            video = devices["video"] = {}
+        video = child(devices, "video")
         if not video.get("type"):
             video["type"] = video_type
     _disks(prefs, devices)
@@ -218,18 +211,14 @@ def _features(preference: JSON, domain: JSON) -> None:
     prefs = preference.get("features")
     if prefs is None:
         return
-    features: JSON | None = domain.get("features")
-    if features is None:
-        features = domain["features"] = {}
+    features = child(domain, "features")
     if prefs.get("preferredAcpi") is not None:
         features["acpi"] = prefs["preferredAcpi"]
     if prefs.get("preferredApic") is not None and features.get("apic") is None:
         features["apic"] = prefs["preferredApic"]
     hyperv_prefs = prefs.get("preferredHyperv")
     if hyperv_prefs is not None:
-        hyperv: JSON | None = features.get("hyperv")
-        if hyperv is None:
-            hyperv = features["hyperv"] = {}
+        hyperv = child(features, "hyperv")
         # Only the members the preference sets (a few of the fourteen) are looked at.
         for member, value in hyperv_prefs.items():
             if value is not None and member in _HYPERV and hyperv.get(member) is None:
@@ -243,12 +232,8 @@ def _firmware(preference: JSON, domain: JSON) -> None:
     prefs = preference.get("firmware")
     if prefs is None:
         return
-    firmware: JSON | None = domain.get("firmware")
-    if firmware is None:
-        firmware = domain["firmware"] = {}
-    bootloader: JSON | None = firmware.get("bootloader")
-    if bootloader is None:
-        bootloader = firmware["bootloader"] = {}
+    firmware = child(domain, "firmware")
+    bootloader = child(firmware, "bootloader")
     if prefs.get("preferredUseBios") and bootloader.get("bios") is None and bootloader.get("efi") is None:
         bootloader["bios"] = {}
     bios = bootloader.get("bios")
@@ -271,9 +256,7 @@ def _firmware(preference: JSON, domain: JSON) -> None:
 def _machine(preference: JSON, domain: JSON) -> None:
     machine_type = (preference.get("machine") or {}).get("preferredMachineType")
     if machine_type:
-        machine: JSON | None = domain.get("machine")
-        if machine is None:
-            machine = domain["machine"] = {}
+        machine = child(domain, "machine")
         if not machine.get("type"):
             machine["type"] = machine_type
 
@@ -282,9 +265,7 @@ def _clock(preference: JSON, domain: JSON) -> None:
     prefs = preference.get("clock")
     if prefs is None:
         return
-    clock: JSON | None = domain.get("clock")
-    if clock is None:
-        clock = domain["clock"] = {}
+    clock = child(domain, "clock")
     offset = prefs.get("preferredClockOffset")
     if offset is not None and clock.get("utc") is None and clock.get("timezone") is None:
         clock.pop("utc", None)

@@ -18,12 +18,8 @@ JSON = dict[str, Any]
 
 
 def set_default_volume_disks(tspec: JSON) -> None:
-    domain: JSON | None = tspec.get("domain")
-    if domain is None:
-        domain = tspec["domain"] = {}
-    devices: JSON | None = domain.get("devices")
-    if devices is None:
-        devices = domain["devices"] = {}
+    domain = child(tspec, "domain")
+    devices = child(domain, "devices")
     volumes = tspec.get("volumes")
     if not volumes:
         return
@@ -38,12 +34,8 @@ def set_default_volume_disks(tspec: JSON) -> None:
 
 
 def set_default_network_interface(config: ClusterConfig, tspec: JSON) -> None:
-    domain: JSON | None = tspec.get("domain")
-    if domain is None:
-        domain = tspec["domain"] = {}
-    devices: JSON | None = domain.get("devices")
-    if devices is None:
-        devices = domain["devices"] = {}
+    domain = child(tspec, "domain")
+    devices = child(domain, "devices")
     if devices.get("autoattachPodInterface") is False:
         return
     if tspec.get("networks") or devices.get("interfaces"):
@@ -77,12 +69,8 @@ def _nonzero(resources: JSON, group: str, name: str) -> bool:
 def set_vmi_spec_defaults(config: ClusterConfig, tspec: JSON) -> None:
     if not tspec.get("architecture"):
         tspec["architecture"] = config.default_architecture
-    domain: JSON | None = tspec.get("domain")
-    if domain is None:
-        domain = tspec["domain"] = {}
-    machine: JSON | None = domain.get("machine")
-    if machine is None:
-        machine = domain["machine"] = {}
+    domain = child(tspec, "domain")
+    machine = child(domain, "machine")
     if not machine.get("type"):
         machine["type"] = config.machine_type_for(tspec.get("architecture", ""))
     _resource_requests(config, domain)
@@ -102,9 +90,7 @@ def set_vmi_spec_defaults(config: ClusterConfig, tspec: JSON) -> None:
 
 
 def _resource_requests(config: ClusterConfig, domain: JSON) -> None:
-    resources: JSON | None = domain.get("resources")
-    if resources is None:
-        resources = domain["resources"] = {}
+    resources = child(domain, "resources")
     if (
         resources.get("limits")
         and _nonzero(resources, "limits", "cpu")
