@@ -60,6 +60,15 @@ _PUT_ERRORS = ("400", "401", "403", "405", "406", "413", "415", "422", "500", "5
 _VM_GVK = {"group": "kubevirt.io", "version": "v1", "kind": "VirtualMachine"}
 
 
+# The security scheme kube-apiserver's documents declare, the same in v2 and v3.
+_BEARER_TOKEN = {
+    "type": "apiKey",
+    "name": "authorization",
+    "in": "header",
+    "description": "Bearer Token authentication",
+}
+
+
 def _tag(group: str, version: str) -> str:
     """The operation tag kube-openapi derives from a group-version."""
     return f"{group.replace('.', '_')}_{version}"
@@ -182,14 +191,7 @@ def openapi_v2(settings: Settings) -> dict[str, Any]:
         "info": {"title": "kubevirt-expand-apiserver", "version": _package_version()},
         "paths": paths,
         "definitions": _schema_v2(copy.deepcopy(definitions())),
-        "securityDefinitions": {
-            "BearerToken": {
-                "type": "apiKey",
-                "name": "authorization",
-                "in": "header",
-                "description": "Bearer Token authentication",
-            }
-        },
+        "securityDefinitions": {"BearerToken": dict(_BEARER_TOKEN)},
         "security": [{"BearerToken": []}],
     }
 
@@ -305,14 +307,7 @@ def openapi_v3(settings: Settings, version: str) -> dict[str, Any]:
         "paths": paths,
         "components": {
             "schemas": _schema_v3(copy.deepcopy(definitions())),
-            "securitySchemes": {
-                "BearerToken": {
-                    "type": "apiKey",
-                    "name": "authorization",
-                    "in": "header",
-                    "description": "Bearer Token authentication",
-                }
-            },
+            "securitySchemes": {"BearerToken": dict(_BEARER_TOKEN)},
         },
         "security": [{"BearerToken": []}],
     }
