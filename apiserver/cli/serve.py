@@ -13,7 +13,7 @@ from typing import Any
 
 from apiserver.auth import options as auth_options
 from apiserver.http.logging import FORMATS, configure
-from apiserver.http.server import ServeError, serve
+from apiserver.http.server import ServeError, Server, serve
 from apiserver.http.settings import DEFAULT_GROUP, DEFAULT_VERSIONS, Settings
 from apiserver.sources.base import Source
 
@@ -242,13 +242,15 @@ async def _serve_authenticated(
         await tls.start()
         try:
             await serve(
-                settings,
-                source,
-                middlewares=[auth_middleware(runtime.gate)],
-                admission=admission_shortcut(runtime.gate),
-                authentication=True,
-                ssl_context=tls.context,
-                checks=[lambda: [Check(auth_options.READINESS_CHECK, *runtime.readiness())]],
+                Server(
+                    settings,
+                    source,
+                    middlewares=[auth_middleware(runtime.gate)],
+                    admission=admission_shortcut(runtime.gate),
+                    authentication=True,
+                    ssl_context=tls.context,
+                    checks=[lambda: [Check(auth_options.READINESS_CHECK, *runtime.readiness())]],
+                )
             )
         finally:
             await tls.close()
@@ -284,7 +286,7 @@ def run(args: argparse.Namespace) -> int:
         if enabled:
             main = _serve_authenticated(settings, source, options, getattr(args, "kubeconfig", None))
         else:
-            main = serve(settings, source)
+            main = serve(Server(settings, source))
         asyncio.run(_with_gc_tuning(main, source) if args.gc_freeze else main)
     except auth_options.AuthConfigError as err:
         print(f"kubevirt-expand serve: {err}", file=sys.stderr)

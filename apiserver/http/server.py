@@ -217,26 +217,8 @@ class Server:
         _log.info("server stopped")
 
 
-async def serve(
-    settings: Settings,
-    source: Source,
-    *,
-    middlewares: Iterable[Middleware] = (),
-    admission: Admission | None = None,
-    authentication: bool = False,
-    ssl_context: ssl.SSLContext | None = None,
-    checks: Iterable[ChecksFn] = (),
-) -> None:
-    """Run until SIGTERM or SIGINT, then shut down gracefully."""
-    server = Server(
-        settings,
-        source,
-        middlewares=middlewares,
-        admission=admission,
-        authentication=authentication,
-        ssl_context=ssl_context,
-        checks=checks,
-    )
+async def serve(server: Server) -> None:
+    """Run ``server`` until SIGTERM or SIGINT, then shut down gracefully."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
