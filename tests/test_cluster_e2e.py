@@ -20,7 +20,7 @@ from apiserver.sources.cluster import ClusterSource
 from apiserver.sources.folder import FolderSource
 from tests.conformance import CASES_DIR
 from tests.fakekube import FakeKube
-from tests.fakekube.testing import eventually, kubeconfig
+from tests.fakekube.testing import kubeconfig, synced
 from tests.http_helpers import put_path, running_server, vm_path
 
 FAST = {"backoff": (0.02, 0.2), "read_timeout": 0.5}
@@ -46,14 +46,6 @@ def kubevirt_cr(config: dict[str, Any] | None) -> dict[str, Any] | None:
 async def fake() -> AsyncIterator[FakeKube]:
     async with FakeKube(bookmark_interval=0.1) as f:
         yield f
-
-
-async def synced(source: ClusterSource, fake: FakeKube) -> None:
-    async with asyncio.timeout(5):
-        await source.wait_synced()
-    await eventually(
-        lambda: fake.open_watches == sum(1 for c in source.caches.values() if c.missing is False)
-    )
 
 
 # ---------------------------------------------------------------------- no engine needed

@@ -7,7 +7,6 @@ and over the cluster source against the fake API server.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -25,7 +24,7 @@ from apiserver.sources.cluster import ClusterSource
 from apiserver.sources.folder import FolderSource
 from apiserver.sources.gather import render_traced
 from tests.fakekube import FakeKube
-from tests.fakekube.testing import eventually, kubeconfig
+from tests.fakekube.testing import eventually, kubeconfig, synced
 from tests.http_helpers import put_path, running_server, vm_path
 
 FAST = {"backoff": (0.02, 0.2), "read_timeout": 0.5}
@@ -185,14 +184,6 @@ async def test_cache_bounds_and_identity_check(folder: tuple[Path, FolderSource]
 async def fake() -> AsyncIterator[FakeKube]:
     async with FakeKube(bookmark_interval=0.1) as f:
         yield f
-
-
-async def synced(source: ClusterSource, fake: FakeKube) -> None:
-    async with asyncio.timeout(5):
-        await source.wait_synced()
-    await eventually(
-        lambda: fake.open_watches == sum(1 for c in source.caches.values() if c.missing is False)
-    )
 
 
 @pytest.mark.parametrize("vm_cache", [False, True])

@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from apiserver.sources.cluster import ClusterSource
 from tests.fakekube import FakeKube
 
 IT = "instancetype.kubevirt.io/v1beta1"
@@ -57,3 +58,12 @@ async def eventually(check: Callable[[], bool], within: float = 5.0) -> float:
             raise TimeoutError(f"condition not met within {within}s")
         await asyncio.sleep(0.005)
     return time.monotonic() - start
+
+
+async def synced(source: ClusterSource, fake: FakeKube) -> None:
+    """Every cache of ``source`` listed and its watch open on ``fake``."""
+    async with asyncio.timeout(5):
+        await source.wait_synced()
+    await eventually(
+        lambda: fake.open_watches == sum(1 for c in source.caches.values() if c.missing is False)
+    )
