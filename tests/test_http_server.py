@@ -31,6 +31,18 @@ from tests.http_helpers import (
 )
 
 
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m apiserver.cli ARGS`` from the repository, its output as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "apiserver.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
+
+
 @pytest.mark.parametrize("address", ["0.0.0.0", "10.1.2.3", "::"])
 def test_refuses_a_non_loopback_address_without_authentication(address: str) -> None:
     with pytest.raises(ServeError, match="authentication is not configured"):
@@ -44,24 +56,8 @@ def test_loopback_addresses_are_allowed_and_authentication_lifts_the_refusal() -
 
 
 def test_cli_refuses_a_public_bind_address(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "apiserver.cli",
-            "serve",
-            "--manifests",
-            str(EXAMPLES),
-            "--bind-address",
-            "0.0.0.0",
-            "--cert-dir",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=60,
-        check=False,
+    result = _cli(
+        "serve", "--manifests", str(EXAMPLES), "--bind-address", "0.0.0.0", "--cert-dir", str(tmp_path)
     )
     # Without authentication the server refuses; with it (it turns on for a public address) it needs a
     # cluster for reviews, which this machine has not: either way a clear start-up error.
@@ -71,14 +67,7 @@ def test_cli_refuses_a_public_bind_address(tmp_path: Path) -> None:
 
 
 def test_cli_help_lists_the_options() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "apiserver.cli", "serve", "--help"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=60,
-        check=False,
-    )
+    result = _cli("serve", "--help")
     assert result.returncode == 0
     for option in (
         "--manifests",
@@ -99,14 +88,7 @@ def test_cli_help_lists_the_options() -> None:
 
 
 def test_cli_rejects_a_missing_manifest_folder(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "apiserver.cli", "serve", "--manifests", str(tmp_path / "nope")],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=60,
-        check=False,
-    )
+    result = _cli("serve", "--manifests", str(tmp_path / "nope"))
     assert result.returncode == 2
     assert "not a directory" in result.stderr
 
