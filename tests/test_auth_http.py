@@ -367,3 +367,31 @@ async def test_authorize_references_checks_the_instancetype_read(tmp_path: Path)
         env.reviews.allow(user="bob")
         code, _, body = await env.call(EXPAND, cert=env.pki.aggregator, headers=[("X-Remote-User", "bob")])
         assert code == 200, body
+
+
+async def test_trust_settings_arriving_after_the_listener_started_apply_to_new_connections(
+    tmp_path: Path,
+) -> None:
+    """What a deployed server lives through: it listens before the ConfigMap has been read.
+
+    The serving context is built before the trust settings are known, as in ``serve``; the
+    certificates of the aggregator and of a client-CA user must then be asked for and believed.
+    """
+    async with auth_env(tmp_path, configmap=False) as env:
+        assert env.runtime.trust.settings is None or env.runtime.trust.settings.request_header is None
+        env.fake.create(env.pki.configmap())
+        await wait_for(
+            lambda: (
+                env.runtime.trust.settings is not None
+                and env.runtime.trust.settings.request_header is not None
+            )
+        )
+        env.reviews.allow(user="alice", path="/metrics")
+        code, _, _ = await env.call("/metrics", cert=env.pki.aggregator, headers=PROXY_HEADERS)
+        assert code == 200
+        assert env.reviews.access_reviews[-1]["spec"]["user"] == "alice"
+
+        env.reviews.allow(user="carol", path="/metrics")
+        code, _, _ = await env.call("/metrics", cert=env.pki.carol)
+        assert code == 200
+        assert env.reviews.access_reviews[-1]["spec"]["user"] == "carol"

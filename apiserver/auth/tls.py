@@ -10,6 +10,13 @@ verifying it, so OpenSSL verifies against the union of the client CA and the req
 context is rebuilt whenever either changes) and the authenticators then decide, against the bundle
 current at request time, which CA issued it. A certificate of neither CA fails the handshake; that
 failure is logged with the CAs expected, since it is how a wrong front-proxy CA shows up.
+
+Whether a certificate is *requested* at all cannot move with the context: OpenSSL copies the verify
+mode into a connection when the listening context creates it, and switching contexts in the SNI
+callback changes the certificate and the trust store but not that mode. The trust settings usually
+arrive after the socket is listening (read from the ``extension-apiserver-authentication`` ConfigMap),
+so with authentication on every context asks for a certificate from the start, even while no CA is
+known yet; what a certificate is verified against is then always the current context's store.
 """
 
 from __future__ import annotations
@@ -133,9 +140,9 @@ class ServingTLS:
         ctx.load_cert_chain(self.cert_file, self.key_file)
         if self._verify_pem:
             ctx.load_verify_locations(cadata=self._verify_pem.decode("ascii", "replace"))
-            ctx.verify_mode = ssl.CERT_OPTIONAL
-        else:
-            ctx.verify_mode = ssl.CERT_NONE
+        # Constant for the life of the listener (see the module docstring): with authentication on,
+        # ask even while no CA is known, or no connection would ever be asked once one is.
+        ctx.verify_mode = ssl.CERT_OPTIONAL if self._trust is not None else ssl.CERT_NONE
         ctx.set_alpn_protocols(["http/1.1"])
         ctx.sni_callback = self._sni
         expectation = self._expectation
