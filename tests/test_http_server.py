@@ -23,6 +23,7 @@ from tests.http_helpers import (
     EXAMPLES,
     REPO,
     MemorySource,
+    ServerProcess,
     client_ssl,
     put_path,
     running_server,
@@ -223,3 +224,36 @@ def test_text_access_log_from_the_process(tmp_path: Path) -> None:
     finally:
         assert proc.stop() == 0
     assert f"apiserver.access: GET {vm_path(name='nosuch')} 404 " in proc.log()
+
+
+def _get(proc: ServerProcess, path: str) -> bytes:
+    context = client_ssl(proc.ca_file)
+    with (
+        socket.create_connection(("127.0.0.1", proc.port), timeout=10) as raw,
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
+        tls.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        return _read_response(tls)
+
+
+def test_a_log_written_into_the_manifests_folder_does_not_wake_the_server(tmp_path: Path) -> None:
+    """``serve --manifests . > server.log``: each log line used to be a change of the folder, which
+    logged a line ('1 change detected') and re-read the folder, forever."""
+    for manifest in EXAMPLES.glob("*.yaml"):
+        (tmp_path / manifest.name).write_bytes(manifest.read_bytes())
+    proc = start_process(tmp_path, "--manifests", str(tmp_path))  # its log is tmp_path/server.log
+    try:
+        time.sleep(1.5)
+        lines = proc.log().splitlines()
+        assert not [line for line in lines if "change" in line], lines
+        assert len(lines) < 10, lines
+        # A change to a manifest is still seen.
+        assert b'"name":"fedora"' in _get(proc, vm_path(name="fedora"))
+        text = (tmp_path / "vm-fedora.yaml").read_text()
+        (tmp_path / "vm-fedora.yaml").write_text(text.replace("name: fedora\n", "name: fedora-renamed\n", 1))
+        deadline = time.monotonic() + 10
+        while b" 200 OK" not in _get(proc, vm_path(name="fedora-renamed"))[:20]:
+            assert time.monotonic() < deadline, proc.log()
+            time.sleep(0.1)
+    finally:
+        assert proc.stop() == 0

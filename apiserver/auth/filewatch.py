@@ -85,9 +85,17 @@ class FileWatcher:
         except ImportError:  # the poll alone is enough
             return
         dirs = self._dirs
+        names = {os.path.basename(p) for p in self.paths}
+
+        def relevant(_change: object, path: str) -> bool:
+            # The files themselves, or a mounted Secret's ``..data`` swap; not the folder's other files
+            # (a log written beside the certificate would otherwise wake this on every line).
+            name = os.path.basename(path)
+            return name in names or name.startswith("..")
+
         try:
             async for _changes in awatch(
-                *dirs, stop_event=self._stop, debounce=200, recursive=False, watch_filter=None
+                *dirs, stop_event=self._stop, debounce=200, recursive=False, watch_filter=relevant
             ):
                 await self.check()
         except (OSError, RuntimeError) as exc:

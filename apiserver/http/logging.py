@@ -206,8 +206,10 @@ def configure(log_format: str = "text", level: str = "info") -> None:
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
-    # aiohttp's own access log would duplicate ours.
+    # aiohttp's own access log would duplicate ours; watchfiles logs every change it sees at INFO
+    # (the sources and the certificate watcher log what the changes did).
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    logging.getLogger("watchfiles").setLevel(logging.WARNING)
 
 
 def user_name(request: web.Request) -> str | None:

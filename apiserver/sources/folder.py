@@ -180,7 +180,7 @@ class FolderSource:
 
         try:
             async for _changes in watchfiles.awatch(
-                self.directory, stop_event=self._stop, debounce=100, step=20
+                self.directory, stop_event=self._stop, debounce=100, step=20, watch_filter=_may_hold_manifests
             ):
                 await self._reload_logged()
         except Exception as err:  # inotify unavailable, directory gone: the poll loop carries on
@@ -267,3 +267,12 @@ class FolderSource:
             CacheStats("objects", len(snap.objects) - snap.presets, hits, misses),
             CacheStats("presets", snap.presets),
         ]
+
+
+def _may_hold_manifests(_change: object, path: str) -> bool:
+    """Whether a change under the folder can matter: manifest files, folders (no suffix), and the
+    ``..data`` swaps of a mounted ConfigMap. Anything else (a log file written into the folder, an
+    editor's swap file) would otherwise trigger a re-read per write, and with the log in the same
+    folder a re-read per re-read."""
+    name = os.path.basename(path)
+    return name.startswith("..") or name.endswith(MANIFEST_SUFFIXES) or "." not in name
