@@ -1,0 +1,79 @@
+"""Session fixtures: one real control plane and one deployed server for the whole session, a namespace
+per test. Skipped, with the reason, where the binaries are missing (see controlplane.unavailable)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.realk8s.controlplane import CRDS_FILE, ControlPlane, tail, unavailable
+from tests.realk8s.deployed import DeployedServer
+
+HERE = Path(__file__).parent
+GROUP_MARK = "realk8s"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "xdist_group(name): run on the same pytest-xdist worker as the group")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # One control plane per worker is expensive: every test here shares the one worker's.
+    for item in items:
+        if HERE in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.xdist_group(GROUP_MARK))
+
+
+@pytest.fixture(scope="session")
+def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    reason = unavailable()
+    if reason:
+        pytest.skip(f"real control plane unavailable: {reason}")
+    cluster = ControlPlane(tmp_path_factory.mktemp("realk8s"))
+    try:
+        cluster.start()
+        cluster.kubectl("apply", "-f", str(CRDS_FILE))
+        cluster.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture(scope="session")
+def deployed(
+    control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DeployedServer]:
+    """The server with the Deployment's arguments, registered with the aggregator and Available."""
+    server = DeployedServer(control_plane, tmp_path_factory.mktemp("deployed"))
+    server.install()
+    server.start()
+    try:
+        server.register()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def namespace(control_plane: ControlPlane) -> str:
+    """A fresh namespace for one test (never deleted: without a controller-manager it would stay Terminating)."""
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    control_plane.kubectl("create", "namespace", name)
+    return name
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome: Any = yield
+    report = outcome.get_result()
+    if report.when == "call" and report.failed:
+        server = item.funcargs.get("deployed") if hasattr(item, "funcargs") else None
+        if isinstance(server, DeployedServer):
+            report.sections.append(("server log (last lines)", tail(server.log_file, 60)))
+        cluster = item.funcargs.get("control_plane") if hasattr(item, "funcargs") else None
+        if isinstance(cluster, ControlPlane):
+            report.sections.append(("kube-apiserver log (last lines)", tail(cluster.apiserver_log, 30)))
