@@ -361,3 +361,45 @@ class ControlPlane:
         return self.kubectl(
             "create", "token", service_account, "-n", namespace, f"--duration={duration}"
         ).stdout.strip()
+
+    # -- raw HTTPS calls (what kubectl --raw cannot show: status, headers) --------------------
+
+    def ssl_for(self, credentials: Credentials | None = None) -> ssl.SSLContext:
+        """A context trusting the cluster CA, presenting ``credentials`` (default: the admin's)."""
+        creds = credentials or self.pki.admin
+        ctx = ssl.create_default_context(cafile=str(self.pki.ca_file))
+        ctx.load_cert_chain(str(creds.cert_file), str(creds.key_file))
+        return ctx
+
+    def request(
+        self,
+        path: str,
+        *,
+        method: str = "GET",
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        credentials: Credentials | None = None,
+        timeout: float = 30,
+    ) -> Response:
+        """One request to kube-apiserver (as the admin unless ``credentials``); never raises on a status."""
+        request = urllib.request.Request(self.url + path, data=body, method=method, headers=headers or {})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout, context=self.ssl_for(credentials)) as resp:
+                return Response(resp.status, dict(resp.headers.items()), resp.read())
+        except urllib.error.HTTPError as err:
+            return Response(err.code, dict(err.headers.items()), err.read())
+
+
+@dataclass
+class Response:
+    """An HTTP answer: status, headers (as sent; look up with ``header``), body."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def header(self, name: str) -> str | None:
+        return next((v for k, v in self.headers.items() if k.lower() == name.lower()), None)
+
+    def json(self) -> Any:
+        return json.loads(self.body)

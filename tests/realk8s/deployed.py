@@ -26,7 +26,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
@@ -288,3 +288,15 @@ class DeployedServer:
             return err.code, err.read()
         except (OSError, urllib.error.URLError):
             return 0, b""
+
+    def wait_log(self, offset: int, predicate: Callable[[str], bool], timeout: float = 5) -> list[str]:
+        """The log lines written since ``offset`` once one satisfies ``predicate`` (access lines are
+        written in batches, a moment after the answer); raises with the lines seen on a timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            lines = list(self.log_lines_since(offset))
+            if any(predicate(line) for line in lines):
+                return lines
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no such log line after {timeout:g} s:\n" + "\n".join(lines[-20:]))
+            time.sleep(0.05)
