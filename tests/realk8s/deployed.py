@@ -300,3 +300,22 @@ class DeployedServer:
             if time.monotonic() > deadline:
                 raise AssertionError(f"no such log line after {timeout:g} s:\n" + "\n".join(lines[-20:]))
             time.sleep(0.05)
+
+    def apiservice_available(self) -> bool:
+        """Whether the aggregator reports every APIService of the overlay Available right now."""
+        for svc in self.apiservices():
+            obj = self.cluster.get_json("apiservice", svc["metadata"]["name"])
+            conditions = obj.get("status", {}).get("conditions", [])
+            if not any(c["type"] == "Available" and c["status"] == "True" for c in conditions):
+                return False
+        return True
+
+    def ensure_available(self, timeout: float = 30) -> None:
+        """Have the aggregator check every APIService now and wait until each is Available: a test that
+        made the server refuse the aggregator for a moment leaves it usable for the next. (Any update
+        of an APIService queues an availability check; otherwise one comes only every 30 s or so.)"""
+        stamp = f"kubevirt-expand.test/checked={time.monotonic_ns()}"
+        for svc in self.apiservices():
+            self.cluster.kubectl("annotate", "--overwrite", "apiservice", svc["metadata"]["name"], stamp)
+        for svc in self.apiservices():
+            self.wait_available(svc["metadata"]["name"], timeout)
