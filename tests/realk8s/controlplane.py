@@ -23,10 +23,10 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import trustme
 from cryptography.hazmat.primitives import serialization
@@ -39,6 +39,8 @@ CRDS_FILE = SHARED_K8S / "kubevirt-crds.yaml"
 KUBECTL = shutil.which("kubectl")
 
 FRONT_PROXY_CN = "front-proxy-client"
+
+T = TypeVar("T")
 
 
 def assets_dir() -> Path:
@@ -65,6 +67,18 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def poll(what: str, probe: Callable[[], T], accept: Callable[[T], bool], timeout: float = 10) -> T:
+    """``probe()`` every 50 ms until ``accept`` takes its result; fails with the last one seen."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = probe()
+        if accept(result):
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout:g} s; last seen: {result!r}")
+        time.sleep(0.05)
 
 
 def write_pem(path: Path, *blobs: bytes) -> Path:

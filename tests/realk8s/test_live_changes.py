@@ -13,33 +13,19 @@ import json
 import socket
 import ssl
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import trustme
 
-from tests.realk8s.controlplane import ControlPlane, Credentials, Response
+from tests.realk8s.controlplane import ControlPlane, Credentials, Response, poll
 from tests.realk8s.deployed import DeployedServer
 from tests.realk8s.test_auth import expand_spec, store_vm
 
 TRUST_CM = ("-n", "kube-system", "configmap", "extension-apiserver-authentication")
 ALLOWED_NAMES = "requestheader-allowed-names"
 REQUESTHEADER_CA = "requestheader-client-ca-file"
-
-
-def poll(what: str, probe: Callable[[], Any], accept: Callable[[Any], bool], timeout: float = 10) -> Any:
-    """``probe()`` every 50 ms until ``accept`` takes its result; fails with the last one seen."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = probe()
-        if accept(result):
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout:g} s; last seen: {result!r}")
-        time.sleep(0.05)
 
 
 class Connection:

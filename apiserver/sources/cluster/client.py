@@ -189,10 +189,13 @@ class KubeClient:
     async def watch(
         self, path: str, query: Mapping[str, str], *, idle_timeout: float
     ) -> AsyncIterator[JSONDict]:
-        """The events of one watch request, until the server ends it.
+        """The events of one watch request, until the server ends it or it stays silent too long.
 
-        ``idle_timeout`` bounds the silence between two lines (bookmarks keep a healthy watch talking),
-        so a connection that died without a reset is noticed.
+        A silence of ``idle_timeout`` also ends it, quietly, for the caller to resume on a new
+        connection: a connection that died without a reset is noticed then (the new one cannot be
+        opened), but silence alone is no error. kube-apiserver sends a bookmark only once its watch
+        cache has seen a change of that kind, about once a minute at most, so a watch of a kind nobody
+        changes (no presets, no KubeVirt CR) gets no line at all until its ``timeoutSeconds``.
         """
         self.counts.add("watch")
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.connect_timeout, sock_read=idle_timeout)
@@ -211,6 +214,9 @@ class KubeClient:
             async for line in resp.content:
                 if line.strip():
                     yield _loads(line)
+        except aiohttp.ServerTimeoutError:  # the read timeout (sock_read): nothing came for idle_timeout
+            resp.close()  # half-read: never back into the pool
+            return
         except (aiohttp.ClientError, OSError, TimeoutError) as err:
             raise SourceUnavailable(f"watch of {path} broke: {err or type(err).__name__}") from err
         finally:
