@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Collection, Iterable
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
@@ -43,7 +43,14 @@ def _endpoint(request: web.Request) -> str:
     return resource.canonical if resource is not None else "other"
 
 
-def _front(settings: Settings, metrics: Metrics, deadlines: Deadlines, *, identified: bool) -> FrontLayer:
+def _front(
+    settings: Settings,
+    metrics: Metrics,
+    deadlines: Deadlines,
+    *,
+    identified: bool,
+    routine: Collection[str] = (),
+) -> FrontLayer:
     """Access log and metrics, Status conversion and the request timeout around a handler, in one layer.
 
     One layer instead of three: each costs a coroutine and a call per request, a sizeable share of a
@@ -52,7 +59,8 @@ def _front(settings: Settings, metrics: Metrics, deadlines: Deadlines, *, identi
     (a route template). The timeout is kept by :class:`~apiserver.http.deadlines.Deadlines` (one
     sweeper, not a timer per request). ``identified``: a middleware may leave the caller on the
     request (``USER_KEY``); without one there is nothing to look up. The layer's ``note`` counts and
-    logs an answer given without it (the dispatcher's answers that await nothing).
+    logs an answer given without it (the dispatcher's answers that await nothing). ``routine``: the
+    endpoints whose successful answers are logged at debug level only (see :func:`build_app`).
     """
     limit = settings.request_timeout
     retry = max(1, int(limit))
@@ -102,7 +110,13 @@ def _front(settings: Settings, metrics: Metrics, deadlines: Deadlines, *, identi
                 deadline.finish()
             elapsed = clock() - start
             observe(endpoint, request.method, code, elapsed)
-            log_request(request, code, elapsed, request.get(USER_KEY) if identified else None)
+            log_request(
+                request,
+                code,
+                elapsed,
+                request.get(USER_KEY) if identified else None,
+                debug=code < 400 and endpoint in routine,
+            )
 
     def note(request: web.Request, code: int, endpoint: str, seconds: float) -> None:
         started()
@@ -144,7 +158,9 @@ def build_app(
     metrics.watch_source(source)
     deadlines = Deadlines(settings.request_timeout)
     middlewares = tuple(middlewares)
-    front = _front(settings, metrics, deadlines, identified=bool(middlewares))
+    # Filled below with the endpoints that are not the expand API (see the comment there).
+    routine: set[str] = set()
+    front = _front(settings, metrics, deadlines, identified=bool(middlewares), routine=routine)
     app = web.Application(
         middlewares=[_as_middleware(front), *middlewares], client_max_size=settings.max_body_bytes
     )
@@ -173,11 +189,18 @@ def build_app(
 
     expand = routes.add_routes(app, settings, source, metrics, authenticated=bool(middlewares))
     app[DISPATCHER] = Dispatcher(expand, front, middlewares, admission=admission)
+    expand_api = {resource.canonical for resource in app.router.resources()}
     discovery.add_routes(app, settings)
     openapi.add_routes(app, settings)
     extra_checks = tuple(checks)  # readiness beyond the source's (authentication's trust settings)
     health.add_routes(app, state, lambda: [*source.checks(), *(c for fn in extra_checks for c in fn())])
     app.router.add_get("/metrics", metrics_handler)
+    # Behind a real aggregator most requests are its own and the kubelet's: availability probes (five
+    # at a time per APIService, every 30 s), discovery and OpenAPI polls every minute, readiness and
+    # liveness probes; about 40 lines a minute on an idle server. Their successful answers go to the
+    # access log at debug level, so the info level shows the users' requests and every failure.
+    routine.update(resource.canonical for resource in app.router.resources())
+    routine.difference_update(expand_api)
     return app
 
 

@@ -313,9 +313,18 @@ def _sole_handler() -> BatchingStreamHandler | None:
 _UNSET: Any = object()
 
 
-def log_request(request: web.Request, code: int, seconds: float, user: object = _UNSET) -> None:
+def log_request(
+    request: web.Request, code: int, seconds: float, user: object = _UNSET, *, debug: bool = False
+) -> None:
     """The access line of ``request``; ``user``: what ``request[USER_KEY]`` holds, when the caller
-    knows (None when nothing authenticates requests), else read from the request."""
+    knows (None when nothing authenticates requests), else read from the request. ``debug``: a
+    routine answer (probes, discovery), logged at debug level rather than info."""
+    if debug:
+        if _access.isEnabledFor(logging.DEBUG):
+            _log_record(
+                request, code, seconds, request.get(USER_KEY) if user is _UNSET else user, logging.DEBUG
+            )
+        return
     if not _access.isEnabledFor(logging.INFO):
         return
     if user is _UNSET:
@@ -341,10 +350,28 @@ def log_request(request: web.Request, code: int, seconds: float, user: object = 
     if handler is not None:
         handler.handle(_AccessRecord(access))  # type: ignore[arg-type]
         return
+    _handle(access, logging.INFO)
+
+
+def _log_record(request: web.Request, code: int, seconds: float, user: object, level: int) -> None:
+    access: AccessEntry = (
+        time.time(),
+        request.method,
+        request.path,
+        request.query_string,
+        code,
+        seconds,
+        user,
+        request.remote,
+    )
+    _handle(access, level)
+
+
+def _handle(access: AccessEntry, level: int) -> None:
     # makeRecord + handle: Logger.info would also walk the stack for the caller's file and line.
     args, fields = _access_parts(access)
     record = _access.makeRecord(
-        ACCESS_LOGGER, logging.INFO, __file__, 0, _ACCESS_FORMAT, args, None, extra={"fields": fields}
+        ACCESS_LOGGER, level, __file__, 0, _ACCESS_FORMAT, args, None, extra={"fields": fields}
     )
     record.created, record.msecs = access[0], _msecs(access[0])
     _access.handle(record)
