@@ -76,7 +76,7 @@ def expand_vm_spec(namespace: str) -> str:
 # -- through the aggregator ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("grant", ["role", "overlay-clusterrole"])
+@pytest.mark.parametrize("grant", ["role", "overlay-clusterrole", "role-for-a-group"])
 def test_kubectl_as_a_user_refused_by_rbac_then_allowed(
     deployed: DeployedServer, control_plane: ControlPlane, namespace: str, grant: str, tmp_path: Any
 ) -> None:
@@ -84,8 +84,10 @@ def test_kubectl_as_a_user_refused_by_rbac_then_allowed(
     alice = f"alice-{namespace}"
     vm_file = tmp_path / "vm.json"
     vm_file.write_text(json.dumps(control_plane.get_json("virtualmachine", "vm1", "-n", namespace)))
-    get = ("get", "--raw", expand_spec(namespace), f"--as={alice}")
-    put = ("replace", "--raw", expand_vm_spec(namespace), "-f", str(vm_file), f"--as={alice}")
+    team = f"team-{namespace}"
+    who = (f"--as={alice}", f"--as-group={team}") if grant == "role-for-a-group" else (f"--as={alice}",)
+    get = ("get", "--raw", expand_spec(namespace), *who)
+    put = ("replace", "--raw", expand_vm_spec(namespace), "-f", str(vm_file), *who)
     log_start = deployed.log_size()
 
     refused = control_plane.kubectl(*get, check=False)
@@ -104,6 +106,12 @@ def test_kubectl_as_a_user_refused_by_rbac_then_allowed(
         control_plane.apply(
             expander_role(namespace),
             binding(namespace, "alice", {"kind": "Role", "name": "expander"}, user(alice)),
+        )
+    elif grant == "role-for-a-group":
+        # Only the group is bound: our server's SubjectAccessReview must carry the X-Remote-Group values.
+        group = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": team}
+        control_plane.apply(
+            expander_role(namespace), binding(namespace, "team", {"kind": "Role", "name": "expander"}, group)
         )
     else:
         # What view/edit/admin would grant once kube-controller-manager's clusterrole-aggregation
