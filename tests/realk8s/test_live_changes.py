@@ -34,13 +34,14 @@ class Connection:
     def __init__(self, deployed: DeployedServer, creds: Credentials) -> None:
         ctx = deployed.ssl_context((creds.cert_file, creds.key_file))
         self.conn = http.client.HTTPSConnection("127.0.0.1", deployed.port, context=ctx, timeout=10)
-        self.sockets: set[int] = set()
+        self.sockets: list[socket.socket] = []  # every socket it used (kept, so none is mistaken for another)
 
     def get(self, path: str, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
         self.conn.request("GET", path, headers=headers or {})
         resp = self.conn.getresponse()
         assert self.conn.sock is not None
-        self.sockets.add(id(self.conn.sock))
+        if not any(known is self.conn.sock for known in self.sockets):
+            self.sockets.append(self.conn.sock)
         return resp.status, resp.read()
 
     def close(self) -> None:
