@@ -20,6 +20,7 @@ import yaml
 
 from apiserver.cli import main
 from apiserver.render import ExpandError, ExpandResult, ObjectIndex
+from apiserver.sources.documents import KubeDumper
 from tests.conformance import Case, case_files, error_matches, load
 
 REPO = Path(__file__).resolve().parents[1]
@@ -45,7 +46,8 @@ def cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[s
 
 
 def dump(objs: Iterable[Mapping[str, Any]]) -> str:
-    return yaml.safe_dump_all(list(objs), sort_keys=False)
+    """YAML as kubectl reads it back (strings such as ``y`` quoted)."""
+    return yaml.dump_all(list(objs), Dumper=KubeDumper, sort_keys=False)
 
 
 def write_case(directory: Path, case: Case) -> list[str]:
@@ -59,7 +61,7 @@ def write_case(directory: Path, case: Case) -> list[str]:
     if "kubevirt" in inp:
         # A bare KubeVirtConfiguration has no kind, so it cannot sit among the manifests.
         kubevirt_file = directory.parent / f"{directory.name}-kubevirt.yaml"
-        kubevirt_file.write_text(yaml.safe_dump(inp["kubevirt"], sort_keys=False))
+        kubevirt_file.write_text(dump([inp["kubevirt"]]))
         args += ["--kubevirt", str(kubevirt_file)]
     return args
 

@@ -19,6 +19,7 @@ import yaml
 from apiserver.render import Cause, ExpandError, ObjectIndex, expand
 from apiserver.render.errors import invalid_status, status
 from apiserver.render.objects import CLUSTER_SCOPED_KINDS, KUBEVIRT, VIRTUAL_MACHINE, canonical_kind
+from apiserver.sources.documents import KubeDumper, reads_back_as_text
 from apiserver.sources.manifests import ManifestError, load_documents, read_manifest_paths
 
 DEFAULT_NAMESPACE = "default"
@@ -259,12 +260,13 @@ def _report(vm: Mapping[str, Any], status_body: Mapping[str, Any]) -> None:
     print(json.dumps(status_body, separators=(",", ":"), ensure_ascii=False), file=sys.stderr)
 
 
-class _Dumper(yaml.SafeDumper):
-    """Block style, members in the renderer's order, multi-line text (cloud-init) as literal blocks."""
+class _Dumper(KubeDumper):
+    """Block style, members in the renderer's order, multi-line text (cloud-init) as literal blocks,
+    strings kubectl would read as something else quoted."""
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
+    style = "|" if "\n" in value else None if reads_back_as_text(value) else "'"
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
