@@ -40,6 +40,8 @@ import orjson
 import yaml
 from yaml import events as ev
 
+from apiserver.render.values import MAX_DEPTH
+
 try:  # libyaml's parser; the pure-Python one has the same events
     from yaml._yaml import CParser as _Parser
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
@@ -60,9 +62,6 @@ __all__ = [
     "looks_like_json",
     "read_documents",
 ]
-
-MAX_DEPTH: Final = 100
-"""Deepest nesting of mappings and sequences accepted (a VirtualMachine needs about 25)."""
 
 MIN_ALIAS_BUDGET: Final = 64 * 1024
 
@@ -86,13 +85,13 @@ class DocumentError(ValueError):
         document: int | None = None,
         line: int | None = None,
         path: str = "",
-        json_syntax: bool = False,
+        syntax: str | None = None,
     ) -> None:
         self.problem = problem
         self.document = document
         self.line = line
         self.path = path
-        self.json_syntax = json_syntax  # the text is not JSON (callers may report a YAML error instead)
+        self.syntax = syntax  # "JSON" or "YAML" when the text is not that; None for a refused value
         super().__init__(self.describe())
 
     def where(self) -> str:
@@ -164,7 +163,7 @@ def read_documents(data: bytes | str) -> list[Document]:
         try:
             return _json_documents(data)
         except DocumentError as json_err:
-            if not json_err.json_syntax:
+            if json_err.syntax != "JSON":
                 raise
             try:  # flow-style YAML ({a: 1}) starts like JSON too
                 return _yaml_documents(data)
@@ -242,8 +241,8 @@ def _json_error(err: json.JSONDecodeError | orjson.JSONDecodeError) -> DocumentE
         return DocumentError(f"nested deeper than {MAX_DEPTH} levels", line=lineno)
     lineno = getattr(err, "lineno", None)
     colno = getattr(err, "colno", None)
-    problem = f"not valid JSON: {msg}" + (f" (column {colno})" if colno else "")
-    return DocumentError(problem, line=lineno, json_syntax=True)
+    problem = msg + (f" (column {colno})" if colno else "")
+    return DocumentError(problem, line=lineno, syntax="JSON")
 
 
 def _json_documents(data: bytes | str) -> list[Document]:
@@ -277,7 +276,7 @@ def _json_stream(raw: bytes) -> list[Document]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise DocumentError(f"not valid JSON: not UTF-8 text (byte {err.start})", json_syntax=True) from None
+        raise DocumentError(f"not UTF-8 text (byte {err.start})", syntax="JSON") from None
     dup_keys: dict[int, list[str]] = {}
 
     def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -307,7 +306,7 @@ def _json_stream(raw: bytes) -> list[Document]:
         except RecursionError:
             raise DocumentError(f"nested deeper than {MAX_DEPTH} levels") from None
         except ValueError as err:  # NaN/Infinity, or an integer of more digits than Python converts
-            raise DocumentError(f"not valid JSON: {err}", json_syntax=True) from None
+            raise DocumentError(str(err), syntax="JSON") from None
         values.append(value)
     docs = []
     for number, value in enumerate(values, start=1):
@@ -773,13 +772,16 @@ def _yaml_documents(data: bytes | str) -> list[Document]:
             context_line = f", line {err.context_mark.line + 1}" if err.context_mark else ""
             problem = f"{err.problem} ({err.context}{context_line})"
         document = max(builder.number, 1)
-        raise DocumentError(problem, document=document, line=mark.line + 1 if mark else None) from None
+        line = mark.line + 1 if mark else None
+        raise DocumentError(problem, document=document, line=line, syntax="YAML") from None
     except yaml.reader.ReaderError as err:
         # Bad encoding or control characters: the reader knows a character position, not a line.
         first = str(err).split("\n", 1)[0]
-        raise DocumentError(f"{first} (character {err.position})", document=max(builder.number, 1)) from None
+        raise DocumentError(
+            f"{first} (character {err.position})", document=max(builder.number, 1), syntax="YAML"
+        ) from None
     except yaml.YAMLError as err:  # pragma: no cover - every PyYAML error is one of the above
-        raise DocumentError(f"not valid YAML: {err}", document=max(builder.number, 1)) from None
+        raise DocumentError(str(err), document=max(builder.number, 1), syntax="YAML") from None
 
 
 # --- writing YAML that reads back the same ----------------------------------------------------------

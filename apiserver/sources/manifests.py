@@ -57,6 +57,8 @@ def _documents(data: bytes | str, source: str) -> list[tuple[int, Any, tuple[Dup
         docs = read_documents(data)
     except DocumentError as err:
         problem = f"{err.path}: {err.problem}" if err.path else err.problem
+        if err.syntax == "JSON":
+            problem = f"not valid JSON: {problem}"
         raise ManifestError(problem, source=source, document=err.document, line=err.line) from None
     return [(doc.number, doc.value, doc.duplicates) for doc in docs]
 
