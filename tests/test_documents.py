@@ -192,7 +192,14 @@ def test_json_streams_and_flow_yaml() -> None:
 
 def test_broken_json_reports_the_json_error() -> None:
     err = refused(b'{"kind": "A",\n "spec": [1,}\n')
-    assert err.line == 2 and str(err).startswith("line 2: not valid JSON: ")
+    assert err.line == 2 and err.syntax == "JSON"
+    assert str(err) == "line 2: unexpected character, expected a JSON value (column 13)"
+
+
+def test_large_broken_json_is_not_read_as_yaml_again() -> None:
+    data = b'{"a": [' + b"1," * 200_000 + b"}"
+    err = refused(data)
+    assert err.syntax == "JSON" and "column" in str(err)
 
 
 # --- bounds --------------------------------------------------------------------------------------

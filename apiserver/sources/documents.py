@@ -34,7 +34,7 @@ import re
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import orjson
 import yaml
@@ -64,6 +64,7 @@ __all__ = [
 ]
 
 MIN_ALIAS_BUDGET: Final = 64 * 1024
+FLOW_YAML_LIMIT: Final = 256 * 1024
 
 
 def alias_budget(size: int) -> int:
@@ -120,8 +121,7 @@ class Duplicate:
         return f'duplicate field "{self.path}"'
 
 
-@dataclass(frozen=True, slots=True)
-class Document:
+class Document(NamedTuple):
     """One document of the input: its 1-based number, its value (None when empty) and its duplicates."""
 
     number: int
@@ -135,6 +135,8 @@ _JSON_START_TEXT = re.compile(r"[ \t\r\n]*[\[{]")
 
 def looks_like_json(data: bytes | str) -> bool:
     """Whether the text starts like a JSON object or array (YAML flow collections do too)."""
+    if data[:1] in ("{", b"{"):
+        return True
     if isinstance(data, bytes):
         return _JSON_START.match(data) is not None
     return _JSON_START_TEXT.match(data) is not None
@@ -153,7 +155,9 @@ def read_documents(data: bytes | str) -> list[Document]:
     """Every document of ``data`` (JSON, a stream of JSON values, or YAML), empty ones as None.
 
     Text that starts like JSON and is neither JSON nor YAML reports the JSON error, anything else the
-    YAML error, whatever a caller was told the text is. Raises :class:`DocumentError`.
+    YAML error, whatever a caller was told the text is. Text that starts like JSON is read as YAML (a
+    flow collection, ``{a: 1}``) only up to :data:`FLOW_YAML_LIMIT`, so that broken JSON of the body
+    limit's size costs about what valid JSON does. Raises :class:`DocumentError`.
     """
     if isinstance(data, bytes) and data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
@@ -163,7 +167,7 @@ def read_documents(data: bytes | str) -> list[Document]:
         try:
             return _json_documents(data)
         except DocumentError as json_err:
-            if json_err.syntax != "JSON":
+            if json_err.syntax != "JSON" or len(data) > FLOW_YAML_LIMIT:
                 raise
             try:  # flow-style YAML ({a: 1}) starts like JSON too
                 return _yaml_documents(data)
@@ -227,9 +231,7 @@ def _may_have_duplicates(data: bytes, keys: int) -> bool:
         ends -= escaped
         if ends != keys:
             return True
-    if b'" ' in data or b'"\t' in data or b'"\n' in data or b'"\r' in data:
-        return _SPACED_KEY.search(data) is not None
-    return False
+    return _SPACED_KEY.search(data) is not None
 
 
 def _json_error(err: json.JSONDecodeError | orjson.JSONDecodeError) -> DocumentError:
@@ -245,6 +247,22 @@ def _json_error(err: json.JSONDecodeError | orjson.JSONDecodeError) -> DocumentE
     return DocumentError(problem, line=lineno, syntax="JSON")
 
 
+# The text's shape in one pass: digits as 0, openers as {, everything else a space.
+_SHAPE = bytes(
+    ord("0") if chr(c).isdigit() and c < 128 else ord("{") if c in b"{[" else ord(" ") for c in range(256)
+)
+_LONG_NUMBER = b"0" * 20  # 20 digits in a row: maybe an integer beyond 64 bits (orjson makes it a float)
+
+
+def _key_count(out: bytes) -> int | None:
+    """Keys in orjson's output of a value: each key ends in ``":``, quotes inside strings are escaped
+    (``\\":``); None when a key ends in a backslash and the count would be ambiguous."""
+    escaped = out.count(b'\\":')
+    if escaped and b'\\\\":' in out:
+        return None
+    return out.count(b'":') - escaped
+
+
 def _json_documents(data: bytes | str) -> list[Document]:
     raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
     try:
@@ -253,13 +271,21 @@ def _json_documents(data: bytes | str) -> list[Document]:
         if err.msg.startswith("trailing characters") or err.msg.startswith("unexpected content after"):
             return _json_stream(raw)
         raise _json_error(err) from None
-    flags = [False]
-    try:
-        keys = _scan_json(doc, 1, flags) if type(doc) is dict or type(doc) is list else 0
-    except _TooDeep as deep:
-        path = _segments_path(deep.segments)
-        raise DocumentError(f"nested deeper than {MAX_DEPTH} levels", path=path) from None
-    if flags[0] or (keys and _may_have_duplicates(raw, keys)):
+    if type(doc) is not dict and type(doc) is not list:
+        return [Document(1, doc)]
+    shape = raw.translate(_SHAPE)
+    if shape.count(b"{") > MAX_DEPTH or _LONG_NUMBER in shape:
+        # Maybe too deep, or an integer orjson could not keep: walk it.
+        flags = [False]
+        try:
+            keys: int | None = _scan_json(doc, 1, flags)
+        except _TooDeep as deep:
+            path = _segments_path(deep.segments)
+            raise DocumentError(f"nested deeper than {MAX_DEPTH} levels", path=path) from None
+        exact = flags[0]
+    else:  # the usual small body: at most 100 openers, so at most 100 levels
+        keys, exact = _key_count(orjson.dumps(doc)), False
+    if exact or keys is None or (keys and _may_have_duplicates(raw, keys)):
         docs = _json_stream(raw)
         if len(docs) == 1:
             return [Document(1, docs[0].value, docs[0].duplicates)]
