@@ -21,6 +21,9 @@ v2) and built straight from libyaml's events, so that no document can cost more 
   :class:`Duplicate` (its field path) for the caller's field-validation policy to judge.
 - **Numbers in JSON** must be within a float's range (KubeVirt's PUT refuses others); integers are kept
   exactly, so a big integer in ``metadata.managedFields[].fieldsV1`` comes back as it was written.
+- **Cost** stays proportional to the size: JSON is checked without a walk when it cannot nest too deep
+  and keys are counted rather than compared; text that starts like JSON but is not JSON is read as
+  flow-style YAML only up to :data:`FLOW_YAML_LIMIT`.
 
 Every refusal is a :class:`DocumentError` naming the document, the line (YAML) and the field path.
 """
@@ -54,13 +57,16 @@ except ImportError:  # pragma: no cover - PyYAML built without libyaml
 
 
 __all__ = [
+    "FLOW_YAML_LIMIT",
     "MAX_DEPTH",
     "Document",
     "DocumentError",
     "Duplicate",
+    "KubeDumper",
     "alias_budget",
     "looks_like_json",
     "read_documents",
+    "reads_back_as_text",
 ]
 
 MIN_ALIAS_BUDGET: Final = 64 * 1024
