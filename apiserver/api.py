@@ -1,11 +1,89 @@
-"""The Python API: expand a VM given beside the objects it references."""
+"""The Python API: expand a VM given beside the objects it references.
+
+:func:`expand` returns the VM and the warnings (field-validation findings under ``Warn``, preset
+conflicts); :func:`expand_vm` returns the VM alone and issues each warning through Python's
+:mod:`warnings` machinery as an :class:`ExpandWarning`.
+"""
 
 from __future__ import annotations
 
+import warnings as _warnings
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from apiserver.render import ObjectIndex, expand
+from apiserver.render import ObjectIndex
+from apiserver.render import expand as _expand
+from apiserver.render.errors import ExpandError
+from apiserver.render.fieldvalidation import DEFAULT, LEVELS
+from apiserver.render.values import check_json
+
+__all__ = ["ExpandWarning", "Expanded", "expand", "expand_vm"]
+
+
+class ExpandWarning(UserWarning):
+    """A warning of :func:`expand_vm`: what the server sends as a ``Warning`` header."""
+
+
+@dataclass(frozen=True, slots=True)
+class Expanded:
+    """An expanded VM and the warnings the server would send beside it (``Warning`` headers)."""
+
+    vm: dict[str, Any]
+    warnings: tuple[str, ...] = ()
+
+
+def _inputs(
+    vm: Any, objects: Iterable[Any], kubevirt: Any
+) -> tuple[list[Mapping[str, Any]], Mapping[str, Any] | None]:
+    check_json(vm)
+    listed = []
+    for index, obj in enumerate(objects):
+        if not isinstance(obj, Mapping):
+            name = "a list" if isinstance(obj, list) else f"a {type(obj).__name__}"
+            raise ExpandError.bad_request(f"objects[{index}]: expected an object (a mapping), got {name}")
+        check_json(obj, f"objects[{index}]")
+        listed.append(obj)
+    if kubevirt is not None:
+        if not isinstance(kubevirt, Mapping):
+            raise ExpandError.bad_request("kubevirt: expected a KubeVirt CR or its configuration (a mapping)")
+        check_json(kubevirt, "kubevirt")
+    return listed, kubevirt
+
+
+def expand(
+    vm: Mapping[str, Any],
+    objects: Iterable[Mapping[str, Any]] = (),
+    kubevirt: Mapping[str, Any] | None = None,
+    *,
+    presets: bool = False,
+    validate: bool = False,
+    field_validation: str = DEFAULT,
+) -> Expanded:
+    """``vm`` expanded against ``objects``, with its warnings; :class:`ExpandError` with the Status
+    the server would send otherwise.
+
+    ``objects`` may hold instancetypes, preferences (all four kinds, any API version, legacy flavor
+    kinds too), ControllerRevisions and VirtualMachineInstancePresets; ``kubevirt`` is a KubeVirt CR
+    or its ``spec.configuration``. Every argument must hold JSON values only (dicts with string keys,
+    lists, strings, numbers, booleans, None). ``field_validation`` is kube-apiserver's level:
+    ``"Strict"`` (the default) refuses unknown, case-mismatched and missing required fields with a
+    422, ``"Warn"`` expands and returns them as warnings, ``"Ignore"`` expands as KubeVirt does. A VM
+    that is not an object, has another ``kind`` or no ``spec`` is refused at every level. An unknown
+    level is a ValueError.
+    """
+    if field_validation not in LEVELS:
+        raise ValueError(f"field_validation must be one of {', '.join(LEVELS)}, not {field_validation!r}")
+    listed, config = _inputs(vm, objects, kubevirt)
+    result = _expand(
+        vm,
+        ObjectIndex(listed),
+        kubevirt=config,
+        presets=presets,
+        validate=validate,
+        field_validation=field_validation,
+    )
+    return Expanded(result.vm, tuple(result.warnings))
 
 
 def expand_vm(
@@ -15,11 +93,16 @@ def expand_vm(
     *,
     presets: bool = False,
     validate: bool = False,
+    field_validation: str = DEFAULT,
 ) -> dict[str, Any]:
     """Return ``vm`` expanded against ``objects``; raise :class:`ExpandError` with the Status otherwise.
 
-    ``objects`` may hold instancetypes, preferences (all four kinds, any API version, legacy flavor
-    kinds too), ControllerRevisions and VirtualMachineInstancePresets; ``kubevirt`` is a KubeVirt CR or
-    its ``spec.configuration``.
+    The arguments are :func:`expand`'s. Each warning (a ``Warn`` finding, a preset conflict) is issued
+    as an :class:`ExpandWarning` (``warnings.warn``); call :func:`expand` to get them as a list.
     """
-    return expand(vm, ObjectIndex(objects), kubevirt=kubevirt, presets=presets, validate=validate).vm
+    result = expand(
+        vm, objects, kubevirt, presets=presets, validate=validate, field_validation=field_validation
+    )
+    for text in result.warnings:
+        _warnings.warn(text, ExpandWarning, stacklevel=2)
+    return result.vm

@@ -20,6 +20,7 @@ import yaml
 
 from apiserver.cli import main
 from apiserver.render import ExpandError, ExpandResult, ObjectIndex
+from apiserver.sources.documents import KubeDumper
 from tests.conformance import Case, case_files, error_matches, load
 
 REPO = Path(__file__).resolve().parents[1]
@@ -45,7 +46,8 @@ def cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[s
 
 
 def dump(objs: Iterable[Mapping[str, Any]]) -> str:
-    return yaml.safe_dump_all(list(objs), sort_keys=False)
+    """YAML as kubectl reads it back (strings such as ``y`` quoted)."""
+    return yaml.dump_all(list(objs), Dumper=KubeDumper, sort_keys=False)
 
 
 def write_case(directory: Path, case: Case) -> list[str]:
@@ -55,11 +57,14 @@ def write_case(directory: Path, case: Case) -> list[str]:
     (directory / "vm.yaml").write_text(dump([inp["vm"]]))
     if inp["objects"]:
         (directory / "objects.yaml").write_text(dump(inp["objects"]))
-    args = ["--presets"] if case.id.startswith("presets-") else []
+    # The cases record KubeVirt's lenient decoding: field validation Ignore.
+    args = ["--field-validation", "Ignore"]
+    if case.id.startswith("presets-"):
+        args.append("--presets")
     if "kubevirt" in inp:
         # A bare KubeVirtConfiguration has no kind, so it cannot sit among the manifests.
         kubevirt_file = directory.parent / f"{directory.name}-kubevirt.yaml"
-        kubevirt_file.write_text(yaml.safe_dump(inp["kubevirt"], sort_keys=False))
+        kubevirt_file.write_text(dump([inp["kubevirt"]]))
         args += ["--kubevirt", str(kubevirt_file)]
     return args
 
@@ -178,7 +183,8 @@ def test_many_cases_in_one_run(tmp_path: Path, presets: bool) -> None:
         docs.extend(objects)
         by_label[f"{vm['metadata']['namespace']}/{vm['metadata']['name']}"] = case
     (tmp_path / "all.yaml").write_text(dump(docs))
-    proc = cli("expand", "-f", str(tmp_path / "all.yaml"), "-o", "json", *(["--presets"] if presets else []))
+    flags = ["--field-validation", "Ignore", *(["--presets"] if presets else [])]
+    proc = cli("expand", "-f", str(tmp_path / "all.yaml"), "-o", "json", *flags)
 
     failing = [c for c in cases if "error" in c.expected]
     assert proc.returncode == (1 if failing else 0), proc.stderr[-2000:]
@@ -550,7 +556,13 @@ def test_fake_arguments_reach_the_renderer(
     ((vm, index, kubevirt, flags),) = fake.calls
     assert vm["metadata"] == {"name": "small", "namespace": "dev"}
     assert kubevirt == {"network": {}}
-    assert flags == {"presets": True, "validate": True, "exact_names": False}
+    assert flags == {
+        "presets": True,
+        "validate": True,
+        "exact_names": False,
+        "field_validation": "Strict",
+        "duplicates": [],
+    }
     from apiserver.render import ObjectRef
 
     assert index.get(ObjectRef("VirtualMachineInstancetype", "dev", "tiny")) is not None

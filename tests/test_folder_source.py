@@ -146,6 +146,25 @@ async def test_broken_new_file_serves_nothing_from_it(folder: tuple[Path, Folder
     assert await source.get_vm("default", "vm1") is not None
 
 
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested deeper than 100 levels"),  # crashed libyaml's composer
+        ("kind: X\nx: &a [*a]\n", 'anchor "a" value contains itself'),
+        ("kind: X\nmetadata: {name: a, name: b}\n", 'duplicate field "metadata.name"'),
+    ],
+    ids=["deep", "recursive", "duplicate"],
+)
+async def test_hostile_file_is_reported_and_the_rest_served(
+    folder: tuple[Path, FolderSource], text: str, fragment: str
+) -> None:
+    directory, source = folder
+    (directory / "bad.yaml").write_text(text)
+    await wait_for(lambda: not source.checks()[0].ok)
+    assert "bad.yaml" in source.checks()[0].message and fragment in source.checks()[0].message
+    assert await source.get_vm("default", "vm1") is not None
+
+
 async def test_deleted_file_removes_its_objects(folder: tuple[Path, FolderSource]) -> None:
     directory, source = folder
     (directory / "vm.yaml").unlink()

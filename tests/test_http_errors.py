@@ -34,12 +34,13 @@ def assert_status(reply: Any, code: int, reason: str) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("data", "content_type", "fragment"),
     [
-        (b"{not json", "application/json", "not a valid JSON object"),
+        (b"{not json", "application/json", "the request body is not valid JSON: line 1: "),
         (b"[1, 2]", "application/json", "got a list"),
         (b'"a string"', None, "got a string"),
         (b"null", "application/json", "got null"),
         (b"", "application/json", "empty"),
-        (b"a: [b", "application/yaml", "not a valid YAML object"),
+        (b"a: [b", "application/yaml", "the request body is not valid YAML: document 1, line 2: "),
+        (b"a: [b", "application/json", "the request body is not valid YAML: document 1, line 2: "),
         (b"- 1\n- 2\n", "application/yaml", "got a list"),
     ],
 )

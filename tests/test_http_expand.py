@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from apiserver import ExpandError, expand_vm
+from apiserver import ExpandError, expand, expand_vm
 from apiserver.sources.folder import FolderSource
 from apiserver.sources.manifests import read_manifest_paths
 from tests.http_helpers import EXAMPLES, RunningServer, put_path, running_server, vm_path
@@ -26,7 +26,7 @@ VMS = {o["metadata"]["name"]: o for o in OBJECTS if o["kind"] == "VirtualMachine
 
 
 def expected(name: str, **kw: Any) -> dict[str, Any]:
-    return expand_vm(VMS[name], OBJECTS, KUBEVIRT, **kw)
+    return expand(VMS[name], OBJECTS, KUBEVIRT, **kw).vm
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from apiserver import expand_vm
+from apiserver import expand
 from apiserver.sources.manifests import read_manifest_paths
 from tests.http_helpers import EXAMPLES, GROUP, ServerProcess, put_path, start_process, vm_path
 
@@ -83,9 +83,9 @@ def test_get_raw_expand_spec_equals_the_engine(server: tuple[ServerProcess, Path
     for name in sorted(VMS):
         result = kubectl(kubeconfig, "get", "--raw", vm_path(name=name))
         assert result.returncode == 0, result.stderr
-        assert json.loads(result.stdout) == expand_vm(VMS[name], OBJECTS, KUBEVIRT)
+        assert json.loads(result.stdout) == expand(VMS[name], OBJECTS, KUBEVIRT).vm
     presets = kubectl(kubeconfig, "get", "--raw", vm_path(name="fedora-pinned") + "?presets=true")
-    assert json.loads(presets.stdout) == expand_vm(VMS["fedora-pinned"], OBJECTS, KUBEVIRT, presets=True)
+    assert json.loads(presets.stdout) == expand(VMS["fedora-pinned"], OBJECTS, KUBEVIRT, presets=True).vm
 
 
 def test_replace_raw_expand_vm_spec(server: tuple[ServerProcess, Path], tmp_path: Path) -> None:
@@ -96,7 +96,7 @@ def test_replace_raw_expand_vm_spec(server: tuple[ServerProcess, Path], tmp_path
     vm_file.write_text(json.dumps(vm))
     result = kubectl(kubeconfig, "replace", "--raw", put_path("default"), "-f", str(vm_file))
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == expand_vm(VMS["fedora"], OBJECTS, KUBEVIRT)
+    assert json.loads(result.stdout) == expand(VMS["fedora"], OBJECTS, KUBEVIRT).vm
     validated = kubectl(
         kubeconfig,
         "replace",
@@ -119,3 +119,42 @@ def test_errors_reach_kubectl_as_status_messages(server: tuple[ServerProcess, Pa
     refused = kubectl(kubeconfig, "replace", "--raw", put_path("default"), "-f", str(wrong_ns))
     assert refused.returncode != 0
     assert "VM namespace must be empty or default" in refused.stderr.decode()
+
+
+def test_replace_raw_with_the_yaml_example_file(server: tuple[ServerProcess, Path]) -> None:
+    """kubectl --raw sends the file as it is, labelled JSON: the YAML is read all the same."""
+    _, kubeconfig = server
+    result = kubectl(
+        kubeconfig, "replace", "--raw", put_path("default"), "-f", str(EXAMPLES / "vm-fedora.yaml")
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == expand(VMS["fedora"], OBJECTS, KUBEVIRT).vm
+    # Two documents: one clear error naming them.
+    pinned = kubectl(
+        kubeconfig, "replace", "--raw", put_path("default"), "-f", str(EXAMPLES / "vm-fedora-pinned.yaml")
+    )
+    assert pinned.returncode != 0
+    assert (
+        "the request body holds 2 documents (document 1: VirtualMachine, document 2: ControllerRevision)"
+        in pinned.stderr.decode()
+    )
+
+
+def test_field_validation_through_kubectl(server: tuple[ServerProcess, Path], tmp_path: Path) -> None:
+    _, kubeconfig = server
+    vm: dict[str, Any] = copy.deepcopy(VMS["fedora"])
+    vm["spec"]["template"]["spec"]["domain"]["cpuu"] = {"cores": 2}
+    typo = tmp_path / "typo.json"
+    typo.write_text(json.dumps(vm))
+    refused = kubectl(kubeconfig, "replace", "--raw", put_path("default"), "-f", str(typo))
+    assert refused.returncode != 0
+    assert refused.stderr.decode().strip() == (
+        'The VirtualMachine "fedora" is invalid: spec.template.spec.domain.cpuu: '
+        'unknown field "spec.template.spec.domain.cpuu"'
+    )
+    warned = kubectl(
+        kubeconfig, "replace", "--raw", put_path("default") + "?fieldValidation=Warn", "-f", str(typo)
+    )
+    assert warned.returncode == 0, warned.stderr
+    # kubectl prints Warning headers on stderr.
+    assert 'Warning: unknown field "spec.template.spec.domain.cpuu"' in warned.stderr.decode()

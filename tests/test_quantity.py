@@ -253,3 +253,35 @@ def test_corpus_quantities_are_fixed_points() -> None:
             seen += 1
             assert canonical(text) == text, (path.name, text)
     assert seen > 1000
+
+
+# --- numbers longer than Python converts at once (4,300 digits) ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("1" + "0" * 5000, "100"),  # 1e5000 as DecimalSI: beyond E Go writes no suffix
+        ("12345" + "0" * 4990, "123450"),
+        (10**5000, "100"),  # a JSON number: Go parses its digits
+        (-(10**5000), "-100"),
+        ("1" + "0" * 5000 + "Ki", "9223372036854775807"),  # BinarySI is capped at 2**63-1
+        ("0." + "0" * 5000 + "1", "1n"),  # rounded up to a nano
+    ],
+    ids=["1e5000", "12345e4990", "int-1e5000", "int-minus-1e5000", "1e5000Ki", "tiny"],
+)
+def test_long_numbers_parse_like_go(value: str | int, expected: str) -> None:
+    assert canonical(value) == expected
+
+
+@pytest.mark.parametrize(
+    "value", ["12345" * 1000, 7**6000, "1." + "3" * 4001], ids=["text", "int", "fraction"]
+)
+def test_more_significant_digits_than_we_hold_is_a_quantity_error(value: str | int) -> None:
+    with pytest.raises(QuantityError, match="at most 4000 significant digits"):
+        parse_quantity(value)
+
+
+def test_an_exponent_beyond_int64_is_refused_without_converting_it() -> None:
+    with pytest.raises(QuantityError, match="suffix"):
+        parse_quantity("1e" + "9" * 5000)

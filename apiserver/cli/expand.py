@@ -18,8 +18,10 @@ import yaml
 
 from apiserver.render import Cause, ExpandError, ObjectIndex, expand
 from apiserver.render.errors import invalid_status, status
+from apiserver.render.fieldvalidation import DEFAULT, IGNORE, LEVELS, STRICT
 from apiserver.render.objects import CLUSTER_SCOPED_KINDS, KUBEVIRT, VIRTUAL_MACHINE, canonical_kind
-from apiserver.sources.manifests import ManifestError, load_documents, read_manifest_paths
+from apiserver.sources.documents import KubeDumper, reads_back_as_text
+from apiserver.sources.manifests import Manifest, ManifestError, load_documents, read_manifests
 
 DEFAULT_NAMESPACE = "default"
 KUBEVIRT_CONFIGURATION = "KubeVirtConfiguration"
@@ -41,6 +43,9 @@ examples:
 
   # Also apply VirtualMachineInstancePresets and run the admission checks
   kubevirt-expand expand -f examples/ --presets --validate
+
+  # Expand a VM with unknown fields, warning about them instead of refusing it
+  kubevirt-expand expand -f vm.yaml -f examples/ --field-validation Warn
 
 exit status: 0 every VM expanded, 1 some VM failed (its Status is on stderr), 2 usage error
 """
@@ -94,7 +99,24 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="also run KubeVirt's admission checks on the instancetype and preference",
     )
+    parser.add_argument(
+        "--field-validation",
+        type=_level,
+        default=DEFAULT,
+        metavar="|".join(LEVELS),
+        help="unknown, case-mismatched, duplicate and missing required fields: Strict refuses the VM "
+        "(exit 1), Warn expands it and prints warnings, Ignore expands it silently as KubeVirt does "
+        f"(default: {DEFAULT})",
+    )
     parser.set_defaults(func=run)
+
+
+def _level(value: str) -> str:
+    """kube-apiserver's fieldValidation names, in any case (kubectl's --validate takes lower case)."""
+    for level in LEVELS:
+        if value.lower() == level.lower():
+            return level
+    raise argparse.ArgumentTypeError(f"must be one of {', '.join(LEVELS)}, not {value!r}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -113,19 +135,22 @@ def _run(args: argparse.Namespace) -> int:
     if args.namespace == "":
         raise UsageError("--namespace must not be empty")
     try:
-        found = read_manifest_paths(args.filename, stdin=sys.stdin.buffer)
+        found = read_manifests(args.filename, stdin=sys.stdin.buffer)
         explicit_kubevirt = _read_kubevirt(args.kubevirt) if args.kubevirt else None
     except ManifestError as err:
         raise UsageError(str(err)) from None
 
     namespace = args.namespace or DEFAULT_NAMESPACE
-    vms: list[dict[str, Any]] = []
+    vms: list[Manifest] = []
     objects: list[dict[str, Any]] = []
     kubevirts: list[tuple[str, dict[str, Any]]] = []
-    for source, obj in found:
+    for manifest in found:
+        source, obj = manifest.source, manifest.object
         if _is_vm(obj):
-            vms.append(obj)
-        elif obj["kind"] == KUBEVIRT:
+            vms.append(manifest)
+            continue
+        _judge_duplicates(manifest, args.field_validation)
+        if obj["kind"] == KUBEVIRT:
             kubevirts.append((source, obj))
         else:
             _default_namespace(obj, namespace)
@@ -137,8 +162,8 @@ def _run(args: argparse.Namespace) -> int:
     index = ObjectIndex(objects)
     expanded: list[dict[str, Any]] = []
     failed = 0
-    for vm in vms:
-        result = _expand_one(vm, index, kubevirt, args)
+    for manifest in vms:
+        result = _expand_one(manifest, index, kubevirt, args)
         if result is None:
             failed += 1
             continue
@@ -149,6 +174,22 @@ def _run(args: argparse.Namespace) -> int:
         _write_json(expanded, single=len(vms) == 1)
     sys.stdout.flush()
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _judge_duplicates(manifest: Manifest, level: str) -> None:
+    """Keys an object other than a VM gave twice: refused (exit 2), warned about, or ignored."""
+    if not manifest.duplicates or level == IGNORE:
+        return
+    first = manifest.duplicates[0]
+    if level == STRICT:
+        error = ManifestError(
+            first.message, source=manifest.source, document=manifest.document, line=first.line
+        )
+        raise UsageError(f"{error} (--field-validation=Ignore or Warn lets it through)")
+    for duplicate in manifest.duplicates:
+        print(
+            f"Warning: {manifest.source}: document {manifest.document}: {duplicate.message}", file=sys.stderr
+        )
 
 
 def _is_vm(obj: Mapping[str, Any]) -> bool:
@@ -216,13 +257,21 @@ def _vm_label(vm: Mapping[str, Any]) -> str:
 
 
 def _expand_one(
-    vm: dict[str, Any], index: ObjectIndex, kubevirt: Mapping[str, Any] | None, args: argparse.Namespace
+    manifest: Manifest, index: ObjectIndex, kubevirt: Mapping[str, Any] | None, args: argparse.Namespace
 ) -> dict[str, Any] | None:
     """The expanded VM, or None after reporting the failure on stderr."""
+    vm = manifest.object
     try:
         _set_vm_namespace(vm, args.namespace)
         result = expand(
-            vm, index, kubevirt=kubevirt, presets=args.presets, validate=args.validate, exact_names=False
+            vm,
+            index,
+            kubevirt=kubevirt,
+            presets=args.presets,
+            validate=args.validate,
+            exact_names=False,
+            field_validation=args.field_validation,
+            duplicates=[d.path for d in manifest.duplicates],
         )
     except ExpandError as err:
         _report(vm, err.status)
@@ -259,12 +308,13 @@ def _report(vm: Mapping[str, Any], status_body: Mapping[str, Any]) -> None:
     print(json.dumps(status_body, separators=(",", ":"), ensure_ascii=False), file=sys.stderr)
 
 
-class _Dumper(yaml.SafeDumper):
-    """Block style, members in the renderer's order, multi-line text (cloud-init) as literal blocks."""
+class _Dumper(KubeDumper):
+    """Block style, members in the renderer's order, multi-line text (cloud-init) as literal blocks,
+    strings kubectl would read as something else quoted."""
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
+    style = "|" if "\n" in value else None if reads_back_as_text(value) else "'"
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 

@@ -1,36 +1,63 @@
-"""Reading the VirtualMachine of a PUT body: media type, size, parsing, schema, namespace.
+"""Reading the VirtualMachine of a PUT body: media type, size, parsing, field validation, namespace.
 
-A body without ``Content-Type`` is JSON: ``kubectl replace --raw -f vm.json`` sends none (KubeVirt
-answers it 415; we accept it). Each failure is the Status the contract names: 415, 413, 400 for
-bytes that are not a JSON/YAML object, 422 with field causes for a body that is not a valid
-VirtualMachine or names another namespace.
+The bytes go through the reader the command line and the folder source use
+(:mod:`apiserver.sources.documents`): JSON first, then YAML, whatever ``Content-Type`` says among
+the types accepted (YAML is a superset of JSON, and ``kubectl replace --raw -f vm.yaml`` sends a
+YAML file labelled JSON); a body without ``Content-Type`` is read the same way (KubeVirt answers it
+415; we accept it). Other media types are 415, as kube-apiserver answers them. Empty documents around
+the VM (a trailing ``---``) are skipped; several documents are one 400 naming each.
+
+Large bodies are parsed on a worker thread (:func:`offload`), so other requests are answered
+meanwhile; the request deadline still applies (the request gives up waiting at its deadline).
+
+Each failure is the Status the contract names: 415, 413, 400 for bytes that are not one JSON/YAML
+document (where and why: document, line, field), 422 with field causes for a body that is not a valid
+VirtualMachine at the chosen ``fieldValidation`` level or names another namespace.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import concurrent.futures
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import orjson
-import yaml
 from aiohttp import web
 
 from apiserver.http.errors import StatusError, bad_request, too_large, unsupported_media_type
-from apiserver.render import gojson
-from apiserver.render.errors import CAUSE_INVALID, Cause, invalid_status, status
+from apiserver.render.errors import CAUSE_INVALID, Cause, ExpandError, invalid_status, status
+from apiserver.render.fieldvalidation import (
+    DEFAULT,
+    LEVELS,
+    FieldValidationError,
+    admit,
+    invalid_message,
+    vm_name,
+)
+from apiserver.sources.documents import Document, DocumentError, read_documents
 
 JSON_TYPES = ("application/json",)
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
 ACCEPTED = ("application/json", "application/yaml")
 
+# Bodies above this are parsed (and the VM in them rendered and encoded) on a worker thread. A
+# 64 KiB YAML body takes about 10 ms to read, JSON a fraction of that.
+OFFLOAD_BYTES = 64 * 1024
 
-class _YAMLLoader(yaml.SafeLoader):
-    """Safe YAML whose timestamps stay the text they were written as (Go reads them into strings)."""
+T = TypeVar("T")
+_POOL: concurrent.futures.ThreadPoolExecutor | None = None
 
 
-_YAMLLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
+async def offload(fn: Callable[[], T]) -> T:
+    """Run ``fn`` on the worker thread. One thread: large bodies take turns (each keeps its deadline;
+    one still queued when its request gives up never runs), and the event loop keeps the GIL for
+    everything else often enough to answer other requests."""
+    global _POOL
+    if _POOL is None:
+        _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="large-body")
+    return await asyncio.get_running_loop().run_in_executor(_POOL, fn)
 
 
 def body_format(request: web.Request) -> str:
@@ -46,6 +73,34 @@ def body_format(request: web.Request) -> str:
     raise unsupported_media_type(media_type, ACCEPTED)
 
 
+def field_validation(request: web.Request) -> str:
+    """``?fieldValidation=Strict|Warn|Ignore`` (kube-apiserver's names, exact case; absent or empty:
+    Strict). Anything else is answered as kube-apiserver answers it: 422 naming the supported values."""
+    if not request.query_string:
+        return DEFAULT
+    values = request.query.getall("fieldValidation", [])
+    if not values:
+        return DEFAULT
+    value = values[0]
+    if value == "":
+        return DEFAULT
+    if value in LEVELS:
+        return value
+    supported = ", ".join(f'"{v}"' for v in ("", *sorted(LEVELS)))
+    message = f"Unsupported value: {orjson.dumps(value).decode()}: supported values: {supported}"
+    body = status(
+        422,
+        "Invalid",
+        f'UpdateOptions.meta.k8s.io "" is invalid: fieldValidation: {message}',
+        details={
+            "group": "meta.k8s.io",
+            "kind": "UpdateOptions",
+            "causes": [{"reason": "FieldValueNotSupported", "message": message, "field": "fieldValidation"}],
+        },
+    )
+    raise StatusError(body)
+
+
 async def read_body(request: web.Request, limit: int) -> bytes:
     if request.content_length is not None and request.content_length > limit:
         raise too_large(limit)
@@ -55,70 +110,81 @@ async def read_body(request: web.Request, limit: int) -> bytes:
         raise too_large(limit) from None
 
 
-def parse(data: bytes, fmt: str, *, kubevirt_messages: bool = False) -> dict[str, Any]:
-    """The body as a JSON object; 400 naming the problem otherwise."""
+@dataclass(frozen=True, slots=True)
+class Body:
+    """The one document of a body: its value (any JSON value, judged later) and its duplicate fields."""
 
-    def fail(problem: str) -> StatusError:
-        if kubevirt_messages:
-            return bad_request(f"Can not unmarshal Request body to struct, error: {problem}")
-        return bad_request(f"the request body is not a valid {fmt.upper()} object: {problem}")
+    value: Any
+    duplicates: tuple[str, ...]
 
-    if not data.strip():
-        raise fail("the body is empty")
+
+def _kind_of(value: Any) -> str:
+    if isinstance(value, dict):
+        kind = value.get("kind")
+        return kind if isinstance(kind, str) and kind else "an object without a kind"
+    return {list: "a list", str: "a string", bool: "a boolean"}.get(type(value), "a number")
+
+
+def _unreadable(err: DocumentError, *, kubevirt_messages: bool) -> StatusError:
+    if kubevirt_messages:
+        return bad_request(f"Can not unmarshal Request body to struct, error: {err}")
+    if not err.syntax:
+        return bad_request(f"the request body cannot be read: {err}")
+    return bad_request(f"the request body is not valid {err.syntax}: {err}")
+
+
+def parse(data: bytes, *, kubevirt_messages: bool = False) -> Body:
+    """The body's one document; 400 naming the problem otherwise."""
     try:
-        # _YAMLLoader is a SafeLoader: no arbitrary objects.
-        doc = yaml.load(data, Loader=_YAMLLoader) if fmt == "yaml" else orjson.loads(data)
-    except (orjson.JSONDecodeError, yaml.YAMLError) as err:
-        raise fail(str(err).replace("\n", " ")) from None
-    if not isinstance(doc, dict):
-        kind = {list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
-            type(doc), "a number"
-        )
-        raise fail(f"expected a VirtualMachine object, got {kind}")
-    return doc
+        docs: Sequence[Document] = read_documents(data)
+    except DocumentError as err:
+        raise _unreadable(err, kubevirt_messages=kubevirt_messages) from None
+    if len(docs) == 1:  # null included: "expected a VirtualMachine object, got null"
+        return Body(docs[0].value, tuple(d.path for d in docs[0].duplicates))
+    present = [d for d in docs if d.value is not None]  # empty documents around the VM (---) do not count
+    if len(present) == 1:
+        (doc,) = present
+        return Body(doc.value, tuple(d.path for d in doc.duplicates))
+    if not present:
+        what = "holds only empty documents" if docs else "is empty"
+        raise bad_request(f"the request body {what}: send one VirtualMachine")
+    listing = ", ".join(f"document {d.number}: {_kind_of(d.value)}" for d in present)
+    raise bad_request(f"the request body holds {len(present)} documents ({listing}); send one VirtualMachine")
 
 
-def schema_causes(doc: dict[str, Any]) -> list[Cause]:
-    """Schema problems of ``doc`` as the Go type VirtualMachine: unknown fields, wrong types, required."""
-    return [Cause(p.path, p.message, p.reason) for p in gojson.check(doc, "VirtualMachine")]
-
-
-def _invalid_message(name: str, causes: list[Cause]) -> str:
-    parts = [f"{c.field}: {c.message}" if c.field else c.message for c in causes]
-    joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
-    return f'VirtualMachine.kubevirt.io "{name}" is invalid: {joined}'
-
-
-def _name_of(doc: dict[str, Any]) -> str:
-    meta = doc.get("metadata")
-    name = meta.get("name") if isinstance(meta, dict) else None
-    return name if isinstance(name, str) else ""
-
-
-def check_vm(doc: dict[str, Any], namespace: str, *, kubevirt_messages: bool = False) -> dict[str, Any]:
-    """Validate the body and return it with ``metadata.namespace`` set to the path's namespace."""
-    name = _name_of(doc)
-    causes = schema_causes(doc)
-    if causes:
-        if kubevirt_messages:
-            details = {
-                "causes": [{"message": f"{c.field}: {c.message}" if c.field else c.message} for c in causes]
-            }
-            raise StatusError(
-                status(400, "BadRequest", "Object is not a valid VirtualMachine", details=details)
-            )
-        raise StatusError(invalid_status(_invalid_message(name, causes), causes, name=name))
+def check_vm(
+    body: Body, namespace: str, level: str = DEFAULT, *, kubevirt_messages: bool = False
+) -> tuple[dict[str, Any], list[str]]:
+    """Judge the body at ``level`` and return it with ``metadata.namespace`` set to the path's
+    namespace, and the field-validation warnings."""
+    doc = body.value
+    try:
+        warnings = admit(doc, level, body.duplicates)
+    except FieldValidationError as err:
+        raise _schema_failure(err, kubevirt_messages=kubevirt_messages) from None
+    name = vm_name(doc)
     meta = doc.get("metadata")
     if meta is None:
         meta = {}
     if not isinstance(meta, dict):
         cause = Cause("metadata", "must be an object", CAUSE_INVALID)
-        raise StatusError(invalid_status(_invalid_message(name, [cause]), [cause], name=name))
+        raise StatusError(invalid_status(invalid_message(name, [cause]), [cause], name=name))
     body_namespace = meta.get("namespace")
     if body_namespace not in (None, "", namespace):
         text = f"VM namespace must be empty or {namespace}"
         if kubevirt_messages:
             raise bad_request(text)
         cause = Cause("metadata.namespace", f"Invalid value: {orjson.dumps(body_namespace).decode()}: {text}")
-        raise StatusError(invalid_status(_invalid_message(name, [cause]), [cause], name=name))
-    return {**doc, "metadata": {**meta, "namespace": namespace}}
+        raise StatusError(invalid_status(invalid_message(name, [cause]), [cause], name=name))
+    return {**doc, "metadata": {**meta, "namespace": namespace}}, warnings
+
+
+def _schema_failure(err: ExpandError, *, kubevirt_messages: bool) -> StatusError:
+    if not kubevirt_messages or err.code != 422:
+        return StatusError(err.status)
+    causes = [
+        {"message": f"{c['field']}: {c['message']}" if c.get("field") else c["message"]} for c in err.causes
+    ]
+    return StatusError(
+        status(400, "BadRequest", "Object is not a valid VirtualMachine", details={"causes": causes})
+    )

@@ -9,6 +9,7 @@ discovery handler offers such kinds, so elsewhere they are passed over.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from apiserver.http.errors import not_acceptable
+from apiserver.sources.documents import KubeDumper
 
 JSON = "application/json"
 YAML = "application/yaml"
@@ -104,9 +106,16 @@ def _negotiate(header: str, offered: tuple[str, ...]) -> str:
 def encode(obj: Any, media_type: str) -> bytes:
     """Compact JSON (orjson), or block-style YAML in the object's own member order."""
     if media_type == YAML:
-        text: str = yaml.safe_dump(obj, sort_keys=False, default_flow_style=False, allow_unicode=True)
+        text: str = yaml.dump(
+            obj, Dumper=KubeDumper, sort_keys=False, default_flow_style=False, allow_unicode=True
+        )
         return text.encode()
-    return orjson.dumps(obj)
+    try:
+        return orjson.dumps(obj)
+    except orjson.JSONEncodeError:
+        # An integer beyond 64 bits (kept exactly from a JSON body's fieldsV1): the standard library
+        # writes it as it was given.
+        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def respond(

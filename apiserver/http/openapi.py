@@ -37,6 +37,15 @@ VALIDATE_HELP = (
     "webhook's causes. Accepts true/false/1/0; default false."
 )
 
+FIELD_VALIDATION_HELP = (
+    "fieldValidation instructs the server on how to handle objects in the request (POST/PUT/PATCH) "
+    "containing unknown or duplicate fields, as kube-apiserver does. Valid values are: - Ignore: expand "
+    "as KubeVirt does, dropping unknown fields and keeping the last of duplicate fields. - Warn: the "
+    "same, with a Warning response header for each unknown, case-mismatched, duplicate or missing "
+    "required field. - Strict (the default): refuse such a VM with 422 Invalid, one cause per field. "
+    "Any other value is 422 naming the supported ones."
+)
+
 # Error responses each operation can give (every one is a Status).
 _ERRORS = {
     "400": "Bad Request: malformed body or query parameter",
@@ -134,7 +143,17 @@ def _operations(settings: Settings, version: str) -> list[dict[str, Any]]:
             "operationId": f"{version}ExpandSpec",
             "description": "Expand the instancetype and preference of the VirtualMachine in the body.",
             "action": "put",
-            "parameters": [namespace, *flags],
+            "parameters": [
+                namespace,
+                *flags,
+                {
+                    "name": "fieldValidation",
+                    "in": "query",
+                    "type": "string",
+                    "uniqueItems": True,
+                    "description": FIELD_VALIDATION_HELP,
+                },
+            ],
             "body": True,
             "errors": _PUT_ERRORS,
             "etag": False,
@@ -147,7 +166,7 @@ def _response_headers2(op: dict[str, Any], code: str) -> dict[str, Any]:
     if code == "200":
         headers["Warning"] = {
             "type": "string",
-            "description": "Preset conflicts and deprecations (code 299).",
+            "description": "Preset conflicts and deprecations, fieldValidation=Warn findings (code 299).",
         }
         if op["etag"]:
             headers["ETag"] = {"type": "string", "description": "Strong validator of the response bytes."}
@@ -265,8 +284,8 @@ def _schema_v3(node: Any) -> Any:
 
 
 def _param_v3(param: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in param.items() if k != "type"}
-    out["schema"] = {"type": param["type"]}
+    out = {k: v for k, v in param.items() if k not in ("type", "uniqueItems")}
+    out["schema"] = {"type": param["type"], **({"uniqueItems": True} if param.get("uniqueItems") else {})}
     return out
 
 

@@ -9,8 +9,9 @@ contract's (422 with causes, 404) or, with ``--kubevirt-error-codes``, virt-api'
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Hashable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from aiohttp import web
@@ -18,7 +19,15 @@ from aiohttp.typedefs import Handler
 from multidict import CIMultiDict
 
 from apiserver.http.authn import GATE_KEY, check_references
-from apiserver.http.bodies import body_format, check_vm, parse, read_body
+from apiserver.http.bodies import (
+    OFFLOAD_BYTES,
+    body_format,
+    check_vm,
+    field_validation,
+    offload,
+    parse,
+    read_body,
+)
 from apiserver.http.errors import StatusError, bad_request, unavailable
 from apiserver.http.media import encode, etag_of, negotiate, respond_tagged, tagged_headers
 from apiserver.http.metrics import Metrics
@@ -134,9 +143,12 @@ class ExpandHandlers:
         validate: bool,
         pinned: object = None,
         key_size: int = 0,
+        field_warnings: Sequence[str] = (),
+        large: bool = False,
     ) -> web.Response:
         """Serve from the response cache when its entry is current, else render (and keep the answer).
-        ``key_size``: bytes the key holds beyond its fixed parts (a PUT body)."""
+        ``key_size``: bytes the key holds beyond its fixed parts (a PUT body); ``field_warnings`` go
+        before the rendering's; ``large``: render and encode on the worker thread."""
         source = self.peekable
         cache = self.cache
         if key is not None and source is not None:
@@ -150,7 +162,12 @@ class ExpandHandlers:
             vm = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", **vm}
         try:
             rendered = await render_traced(
-                self.source, vm, presets=presets, validate=validate, exact_names=get
+                self.source,
+                vm,
+                presets=presets,
+                validate=validate,
+                exact_names=get,
+                run=offload if large else None,
             )
         except SourceUnavailable as err:
             raise self._source_failure(err) from None
@@ -160,8 +177,10 @@ class ExpandHandlers:
             raise self._failed(rendered.error, get=get)
         result = rendered.result
         assert result is not None
-        body = encode(result.vm, media_type)
-        warnings = tuple(("Warning", warning_header(w)) for w in result.warnings)
+        body = (
+            await offload(partial(encode, result.vm, media_type)) if large else encode(result.vm, media_type)
+        )
+        warnings = tuple(("Warning", warning_header(w)) for w in (*field_warnings, *result.warnings))
         etag = etag_of(body) if get else ""
         entry = Entry(body, etag, warnings, None, tuple(rendered.objects), (), (), None, None, 0)
         if key is not None and source is not None:
@@ -268,10 +287,11 @@ class ExpandHandlers:
             media_type = negotiate(request)
             fmt = body_format(request)
             presets, validate = _flags(request)
-        except StatusError:  # 406, 415 or 400: the whole way says so
+            level = field_validation(request)
+        except StatusError:  # 406, 415, 400 or 422: the whole way says so
             return None
         data = await request.read()  # kept by the request: put() reads the same bytes
-        entry = self.cache.get(_put_key(request, fmt, presets, validate, media_type, data), source)
+        entry = self.cache.get(_put_key(request, fmt, presets, validate, level, media_type, data), source)
         if entry is None or entry.error is not None:
             return None
         return self._response(request, entry, get=False, media_type=media_type)
@@ -281,8 +301,9 @@ class ExpandHandlers:
         media_type = negotiate(request)
         fmt = body_format(request)
         presets, validate = query_flag(request, "presets"), query_flag(request, "validate")
+        level = field_validation(request)
         data = await read_body(request, self.settings.max_body_bytes)
-        key = _put_key(request, fmt, presets, validate, media_type, data)
+        key = _put_key(request, fmt, presets, validate, level, media_type, data)
         if self.peekable is not None:
             entry = self.cache.get(key, self.peekable)
             if entry is not None:
@@ -290,8 +311,14 @@ class ExpandHandlers:
                     return self._response(request, entry, get=False, media_type=media_type)
                 return await self._send(request, entry, get=False, media_type=media_type)
         kubevirt_messages = self.settings.kubevirt_error_codes
-        doc = parse(data, fmt, kubevirt_messages=kubevirt_messages)
-        vm = check_vm(doc, params["namespace"], kubevirt_messages=kubevirt_messages)
+        namespace = params["namespace"]
+        large = len(data) > OFFLOAD_BYTES
+
+        def read() -> tuple[dict[str, Any], list[str]]:
+            body = parse(data, kubevirt_messages=kubevirt_messages)
+            return check_vm(body, namespace, level, kubevirt_messages=kubevirt_messages)
+
+        vm, warnings = await offload(read) if large else read()
         return await self._answer(
             request,
             key,
@@ -301,6 +328,8 @@ class ExpandHandlers:
             presets=presets,
             validate=validate,
             key_size=len(data),
+            field_warnings=warnings,
+            large=large,
         )
 
 
@@ -311,11 +340,11 @@ def _get_key(
 
 
 def _put_key(
-    request: web.Request, fmt: str, presets: bool, validate: bool, media_type: str, data: bytes
+    request: web.Request, fmt: str, presets: bool, validate: bool, level: str, media_type: str, data: bytes
 ) -> tuple[Hashable, ...]:
     # The answer depends on the body only through its bytes, so they are part of the key (hashing
     # them for a dict costs a fraction of a digest; the cache counts them in the entry's size).
-    return ("PUT", request.path, fmt, presets, validate, media_type, data)
+    return ("PUT", request.path, fmt, presets, validate, level, media_type, data)
 
 
 ExpandHandler = Callable[[web.Request, Mapping[str, str]], Awaitable[web.Response]]

@@ -7,7 +7,7 @@ Go's ``encoding/json`` writes it at the end, so the result equals KubeVirt's byt
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +22,7 @@ from apiserver.render.defaults import (
     set_vmi_spec_defaults,
 )
 from apiserver.render.errors import CAUSE_INVALID, CAUSE_REQUIRED, CAUSE_TYPE_INVALID, Cause, ExpandError
+from apiserver.render.fieldvalidation import IGNORE, admit
 from apiserver.render.find import find_instancetype, find_preference
 from apiserver.render.infer import infer_matchers
 from apiserver.render.objects import ObjectLookup
@@ -66,15 +67,21 @@ def expand(
     presets: bool = False,
     validate: bool = False,
     exact_names: bool = False,
+    field_validation: str = IGNORE,
+    duplicates: Sequence[str] = (),
 ) -> ExpandResult:
     """Expand ``vm`` as KubeVirt does.
 
     ``kubevirt`` is a KubeVirt CR or its ``spec.configuration``. ``exact_names`` decodes member names
     case-sensitively, as client-go does for objects read from the API server; request bodies and files
     are decoded like ``encoding/json`` (a case-insensitive match when no exact one exists).
+    ``field_validation`` (``Strict``, ``Warn`` or ``Ignore``) and ``duplicates`` (paths of fields the
+    input gave twice) are judged first, see :mod:`apiserver.render.fieldvalidation`; warnings come
+    back in the result.
     Raises :class:`~apiserver.render.errors.ExpandError` with the Status to send, or
     :class:`~apiserver.render.objects.LookupPending` when ``lookup`` must fetch an object first.
     """
+    warnings = admit(vm, field_validation, duplicates)
     decoded = decode_vm(vm, exact_names=exact_names)
     meta = decoded.get("metadata") or {}
     name = meta.get("name", "")
@@ -92,7 +99,7 @@ def expand(
             raise
 
     out: JSON = gojson.encode(decoded, "VirtualMachine")
-    result = ExpandResult(out)
+    result = ExpandResult(out, warnings)
     if presets:
         from apiserver.render.presets import apply_presets
 

@@ -96,6 +96,8 @@ def canonical_kind(kind: str) -> str:
 
 def ref_of(obj: Mapping[str, Any]) -> ObjectRef | None:
     """The ref under which an object is found, or None when it is not a kind the renderer reads."""
+    if not isinstance(obj, Mapping):  # the Python API refuses these; nothing else should pass one
+        return None
     kind = obj.get("kind")
     meta = obj.get("metadata")
     if not isinstance(kind, str) or not isinstance(meta, Mapping):

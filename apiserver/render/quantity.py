@@ -41,6 +41,11 @@ _SUFFIX = "unable to parse quantity's suffix"
 _INT64_MAX = (1 << 63) - 1
 _INT64_MIN = -(1 << 63)
 
+# Significant digits of the number we accept (Python converts at most 4,300 digits between text and
+# int; Go's inf.Dec has no limit, but no real quantity comes near).
+MAX_DIGITS = 4000
+_TOO_MANY_DIGITS = f"quantities may have at most {MAX_DIGITS} significant digits"
+
 # Go's strings.TrimSpace (unicode.IsSpace); Python's str.strip() also strips U+001C..U+001F.
 _GO_SPACE = (
     "\t\n\v\f\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
@@ -255,6 +260,16 @@ def _go_text(value: str | int | float) -> str:
         return value
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise QuantityError(_FORMAT_WRONG)
+    if isinstance(value, int) and value.bit_length() > MAX_DIGITS * 3:  # ~0.3 decimal digits per bit
+        stripped = abs(value)
+        while stripped % 10**100 == 0:
+            stripped //= 10**100
+        if stripped.bit_length() > MAX_DIGITS * 3:
+            raise QuantityError(_TOO_MANY_DIGITS)
+        zeros = 0
+        while value % 10 ** (zeros + 100) == 0:
+            zeros += 100
+        return str(value // 10**zeros) + "0" * zeros  # the digits Go reads, without one big conversion
     return repr(value)
 
 
@@ -284,6 +299,8 @@ def _parse_text(text: str) -> Quantity:
         if exp is not None:
             fmt, base = BINARY_SI, 2
         elif len(suffix) > 1 and suffix[0] in "eE" and re.fullmatch(r"[+-]?[0-9]+", suffix[1:]):
+            if len(suffix[1:].lstrip("+-").lstrip("0")) > 19:
+                raise QuantityError(_SUFFIX)  # beyond int64, as below, without converting the digits
             parsed = int(suffix[1:])
             if not _INT64_MIN <= parsed <= _INT64_MAX:
                 raise QuantityError(_SUFFIX)
@@ -309,8 +326,14 @@ def _parse_text(text: str) -> Quantity:
     # The inf.Dec slow path: round away from zero to 1n, cap BinarySI at 2**63-1.
     if not (match.group(2) or denom or "0" in s[len(sign) : match.start(2)]):
         raise QuantityError(_NUMERIC)  # inf.Dec.SetString found no digit
-    m = int(num + denom)
-    e = -len(denom)
+    # Trailing zeros go into the exponent before the digits are converted: 1 followed by 5,000 zeros
+    # is 1e5000, not a 5,001-digit integer.
+    digits = (num + denom).lstrip("0")
+    significant = digits.rstrip("0")
+    if len(significant) > MAX_DIGITS:
+        raise QuantityError(_TOO_MANY_DIGITS)
+    m = int(significant or "0")
+    e = -len(denom) + (len(digits) - len(significant))
     if base == 2:
         m <<= exp
     else:

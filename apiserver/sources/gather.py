@@ -9,8 +9,9 @@ whether a rendering is still current (:mod:`apiserver.http.respcache`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from apiserver.render import ExpandError, ExpandResult, LookupPending, ObjectRef, expand
@@ -85,11 +86,13 @@ async def render_traced(
     validate: bool = False,
     exact_names: bool = False,
     kubevirt: Mapping[str, Any] | object | None = MISSING,
+    run: Callable[[Callable[[], ExpandResult]], Awaitable[ExpandResult]] | None = None,
 ) -> Rendered:
     """Expand ``vm`` with the objects ``source`` holds; return the result and what it read.
 
-    ``kubevirt`` is the CR when the caller already read it. A rendering failure (ExpandError, the
-    user's problem) is returned in ``error``; SourceUnavailable (the store's) is raised.
+    ``kubevirt`` is the CR when the caller already read it. ``run`` runs each rendering pass (a
+    worker thread for a large VM; by default here, synchronously). A rendering failure (ExpandError,
+    the user's problem) is returned in ``error``; SourceUnavailable (the store's) is raised.
     """
     fetched = _Fetched(source if isinstance(source, Peekable) else None)
     cr: Mapping[str, Any] | None = (
@@ -97,9 +100,22 @@ async def render_traced(
     )
     for _ in range(_MAX_ROUNDS):
         try:
-            result = expand(
-                vm, fetched, kubevirt=cr, presets=presets, validate=validate, exact_names=exact_names
-            )
+            if run is None:
+                result = expand(
+                    vm, fetched, kubevirt=cr, presets=presets, validate=validate, exact_names=exact_names
+                )
+            else:
+                result = await run(
+                    partial(
+                        expand,
+                        vm,
+                        fetched,
+                        kubevirt=cr,
+                        presets=presets,
+                        validate=validate,
+                        exact_names=exact_names,
+                    )
+                )
         except LookupPending as pending:
             if pending.ref is not None:
                 fetched.objects[pending.ref] = await source.get(pending.ref)

@@ -600,6 +600,9 @@ def _lazy_encoder(type_name: str) -> Encoder:
     function_name = _encoder_name(type_name)
 
     def first_call(d: Any) -> Any:
+        done = _ENCODERS[type_name]
+        if done is not first_call:  # compiled already; a caller kept this stand-in (a list's elements)
+            return done(d)
         source = _encoder_source(type_name)
         exec(compile(source, f"<gojson encoder {type_name}>", "exec"), _NAMESPACE)
         real: Encoder = _NAMESPACE[function_name]
@@ -719,6 +722,9 @@ def _lazy_fast_decoder(type_name: str) -> Callable[[Any, bool], Any]:
     function_name = _fast_name(type_name)
 
     def first_call(v: Any, exact: bool) -> Any:
+        done = _FAST[type_name]
+        if done is not first_call:  # compiled already; a caller kept this stand-in
+            return done(v, exact)
         source = _fast_decoder_source(type_name)
         exec(compile(source, f"<gojson decoder {type_name}>", "exec"), _FAST_NS)
         real: Callable[[Any, bool], Any] = _FAST_NS[function_name]

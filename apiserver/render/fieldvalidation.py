@@ -1,0 +1,132 @@
+"""What a VirtualMachine must be before it is expanded, and kube-apiserver's ``fieldValidation`` levels.
+
+One policy for the server's PUT, the command line and the Python API, so the three answer the same
+input with the same Status:
+
+- always refused, at every level: a VM that is not an object (400), a ``kind`` other than
+  ``VirtualMachine`` (an absent kind is fine), no ``spec`` or a ``spec`` that is not an object (422);
+- the level then governs what Go's lenient decoder would let through (unknown fields, member names
+  that match only case-insensitively, duplicate fields, missing required members): ``Strict`` refuses
+  the VM with 422 Invalid and one cause per problem (every schema problem, type errors included),
+  ``Warn`` expands it and returns one warning per finding in kube-apiserver's words
+  (``unknown field "spec.x"``, ``duplicate field "spec.running"``), ``Ignore`` says nothing (what
+  KubeVirt's own expand does, and what the golden cases record).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from apiserver.render import gojson
+from apiserver.render.errors import (
+    CAUSE_DUPLICATE,
+    CAUSE_NOT_SUPPORTED,
+    CAUSE_REQUIRED,
+    CAUSE_TYPE_INVALID,
+    CAUSE_UNKNOWN_FIELD,
+    VM_KIND,
+    Cause,
+    ExpandError,
+    invalid_status,
+    status,
+)
+
+STRICT: Final = "Strict"
+WARN: Final = "Warn"
+IGNORE: Final = "Ignore"
+LEVELS: Final = (STRICT, WARN, IGNORE)
+DEFAULT: Final = STRICT
+
+# What a level decides about; other schema problems are errors Go's decoder reports as well.
+_GOVERNED: Final = frozenset({CAUSE_UNKNOWN_FIELD, CAUSE_DUPLICATE, CAUSE_REQUIRED})
+
+
+class FieldValidationError(ExpandError):
+    """The VM is not a valid VirtualMachine (its shape, or a ``Strict`` finding), before any expanding.
+
+    The server's ``--kubevirt-error-codes`` answers these as virt-api answers a schema error.
+    """
+
+
+def invalid_message(name: str, causes: Sequence[Cause]) -> str:
+    """kube-apiserver's text for a 422: ``VirtualMachine.kubevirt.io "x" is invalid: spec: ...``."""
+    parts = [f"{c.field}: {c.message}" if c.field else c.message for c in causes]
+    joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+    return f'VirtualMachine.kubevirt.io "{name}" is invalid: {joined}'
+
+
+def vm_name(vm: Mapping[str, Any]) -> str:
+    meta = vm.get("metadata")
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    return name if isinstance(name, str) else ""
+
+
+def _refuse(name: str, *causes: Cause) -> FieldValidationError:
+    return FieldValidationError(invalid_status(invalid_message(name, causes), causes, name=name))
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return '"object"'
+    if isinstance(value, list):
+        return '"array"'
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 64 else text[:61] + '..."'
+
+
+_TYPE_NAMES: Final = {list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+
+
+def check_shape(vm: Any) -> None:
+    """The always-refused cases: raise :class:`FieldValidationError`, else return."""
+    if not isinstance(vm, Mapping):
+        kind = _TYPE_NAMES.get(type(vm), "a number" if isinstance(vm, int | float) else type(vm).__name__)
+        raise FieldValidationError(status(400, "BadRequest", f"expected a VirtualMachine object, got {kind}"))
+    name = vm_name(vm)
+    kind_value = vm.get("kind")
+    if kind_value is not None and kind_value != VM_KIND:
+        message = f'Unsupported value: {_show(kind_value)}: supported values: "{VM_KIND}"'
+        raise _refuse(name, Cause("kind", message, CAUSE_NOT_SUPPORTED))
+    spec = vm.get("spec")
+    if spec is None:
+        raise _refuse(name, Cause("spec", "Required value", CAUSE_REQUIRED))
+    if not isinstance(spec, Mapping):
+        raise _refuse(
+            name, Cause("spec", f"Invalid value: {_show(spec)}: must be of type object", CAUSE_TYPE_INVALID)
+        )
+
+
+def findings(vm: Mapping[str, Any], duplicates: Sequence[str] = ()) -> list[Cause]:
+    """Every schema problem of ``vm`` as a cause: the duplicate fields (paths a reader found), then
+    what the strict schema check finds."""
+    causes = [Cause(path, f'duplicate field "{path}"', CAUSE_DUPLICATE) for path in duplicates]
+    causes += [Cause(p.path, p.message, p.reason) for p in gojson.check(vm, "VirtualMachine")]
+    return causes
+
+
+def warning_text(cause: Cause) -> str:
+    """A finding as kube-apiserver words its ``Warning`` (unknown and duplicate fields say their path)."""
+    if cause.reason in (CAUSE_UNKNOWN_FIELD, CAUSE_DUPLICATE) or not cause.field:
+        return cause.message
+    return f"{cause.field}: {cause.message}"
+
+
+def admit(vm: Any, level: str = IGNORE, duplicates: Sequence[str] = ()) -> list[str]:
+    """Judge ``vm`` before expanding it: raise :class:`FieldValidationError`, or return the warnings.
+
+    ``duplicates`` are the paths of fields the body gave twice (the reader found them; a parsed
+    mapping no longer shows them).
+    """
+    check_shape(vm)
+    if level == IGNORE:
+        return []
+    causes = findings(vm, duplicates)
+    if not causes:
+        return []
+    if level == STRICT:
+        raise _refuse(vm_name(vm), *causes)
+    if level != WARN:
+        raise ValueError(f"field validation level {level!r} is not one of {', '.join(LEVELS)}")
+    return [warning_text(c) for c in causes if c.reason in _GOVERNED]
