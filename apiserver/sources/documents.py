@@ -800,7 +800,11 @@ def _yaml_documents(data: bytes | str) -> list[Document]:
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         problem = err.problem or err.context or "invalid YAML"
-        if err.context and err.problem:
+        if problem.startswith("exceeded maximum nesting depth"):
+            # libyaml 0.2.5+ (PyYAML >= 6.0.3 wheels) stops at its own depth limit (1000) before our
+            # builder sees the event; the user is told the same limit whichever counted first.
+            problem = f"nested deeper than {MAX_DEPTH} levels"
+        elif err.context and err.problem:
             context_line = f", line {err.context_mark.line + 1}" if err.context_mark else ""
             problem = f"{err.problem} ({err.context}{context_line})"
         document = max(builder.number, 1)
