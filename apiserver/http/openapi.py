@@ -21,6 +21,7 @@ from aiohttp import web
 from apiserver.http.errors import not_found
 from apiserver.http.media import JSON, YAML, negotiate, respond_cacheable
 from apiserver.http.settings import Settings
+from apiserver.version import package_version
 
 VM = "v1.VirtualMachine"
 STATUS = "k8s.io.apimachinery.pkg.apis.meta.v1.Status"
@@ -207,7 +208,7 @@ def openapi_v2(settings: Settings) -> dict[str, Any]:
             paths.setdefault(op["path"], {})[op["method"]] = operation
     return {
         "swagger": "2.0",
-        "info": {"title": "kubevirt-expand-apiserver", "version": _package_version()},
+        "info": {"title": "kubevirt-expand-apiserver", "version": package_version()},
         "paths": paths,
         "definitions": _schema_v2(copy.deepcopy(definitions())),
         "securityDefinitions": {"BearerToken": dict(_BEARER_TOKEN)},
@@ -322,7 +323,7 @@ def openapi_v3(settings: Settings, version: str) -> dict[str, Any]:
         paths[op["path"]] = {op["method"]: operation}
     return {
         "openapi": "3.0.0",
-        "info": {"title": "kubevirt-expand-apiserver", "version": _package_version()},
+        "info": {"title": "kubevirt-expand-apiserver", "version": package_version()},
         "paths": paths,
         "components": {
             "schemas": _schema_v3(copy.deepcopy(definitions())),
@@ -330,15 +331,6 @@ def openapi_v3(settings: Settings, version: str) -> dict[str, Any]:
         },
         "security": [{"BearerToken": []}],
     }
-
-
-def _package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("kubevirt-expand-apiserver")
-    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
-        return "0.0.0"
 
 
 def add_routes(app: web.Application, settings: Settings) -> None:
