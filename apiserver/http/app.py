@@ -22,6 +22,7 @@ from apiserver.http.deadlines import Deadlines
 from apiserver.http.dispatch import Admission, Dispatcher, FrontLayer
 from apiserver.http.errors import StatusError, from_http_exception, internal_error, status_response
 from apiserver.http.logging import USER_KEY, log_request
+from apiserver.http.media import prettify
 from apiserver.http.metrics import CONTENT_TYPE, Metrics
 from apiserver.http.settings import Settings
 from apiserver.render.errors import status
@@ -103,6 +104,7 @@ def _front(
             except Exception as exc:
                 _log.exception("unexpected error serving %s %s", request.method, request.path)
                 response = status_response(internal_error(f"{type(exc).__name__}: {exc}"))
+            prettify(request, response)
             code = response.status
             return response
         finally:
