@@ -38,6 +38,11 @@ VALIDATE_HELP = (
     "webhook's causes. Accepts true/false/1/0; default false."
 )
 
+PRETTY_HELP = (
+    "If 'true', then the output is pretty printed. Defaults to 'false' unless the user-agent indicates "
+    "a browser or command-line HTTP tool (curl and wget)."
+)
+
 FIELD_VALIDATION_HELP = (
     "fieldValidation instructs the server on how to handle objects in the request (POST/PUT/PATCH) "
     "containing unknown or duplicate fields, as kube-apiserver does. Valid values are: - Ignore: expand "
@@ -115,6 +120,8 @@ def _operations(settings: Settings, version: str) -> list[dict[str, Any]]:
     flags = [
         {"name": "presets", "in": "query", "type": "boolean", "description": PRESETS_HELP},
         {"name": "validate", "in": "query", "type": "boolean", "description": VALIDATE_HELP},
+        # As kube-apiserver documents it on every operation (a string, read by Go's ParseBool).
+        {"name": "pretty", "in": "query", "type": "string", "uniqueItems": True, "description": PRETTY_HELP},
     ]
     return [
         {
