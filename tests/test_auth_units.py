@@ -62,6 +62,9 @@ def test_non_resource_attributes(method: str, path: str) -> None:
         ("/openapi/v3/apis/subresources.kubevirt.io/v1", PathClass.AUTHENTICATED),
         ("/apis/subresources.kubevirt.io/v1/namespaces/ns/expand-vm-spec", PathClass.REVIEWED),
         ("/metrics", PathClass.REVIEWED),
+        ("/version", PathClass.AUTHENTICATED),
+        ("/version/", PathClass.AUTHENTICATED),
+        ("/versionz", PathClass.REVIEWED),
     ],
 )
 def test_path_classes(path: str, kind: PathClass) -> None:

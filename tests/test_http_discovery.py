@@ -96,7 +96,10 @@ async def test_openapi_v2_declares_the_vm_schema(tmp_path: Path) -> None:
     assert get["responses"]["200"]["schema"] == {"$ref": "#/definitions/v1.VirtualMachine"}
     body = next(p for p in put["parameters"] if p["in"] == "body")
     assert body["schema"] == {"$ref": "#/definitions/v1.VirtualMachine"}
-    for op, query in ((get, {"presets", "validate"}), (put, {"presets", "validate", "fieldValidation"})):
+    for op, query in (
+        (get, {"presets", "validate", "pretty"}),
+        (put, {"presets", "validate", "pretty", "fieldValidation"}),
+    ):
         names = {p["name"] for p in op["parameters"] if p["in"] == "query"}
         assert names == query
         for code, response in op["responses"].items():

@@ -1,7 +1,7 @@
 """The decision for one request, independent of the web framework: who is calling, and may they.
 
 Paths fall in three classes (k8s.io/apiserver's defaults, plus the discovery rule KubeVirt's servers use):
-health endpoints are open to anyone; discovery and OpenAPI to any authenticated caller, without a review
+health endpoints are open to anyone; discovery, OpenAPI and ``/version`` to any authenticated caller, without a review
 (the aggregator fetches discovery as ``system:kube-aggregator`` without groups); everything else needs an
 identity and an allowed SubjectAccessReview.
 """
@@ -66,6 +66,9 @@ _CERTIFICATES: dict[bytes, Any] = {}
 _HEALTH = re.compile(r"^/(healthz|livez|readyz)(/.*)?$")
 _DISCOVERY = re.compile(r"^/apis(/[^/]+(/[^/]+(/version)?)?)?/?$")
 _OPENAPI = re.compile(r"^/openapi/(v2|v3)(/.*)?$")
+# kube-apiserver's RBAC lets everyone read /version (ClusterRole system:public-info-viewer); here, as
+# discovery, every authenticated caller.
+_VERSION = re.compile(r"^/version/?$")
 
 
 def classify(path: str) -> PathClass:
@@ -78,7 +81,7 @@ def classify(path: str) -> PathClass:
 def _classify(path: str) -> PathClass:
     if _HEALTH.match(path):
         return PathClass.PUBLIC
-    if _DISCOVERY.match(path) or _OPENAPI.match(path):
+    if _DISCOVERY.match(path) or _OPENAPI.match(path) or _VERSION.match(path):
         return PathClass.AUTHENTICATED
     return PathClass.REVIEWED
 

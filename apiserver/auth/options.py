@@ -62,6 +62,21 @@ def _duration(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a duration: {text!r} (use e.g. 10s, 1m)") from None
 
 
+def _go_duration(seconds: float) -> str:
+    """Seconds as Go's ``time.Duration`` prints them (``10s``, ``1m0s``, ``500ms``): defaults given as
+    text, which argparse parses with the flag's type, so ``--help`` shows them in that notation."""
+    if seconds < 1:
+        return f"{seconds * 1000:g}ms"
+    minutes, rest = divmod(seconds, 60)
+    hours, minutes = divmod(int(minutes), 60)
+    text = f"{rest:g}s"
+    if minutes or hours:
+        text = f"{minutes}m" + text
+    if hours:
+        text = f"{hours}h" + text
+    return text
+
+
 def _tls_version(text: str) -> ssl.TLSVersion:
     try:
         return TLS_VERSIONS[text]
@@ -79,10 +94,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="auto: off only for the folder source on a loopback address, on anywhere else; "
         "off is refused unless the server serves the folder source on loopback",
     )
-    add("--client-ca-file", default="", help="CA bundle for client certificates (overrides the ConfigMap)")
+    add(
+        "--client-ca-file",
+        default="",
+        metavar="FILE",
+        help="CA bundle for client certificates (overrides the ConfigMap's client-ca-file)",
+    )
     add(
         "--requestheader-client-ca-file",
         default="",
+        metavar="FILE",
         help="front-proxy CA bundle; when given, all --requestheader-* flags replace the ConfigMap's values",
     )
     lists = (
@@ -98,18 +119,48 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             action="append",
             default=None,
             metavar="NAME[,NAME]",
-            help=f"{text} (default {list(default)})",
+            help=f"{text}; comma-separated or repeated"
+            + (f" (default [{','.join(default)}])" if default else ""),  # pflag's notation
         )
     add(
         "--authentication-skip-lookup",
         action="store_true",
         help="do not read kube-system/extension-apiserver-authentication (trust only the CA flags)",
     )
-    add("--authentication-kubeconfig", default="", help="cluster for TokenReviews and the ConfigMap")
-    add("--authorization-kubeconfig", default="", help="cluster for SubjectAccessReviews")
-    add("--authentication-token-webhook-cache-ttl", type=_duration, default=DEFAULT_TTL, metavar="DURATION")
-    add("--authorization-webhook-cache-authorized-ttl", type=_duration, default=DEFAULT_ALLOWED_TTL)
-    add("--authorization-webhook-cache-unauthorized-ttl", type=_duration, default=DEFAULT_DENIED_TTL)
+    add(
+        "--authentication-kubeconfig",
+        default="",
+        metavar="FILE",
+        help="kubeconfig of the cluster for TokenReviews and the ConfigMap; without it the cluster "
+        "connection (--kubeconfig, else in-cluster)",
+    )
+    add(
+        "--authorization-kubeconfig",
+        default="",
+        metavar="FILE",
+        help="kubeconfig of the cluster for SubjectAccessReviews; without it the cluster connection",
+    )
+    add(
+        "--authentication-token-webhook-cache-ttl",
+        type=_duration,
+        default=_go_duration(DEFAULT_TTL),
+        metavar="DURATION",
+        help="how long to keep TokenReview answers for bearer tokens",
+    )
+    add(
+        "--authorization-webhook-cache-authorized-ttl",
+        type=_duration,
+        default=_go_duration(DEFAULT_ALLOWED_TTL),
+        metavar="DURATION",
+        help="how long to keep 'allowed' SubjectAccessReview answers",
+    )
+    add(
+        "--authorization-webhook-cache-unauthorized-ttl",
+        type=_duration,
+        default=_go_duration(DEFAULT_DENIED_TTL),
+        metavar="DURATION",
+        help="how long to keep 'denied' SubjectAccessReview answers",
+    )
     add(
         "--authorize-references",
         action="store_true",
@@ -119,8 +170,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add(
         "--tls-min-version",
         type=_tls_version,
-        default=ssl.TLSVersion.TLSv1_2,
+        default="VersionTLS12",
         metavar="VersionTLS12|VersionTLS13",
+        help="lowest TLS version accepted from clients",
     )
 
 

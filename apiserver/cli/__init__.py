@@ -13,10 +13,18 @@ from collections.abc import Sequence
 
 def build_parser() -> argparse.ArgumentParser:
     from apiserver.cli import expand, serve
+    from apiserver.version import KUBEVIRT_MATCHED, package_version
 
     parser = argparse.ArgumentParser(
         prog="kubevirt-expand",
         description="Render KubeVirt VirtualMachines with their instancetypes and preferences applied.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # --version's two lines as written
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"kubevirt-expand {package_version()}\noutput matches {KUBEVIRT_MATCHED}",
+        help="print the version and the KubeVirt code the output matches, then exit",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     expand.add_parser(sub)

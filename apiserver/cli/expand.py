@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from apiserver.cli.helpformat import KubeHelpFormatter
 from apiserver.render import Cause, ExpandError, ObjectIndex, expand
 from apiserver.render.errors import invalid_status, status
 from apiserver.render.fieldvalidation import DEFAULT, IGNORE, LEVELS, STRICT
@@ -66,7 +67,7 @@ def add_parser(sub: Any) -> None:
             "expanded VMs. Failures are printed to stderr as Kubernetes Status objects."
         ),
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=KubeHelpFormatter,
     )
     parser.add_argument(
         "-f",
@@ -79,17 +80,21 @@ def add_parser(sub: Any) -> None:
     parser.add_argument(
         "--kubevirt",
         metavar="FILE",
-        help="KubeVirt CR or KubeVirtConfiguration for the cluster defaults "
-        "(default: a KubeVirt CR among the inputs, else a freshly deployed KubeVirt's defaults)",
+        help="KubeVirt CR or KubeVirtConfiguration for the cluster defaults"
+        "; without it a KubeVirt CR among the inputs, else a freshly deployed KubeVirt's defaults",
     )
     parser.add_argument(
         "-n",
         "--namespace",
-        help=f"namespace of the VMs and objects that have none (default: {DEFAULT_NAMESPACE}); "
-        "a VM in another namespace is an error",
+        help="namespace of the VMs and objects that have none; a VM in another namespace is an error "
+        f'(default "{DEFAULT_NAMESPACE}")',
     )
     parser.add_argument(
-        "-o", "--output", choices=("yaml", "json"), default="yaml", help="output format (default: yaml)"
+        "-o",
+        "--output",
+        choices=("yaml", "json"),
+        default="yaml",
+        help="output format: yaml (one document per VM) or json (a List when there are several)",
     )
     parser.add_argument(
         "--presets", action="store_true", help="also apply the VirtualMachineInstancePresets that match"
@@ -105,8 +110,7 @@ def add_parser(sub: Any) -> None:
         default=DEFAULT,
         metavar="|".join(LEVELS),
         help="unknown, case-mismatched, duplicate and missing required fields: Strict refuses the VM "
-        "(exit 1), Warn expands it and prints warnings, Ignore expands it silently as KubeVirt does "
-        f"(default: {DEFAULT})",
+        "(exit 1), Warn expands it and prints warnings, Ignore expands it silently as KubeVirt does",
     )
     parser.set_defaults(func=run)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from apiserver.auth import options as auth_options
+from apiserver.cli.helpformat import KubeHelpFormatter
 from apiserver.http.logging import FORMATS, configure
 from apiserver.http.server import ServeError, Server, serve
 from apiserver.http.settings import DEFAULT_GROUP, DEFAULT_VERSIONS, Settings
@@ -67,7 +68,7 @@ def add_parser(sub: Any) -> None:
         help="run the aggregated API server (expand-spec, expand-vm-spec)",
         description=DESCRIPTION,
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=KubeHelpFormatter,
     )
     objects = parser.add_argument_group("where objects come from")
     objects.add_argument(
@@ -80,9 +81,11 @@ def add_parser(sub: Any) -> None:
     cluster.add_argument(
         "--kubeconfig",
         metavar="FILE",
-        help="kubeconfig to read the cluster with (default: $KUBECONFIG, else in-cluster)",
+        help="kubeconfig to read the cluster with; without it $KUBECONFIG, else the pod's in-cluster config",
     )
-    cluster.add_argument("--context", help="kubeconfig context (default: the current one)")
+    cluster.add_argument(
+        "--context", metavar="NAME", help="kubeconfig context to use; without it the current context"
+    )
     cluster.add_argument(
         "--vm-cache",
         action="store_true",
@@ -93,16 +96,16 @@ def add_parser(sub: Any) -> None:
         type=_positive,
         default=5.0,
         metavar="SECONDS",
-        help="longest wait for one Kubernetes API read before answering 503/504 (default: %(default)g)",
+        help="longest wait for one Kubernetes API read before answering 503/504",
     )
     api = parser.add_argument_group("API")
-    api.add_argument("--api-group", default=DEFAULT_GROUP, help="API group to serve (default: %(default)s)")
+    api.add_argument("--api-group", default=DEFAULT_GROUP, metavar="GROUP", help="API group to serve")
     api.add_argument(
         "--api-versions",
         type=_versions,
         default=DEFAULT_VERSIONS,
         metavar="V1,V2",
-        help="comma-separated versions to serve, preferred first (default: v1,v1alpha3)",
+        help="comma-separated versions to serve, preferred first",
     )
     api.add_argument(
         "--kubevirt-error-codes",
@@ -115,23 +118,30 @@ def add_parser(sub: Any) -> None:
         type=_positive,
         default=60.0,
         metavar="SECONDS",
-        help="answer 504 Timeout when a request takes longer (default: %(default)g)",
+        help="answer 504 Timeout when a request takes longer",
     )
     tls = parser.add_argument_group("serving")
     tls.add_argument(
-        "--bind-address", default="127.0.0.1", help="address to listen on (default: %(default)s)"
+        "--bind-address",
+        default="127.0.0.1",
+        metavar="ADDRESS",
+        help="IP address to listen on (0.0.0.0 or :: for every interface)",
     )
-    tls.add_argument("--secure-port", type=_port, default=8443, help="HTTPS port (default: %(default)s)")
     tls.add_argument(
-        "--tls-cert-file", metavar="FILE", help="serving certificate (PEM, may include the chain)"
+        "--secure-port", type=_port, default=8443, metavar="PORT", help="HTTPS port (0: any free port)"
+    )
+    tls.add_argument(
+        "--tls-cert-file",
+        metavar="FILE",
+        help="serving certificate (PEM, may include the chain), reloaded when it changes; without it a "
+        "self-signed one in --cert-dir",
     )
     tls.add_argument("--tls-private-key-file", metavar="FILE", help="private key of --tls-cert-file (PEM)")
     tls.add_argument(
         "--cert-dir",
         default="apiserver.local.config/certificates",
         metavar="DIR",
-        help="where a self-signed certificate is generated when --tls-cert-file is not given "
-        "(default: %(default)s)",
+        help="where a self-signed certificate is generated when --tls-cert-file is not given",
     )
     tls.add_argument(
         "--tls-sni",
@@ -146,7 +156,7 @@ def add_parser(sub: Any) -> None:
         type=_positive,
         default=30.0,
         metavar="SECONDS",
-        help="on SIGTERM, how long requests in flight may take to finish (default: %(default)g)",
+        help="on SIGTERM, how long requests in flight may take to finish",
     )
     process = parser.add_argument_group("process")
     process.add_argument(
@@ -155,15 +165,20 @@ def add_parser(sub: Any) -> None:
         default=True,
         help="once the objects are loaded, and again after a full garbage collection slower than 10 ms, "
         "move the surviving objects out of the garbage collector's reach (gc.freeze) so that its full "
-        "collections do not pause the server for tens of milliseconds (default: on)",
+        "collections do not pause the server for tens of milliseconds",
     )
     logs = parser.add_argument_group("logging")
-    logs.add_argument("--log-format", choices=FORMATS, default="text", help="log line format (default: text)")
+    logs.add_argument(
+        "--log-format",
+        choices=FORMATS,
+        default="text",
+        help="log line format: text, or json (one object per line)",
+    )
     logs.add_argument(
         "--log-level",
         choices=("debug", "info", "warning", "error"),
         default="info",
-        help="least severe level logged (default: info)",
+        help="least severe level logged (debug adds successful probes, discovery and /metrics answers)",
     )
     auth_options.add_arguments(parser)
     parser.set_defaults(func=run)

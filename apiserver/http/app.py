@@ -17,11 +17,12 @@ from collections.abc import AsyncIterator, Collection, Iterable
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from apiserver.http import discovery, health, openapi, routes
+from apiserver.http import discovery, health, openapi, routes, version
 from apiserver.http.deadlines import Deadlines
 from apiserver.http.dispatch import Admission, Dispatcher, FrontLayer
 from apiserver.http.errors import StatusError, from_http_exception, internal_error, status_response
 from apiserver.http.logging import USER_KEY, log_request
+from apiserver.http.media import prettify
 from apiserver.http.metrics import CONTENT_TYPE, Metrics
 from apiserver.http.settings import Settings
 from apiserver.render.errors import status
@@ -103,6 +104,7 @@ def _front(
             except Exception as exc:
                 _log.exception("unexpected error serving %s %s", request.method, request.path)
                 response = status_response(internal_error(f"{type(exc).__name__}: {exc}"))
+            prettify(request, response)
             code = response.status
             return response
         finally:
@@ -192,6 +194,7 @@ def build_app(
     expand_api = {resource.canonical for resource in app.router.resources()}
     discovery.add_routes(app, settings)
     openapi.add_routes(app, settings)
+    version.add_routes(app)
     extra_checks = tuple(checks)  # readiness beyond the source's (authentication's trust settings)
     health.add_routes(app, state, lambda: [*source.checks(), *(c for fn in extra_checks for c in fn())])
     app.router.add_get("/metrics", metrics_handler)

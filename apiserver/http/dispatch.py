@@ -31,6 +31,7 @@ from typing import NamedTuple, cast
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
+from apiserver.http.media import prettify
 from apiserver.http.routes import BodyCachedHandler, CachedHandler, ExpandRoute
 
 # The variables of the route a request matched, for the handler at the end of the middleware chain.
@@ -171,6 +172,7 @@ class Dispatcher:
                 except Exception:  # whatever it was, the whole way turns it into a Status
                     response = None
                 if response is not None:
+                    prettify(request, response)
                     self.answered_at_once += 1
                     note(request, response.status, route.template, clock() - start)
                     return response

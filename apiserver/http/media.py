@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -184,3 +185,73 @@ def respond_tagged(
     if match and _if_none_match(match, etag):
         return web.Response(status=304, headers=tagged_headers(etag, None, headers))
     return web.Response(body=body, headers=prebuilt or tagged_headers(etag, content_type, headers))
+
+
+# ``?pretty`` and the User-Agent rule, as k8s.io/apiserver's ``negotiation.isPrettyPrint`` decides them.
+_GO_TRUE = frozenset(("1", "t", "T", "TRUE", "true", "True"))  # strconv.ParseBool; anything else: false
+_HUMAN_AGENTS = ("curl", "Wget", "Mozilla/5.0")
+
+
+def pretty_wanted(request: web.BaseRequest) -> bool:
+    """Whether to indent a JSON answer: a non-empty ``?pretty=`` decides (Go's ``strconv.ParseBool``,
+    an unparsable value meaning false, never an error); otherwise a curl, Wget or browser
+    ``User-Agent`` asks for it, as kube-apiserver does."""
+    if "pretty" in request.query_string:
+        value = request.query.get("pretty", "")
+        if value:
+            return value in _GO_TRUE
+    agent = request.headers.get("User-Agent")
+    return agent is not None and agent.startswith(_HUMAN_AGENTS)
+
+
+_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\],:]|[^"{}\[\],:\s]+|\s+')
+
+
+def indent_json(body: bytes) -> bytes:
+    """``body`` as Go's ``json.MarshalIndent(v, "", "  ")`` writes it (what kube-apiserver sends for
+    ``?pretty=true``): one member or element per line, ``{}`` and ``[]`` kept empty, strings untouched."""
+    out: list[bytes] = []
+    append = out.append
+    depth = 0
+    opened = False  # an object or array has just opened: indent unless it closes at once
+    for found in _TOKENS.finditer(body):
+        token = found.group()
+        if token[0] in b" \t\r\n":
+            continue
+        closing = token in (b"}", b"]")
+        if opened and not closing:
+            opened = False
+            depth += 1
+            append(b"\n" + b"  " * depth)
+        if token in (b"{", b"["):
+            opened = True
+            append(token)
+        elif token == b",":
+            append(b",\n" + b"  " * depth)
+        elif token == b":":
+            append(b": ")
+        elif closing:
+            if opened:
+                opened = False
+            else:
+                depth -= 1
+                append(b"\n" + b"  " * depth)
+            append(token)
+        else:
+            append(token)
+    return b"".join(out)
+
+
+def prettify(request: web.BaseRequest, response: web.StreamResponse) -> None:
+    """Indent a JSON answer in place when the client asked for it (:func:`pretty_wanted`). Its
+    ``ETag`` becomes weak: the same JSON, other bytes."""
+    if not isinstance(response, web.Response) or not pretty_wanted(request):
+        return
+    body = response.body
+    if response.status != 304:
+        if not isinstance(body, bytes) or not body or response.content_type != JSON:
+            return
+        response.body = indent_json(body)
+    etag = response.headers.get("ETag")
+    if etag is not None and not etag.startswith("W/"):
+        response.headers["ETag"] = "W/" + etag

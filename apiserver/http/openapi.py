@@ -21,6 +21,7 @@ from aiohttp import web
 from apiserver.http.errors import not_found
 from apiserver.http.media import JSON, YAML, negotiate, respond_cacheable
 from apiserver.http.settings import Settings
+from apiserver.version import package_version
 
 VM = "v1.VirtualMachine"
 STATUS = "k8s.io.apimachinery.pkg.apis.meta.v1.Status"
@@ -35,6 +36,11 @@ VALIDATE_HELP = (
     "Also run the checks KubeVirt's VM admission webhook runs on instancetypes and preferences "
     "(preference requirements, spread-topology divisibility); failures are 422 Invalid with the "
     "webhook's causes. Accepts true/false/1/0; default false."
+)
+
+PRETTY_HELP = (
+    "If 'true', then the output is pretty printed. Defaults to 'false' unless the user-agent indicates "
+    "a browser or command-line HTTP tool (curl and wget)."
 )
 
 FIELD_VALIDATION_HELP = (
@@ -114,6 +120,8 @@ def _operations(settings: Settings, version: str) -> list[dict[str, Any]]:
     flags = [
         {"name": "presets", "in": "query", "type": "boolean", "description": PRESETS_HELP},
         {"name": "validate", "in": "query", "type": "boolean", "description": VALIDATE_HELP},
+        # As kube-apiserver documents it on every operation (a string, read by Go's ParseBool).
+        {"name": "pretty", "in": "query", "type": "string", "uniqueItems": True, "description": PRETTY_HELP},
     ]
     return [
         {
@@ -207,7 +215,7 @@ def openapi_v2(settings: Settings) -> dict[str, Any]:
             paths.setdefault(op["path"], {})[op["method"]] = operation
     return {
         "swagger": "2.0",
-        "info": {"title": "kubevirt-expand-apiserver", "version": _package_version()},
+        "info": {"title": "kubevirt-expand-apiserver", "version": package_version()},
         "paths": paths,
         "definitions": _schema_v2(copy.deepcopy(definitions())),
         "securityDefinitions": {"BearerToken": dict(_BEARER_TOKEN)},
@@ -322,7 +330,7 @@ def openapi_v3(settings: Settings, version: str) -> dict[str, Any]:
         paths[op["path"]] = {op["method"]: operation}
     return {
         "openapi": "3.0.0",
-        "info": {"title": "kubevirt-expand-apiserver", "version": _package_version()},
+        "info": {"title": "kubevirt-expand-apiserver", "version": package_version()},
         "paths": paths,
         "components": {
             "schemas": _schema_v3(copy.deepcopy(definitions())),
@@ -330,15 +338,6 @@ def openapi_v3(settings: Settings, version: str) -> dict[str, Any]:
         },
         "security": [{"BearerToken": []}],
     }
-
-
-def _package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("kubevirt-expand-apiserver")
-    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
-        return "0.0.0"
 
 
 def add_routes(app: web.Application, settings: Settings) -> None:

@@ -1,14 +1,15 @@
-"""``/apis/{group}/{version}/version``: version info in virt-api's shape.
+"""Version endpoints: ``/version`` as kube-apiserver serves it, ``/apis/{group}/{version}/version``
+in virt-api's shape.
 
-``virtctl expand`` calls it after an error and warns when the major.minor differs from its own, so we
-report the cluster's KubeVirt version when the source knows it (the KubeVirt CR's status), and this
-server's own version otherwise.
+``/version`` is what ``kubectl version`` reads: Go's ``version.Info`` (``major``, ``minor``,
+``gitVersion`` ...) for this server, plus a ``kubevirt`` member naming the KubeVirt code the output
+matches. ``virtctl expand`` calls the group's ``.../version`` after an error and warns when its
+major.minor differs from its own, so that one reports the cluster's KubeVirt version when the source
+knows it (the KubeVirt CR's status), and this server's own version otherwise.
 """
 
 from __future__ import annotations
 
-import platform
-import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,15 +17,7 @@ from aiohttp import web
 
 from apiserver.http.media import negotiate, respond
 from apiserver.sources.base import Source, SourceUnavailable
-
-
-def _package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return "v" + version("kubevirt-expand-apiserver")
-    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
-        return "v0.0.0"
+from apiserver.version import base_info, package_version, server_version_info
 
 
 def kubevirt_version(kubevirt: Mapping[str, Any] | None) -> str | None:
@@ -41,17 +34,7 @@ def kubevirt_version(kubevirt: Mapping[str, Any] | None) -> str | None:
 
 
 def version_info(kubevirt: Mapping[str, Any] | None) -> dict[str, str]:
-    machine = platform.machine().lower()
-    arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)
-    return {
-        "gitVersion": kubevirt_version(kubevirt) or _package_version(),
-        "gitCommit": "",
-        "gitTreeState": "",
-        "buildDate": "",
-        "goVersion": "",
-        "compiler": f"python{sys.version_info.major}.{sys.version_info.minor}",
-        "platform": f"{sys.platform}/{arch}",
-    }
+    return base_info(kubevirt_version(kubevirt) or "v" + package_version())
 
 
 def make_handler(source: Source) -> Any:
@@ -64,3 +47,13 @@ def make_handler(source: Source) -> Any:
         return respond(version_info(kubevirt), media_type)
 
     return handler
+
+
+async def server_version(request: web.Request) -> web.Response:
+    """``GET /version``."""
+    return respond(server_version_info(), negotiate(request))
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get("/version", server_version, allow_head=False)
+    app.router.add_get("/version/", server_version, allow_head=False)
