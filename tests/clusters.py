@@ -243,4 +243,3 @@ def shared_control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[C
         if _plane_users == 0 and _plane is not None:
             _plane.close()
             _plane = None
-

@@ -137,7 +137,9 @@ async def test_object_created_right_before_a_read_is_seen(cluster: Cluster, sour
     assert requests(source) == before
 
 
-async def test_objects_created_later_arrive_through_the_watch(cluster: Cluster, source: ClusterSource) -> None:
+async def test_objects_created_later_arrive_through_the_watch(
+    cluster: Cluster, source: ClusterSource
+) -> None:
     before = requests(source)
     await cluster.create(preference("later", cluster.namespace))
     cit = cluster.unique("later")
@@ -270,7 +272,14 @@ async def test_volume_kinds_for_inference_are_read_directly(cluster: Cluster, so
     labels = {"instancetype.kubevirt.io/default-instancetype": "u1.small"}
     spec = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
     await cluster.create(
-        obj("PersistentVolumeClaim", "disk", cluster.namespace, api="v1", metadata={"labels": labels}, spec=spec)
+        obj(
+            "PersistentVolumeClaim",
+            "disk",
+            cluster.namespace,
+            api="v1",
+            metadata={"labels": labels},
+            spec=spec,
+        )
     )
     before = requests(source, "get")
     pvc = await source.get(ref(cluster, "PersistentVolumeClaim", "disk"))
@@ -359,7 +368,9 @@ async def test_reads_rbac_does_not_allow_are_the_servers_problem(cluster: Cluste
     kubeconfig = await cluster.kubeconfig_for("half-reader", rule_set(lambda r: r in refused))
     source = await started(cluster, kubeconfig)
     try:
-        with pytest.raises(SourceUnavailable, match=r"refused to read virtualmachines: .* forbidden.*\(403\)"):
+        with pytest.raises(
+            SourceUnavailable, match=r"refused to read virtualmachines: .* forbidden.*\(403\)"
+        ):
             await source.get_vm(cluster.namespace, "vm")
         with pytest.raises(SourceUnavailable, match=r"refused to read controllerrevisions"):
             await source.get(ref(cluster, "ControllerRevision", "rev"))
@@ -370,7 +381,9 @@ async def test_reads_rbac_does_not_allow_are_the_servers_problem(cluster: Cluste
         await source.close()
 
 
-async def test_a_cache_rbac_does_not_allow_is_not_ready_and_says_why(cluster: Cluster, objects: Objects) -> None:
+async def test_a_cache_rbac_does_not_allow_is_not_ready_and_says_why(
+    cluster: Cluster, objects: Objects
+) -> None:
     kubeconfig = await cluster.kubeconfig_for(
         "no-presets", rule_set(lambda r: r == "virtualmachineinstancepresets")
     )
