@@ -33,7 +33,9 @@ Rules = Iterable[tuple[str, str, Iterable[str]]]  # (api group, resource, verbs)
 # serves the same, so a kind that is not installed is missing on both.
 REAL_GROUPS = frozenset({"", "apps", "kubevirt.io", "instancetype.kubevirt.io"})
 RESOURCES: tuple[ResourceType, ...] = tuple(rt for rt in DEFAULT_RESOURCES if rt.group in REAL_GROUPS)
-_BY_KIND = {(rt.group_version, rt.kind): rt for rt in DEFAULT_RESOURCES}
+# A kind nobody else writes, for what kube-apiserver does on a quiet kind (tests/parity/test_fake_fidelity.py).
+LIMIT_RANGES = ResourceType("", "v1", "limitranges", "LimitRange", True, ("limits",))
+_BY_KIND = {(rt.group_version, rt.kind): rt for rt in (*DEFAULT_RESOURCES, LIMIT_RANGES)}
 
 
 def resource_of(api_version: str, kind: str) -> ResourceType:

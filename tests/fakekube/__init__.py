@@ -15,8 +15,9 @@ What it serves (plain HTTP on 127.0.0.1, HTTPS when ``start(ssl_context=...)`` i
   ``resourceVersion``/``resourceVersionMatch``, a future one 504 "Too large resource version" with
   Retry-After; items of built-in types without kind/apiVersion, as kube-apiserver sends them) and WATCH
   (``resourceVersion``, ``allowWatchBookmarks``, ``timeoutSeconds``; a BOOKMARK after ``bookmark_interval``
-  seconds of silence, only on a kind that changed since the (re)start and with that change's version, as
-  kube-apiserver's watch cache does it (every minute there); a resourceVersion older than the last
+  seconds of silence, only when the kind changed since the (re)start and after the watch's own version,
+  with that change's version, as kube-apiserver's watch cache does it (every minute and 2 s before the
+  timeout there); a resourceVersion older than the last
   :meth:`compact` or restart gets the ERROR event with a 410 Expired Status, as kube-apiserver sends it);
 * resourceVersions from one global counter; Status errors with kube-apiserver's texts and details
   (``virtualmachineinstancetypes.instancetype.kubevirt.io "x" not found``);

@@ -648,7 +648,7 @@ class FakeKube:
         cont = query.get("continue")
         if cont:
             try:
-                token = json.loads(base64.urlsafe_b64decode(cont))
+                token = _decode_continue(cont)
                 list_rv, start = int(token["rv"]), int(token["start"])
             except (ValueError, KeyError, TypeError) as err:
                 return status_response(
@@ -720,6 +720,9 @@ class FakeKube:
             timeout = min(timeout or self.max_watch_seconds, self.max_watch_seconds)
         watch = _Watch(rt, namespace, select)
         rv_param = query.get("resourceVersion", "")
+        # The version the watch starts from (moved on by replayed events, not by live ones): kube-apiserver
+        # bookmarks it only with a newer one.
+        start_rv = self.current_rv if rv_param in ("", "0") else int(rv_param)
         if rv_param in ("", "0"):
             for obj in sorted(self._objects[rt].values(), key=_rv):
                 if self._in_scope(namespace, obj) and select(obj):
@@ -733,6 +736,7 @@ class FakeKube:
                 for ev in self._events[rt]:
                     if ev.rv > since and self._in_scope(namespace, ev.obj) and select(ev.obj):
                         watch.queue.put_nowait({"type": ev.type, "object": copy.deepcopy(ev.obj)})
+                        start_rv = ev.rv  # replayed: no bookmark at or before it
         self._watches.add(watch)
         resp = web.StreamResponse(headers={"Content-Type": "application/json"})
         resp.enable_chunked_encoding()
@@ -750,7 +754,8 @@ class FakeKube:
                     item = await asyncio.wait_for(watch.queue.get(), wait)
                 except TimeoutError:
                     last = self._last_event_rv.get(rt)
-                    if bookmarks and last is not None and (deadline is None or time.monotonic() < deadline):
+                    fresh = last is not None and last > start_rv
+                    if bookmarks and fresh and (deadline is None or time.monotonic() < deadline):
                         item = {
                             "type": "BOOKMARK",
                             "object": {
@@ -827,6 +832,18 @@ class FakeKube:
             "groupVersion": f"{group}/{version}" if group else version,
             "resources": resources,
         }
+
+
+def _decode_continue(token: str) -> Any:
+    """A continue token as kube-apiserver reads one (unpadded base64url JSON); ValueError in Go's words
+    (``invalid character '\\x81' looking for beginning of value``) for one that is not."""
+    raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+    try:
+        return json.loads(raw)
+    except ValueError:
+        first = raw.lstrip()[:1]
+        char = chr(first[0]) if first and 0x20 <= first[0] < 0x7F else f"\\x{first[0]:02x}" if first else ""
+        raise ValueError(f"invalid character '{char}' looking for beginning of value") from None
 
 
 def builtin_type(rt: ResourceType) -> bool:
