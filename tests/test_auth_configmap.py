@@ -63,6 +63,8 @@ async def watched(
     await watcher.start()
     try:
         await wait_for(lambda: trust.configmap_seen)
+        # ...and its watch open: a watch request still on its way would count as a read made later.
+        await wait_for(lambda: fake.open_watches == 1)
         yield env
     finally:
         await watcher.close()
