@@ -268,6 +268,52 @@ async def test_a_resource_version_in_the_future(sides: tuple[Side, Side, Reviews
     assert got["http"] == 500 and got["message"] == "etcdserver: mvcc: required revision is a future revision"
 
 
+async def test_a_watch_sees_create_change_and_delete_with_rising_versions(
+    sides: tuple[Side, Side, Reviews],
+) -> None:
+    """What the cluster source's caches rely on: ADDED, MODIFIED, DELETED in order, each with a newer
+    resourceVersion (the DELETED object's is the deletion's own), and a spec change bumping generation."""
+
+    async def events(side: Side) -> list[tuple[str, int, bool]]:
+        path = f"{IT_PATH}/namespaces/{side.ns}/virtualmachineinstancetypes"
+        listed = (await side.call("GET", path)).json()["metadata"]["resourceVersion"]
+
+        async def write() -> None:
+            await asyncio.sleep(0.3)
+            await side.cluster.create(json.loads(json.dumps(instancetype("a")).replace("{ns}", side.ns)))
+            changed = json.loads(json.dumps(instancetype("a")).replace("{ns}", side.ns))
+            changed["spec"]["cpu"]["guest"] = 2
+            await side.cluster.replace(changed)
+            await side.cluster.delete(IT, "VirtualMachineInstancetype", "a", side.ns)
+
+        (_, seen), _ = await asyncio.gather(
+            side.watch(path, {"resourceVersion": listed, "timeoutSeconds": "2"}, 4), write()
+        )
+        rvs = [int(e["object"]["metadata"]["resourceVersion"]) for e in seen]
+        after = int((await side.call("GET", path)).json()["metadata"]["resourceVersion"])
+        assert rvs == sorted(set(rvs)) and rvs[-1] <= after, (side.cluster.name, rvs, after)
+        return [
+            (e["type"], e["object"]["metadata"]["generation"], e["object"]["spec"]["cpu"]["guest"])
+            for e in seen
+        ]
+
+    got = await asyncio.gather(events(sides[0]), events(sides[1]))
+    assert got[0] == got[1] == [("ADDED", 1, 1), ("MODIFIED", 2, 2), ("DELETED", 2, 2)]
+
+
+async def test_watching_from_a_version_not_reached_yet_is_silent(sides: tuple[Side, Side, Reviews]) -> None:
+    """No error, no event: the watch waits (until its timeout) for a version the server has not reached."""
+
+    async def watch(side: Side) -> tuple[int, str, list[Any]]:
+        path = f"{IT_PATH}/namespaces/{side.ns}/virtualmachineinstancetypes"
+        params = {"resourceVersion": "999999999", "timeoutSeconds": "2", "allowWatchBookmarks": "true"}
+        head, seen = await side.watch(path, params, 4)
+        return head.status, head.content_type, seen
+
+    got = await asyncio.gather(watch(sides[0]), watch(sides[1]))
+    assert got[0] == got[1] == (200, "application/json", [])
+
+
 async def test_watching_from_before_a_restart_is_410_expired(sides: tuple[Side, Side, Reviews]) -> None:
     """A version from before the API server (re)started its watch cache: the ERROR event with 410."""
     fake, real, _ = sides
