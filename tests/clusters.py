@@ -11,7 +11,9 @@ absent.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -21,7 +23,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.fakekube import DEFAULT_RESOURCES, FakeKube, ResourceType
+from tests.fakekube import DEFAULT_RESOURCES, FLAVOR_RESOURCES, FakeKube, ResourceType
 from tests.fakekube import testing as fake_testing
 from tests.realk8s.controlplane import CRDS_FILE, ControlPlane, kubeconfig, unavailable
 
@@ -35,7 +37,7 @@ REAL_GROUPS = frozenset({"", "apps", "kubevirt.io", "instancetype.kubevirt.io"})
 RESOURCES: tuple[ResourceType, ...] = tuple(rt for rt in DEFAULT_RESOURCES if rt.group in REAL_GROUPS)
 # A kind nobody else writes, for what kube-apiserver does on a quiet kind (tests/parity/test_fake_fidelity.py).
 LIMIT_RANGES = ResourceType("", "v1", "limitranges", "LimitRange", True, ("limits",))
-_BY_KIND = {(rt.group_version, rt.kind): rt for rt in (*DEFAULT_RESOURCES, LIMIT_RANGES)}
+_BY_KIND = {(rt.group_version, rt.kind): rt for rt in (*DEFAULT_RESOURCES, *FLAVOR_RESOURCES, LIMIT_RANGES)}
 
 
 def resource_of(api_version: str, kind: str) -> ResourceType:
@@ -71,6 +73,14 @@ class Cluster:
         """A kubeconfig of a user that RBAC allows exactly ``rules`` (in every namespace)."""
         raise NotImplementedError
 
+    async def install(self, rt: ResourceType) -> None:
+        """Install a custom resource type (a CRD, Established), as KubeVirt's installation would."""
+        raise NotImplementedError
+
+    async def uninstall(self, rt: ResourceType) -> None:
+        """Remove a custom resource type and its objects; its watches end."""
+        raise NotImplementedError
+
     async def close(self) -> None:
         pass
 
@@ -97,6 +107,12 @@ class FakeCluster(Cluster):
         token = f"token-{user}"
         self.fake.grant(token, user, rules)
         return fake_testing.kubeconfig(self.fake, self.workdir / f"{user}.kubeconfig", token=token)
+
+    async def install(self, rt: ResourceType) -> None:
+        self.fake.add_resource(rt)
+
+    async def uninstall(self, rt: ResourceType) -> None:
+        self.fake.remove_resource(rt.plural, rt.group)
 
     async def close(self) -> None:
         await self.fake.stop()
@@ -200,6 +216,53 @@ class RealCluster(Cluster):
         )
         return str(path)
 
+    async def install(self, rt: ResourceType) -> None:
+        name = f"{rt.plural}.{rt.group}"
+        crd = {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": name},
+            "spec": {
+                "group": rt.group,
+                "scope": "Namespaced" if rt.namespaced else "Cluster",
+                "names": {"kind": rt.kind, "plural": rt.plural, "singular": rt.singular},
+                "versions": [
+                    {
+                        "name": rt.version,
+                        "served": True,
+                        "storage": True,
+                        "schema": {
+                            "openAPIV3Schema": {
+                                "type": "object",
+                                "x-kubernetes-preserve-unknown-fields": True,
+                            }
+                        },
+                    }
+                ],
+            },
+        }
+        self._cleanup.append((_CRDS, name))
+        await self.request("POST", _CRDS, crd)
+        deadline = time.monotonic() + 30
+        while True:
+            got = await self.request("GET", f"{_CRDS}/{name}")
+            conditions = {c["type"]: c["status"] for c in got.get("status", {}).get("conditions", [])}
+            if conditions.get("Established") == "True":
+                return
+            assert time.monotonic() < deadline, f"CRD {name} not Established: {conditions}"
+            await asyncio.sleep(0.1)
+
+    async def uninstall(self, rt: ResourceType) -> None:
+        name = f"{rt.plural}.{rt.group}"
+        await self.request("DELETE", f"{_CRDS}/{name}")
+        deadline = time.monotonic() + 30
+        while True:
+            async with self.http.get(f"{self.plane.url}{_CRDS}/{name}") as resp:
+                if resp.status == 404:
+                    return
+            assert time.monotonic() < deadline, f"CRD {name} still there"
+            await asyncio.sleep(0.1)
+
     async def close(self) -> None:
         """Delete the cluster-scoped objects this test made (its namespace stays: no controller-manager
         would ever finish deleting it)."""
@@ -211,6 +274,7 @@ class RealCluster(Cluster):
                 await self._http.close()
 
 
+_CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 _plane: ControlPlane | None = None
 _plane_error: str | None = None
 _plane_users = 0

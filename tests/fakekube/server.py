@@ -392,12 +392,17 @@ class FakeKube:
         raise KeyError(f"the fake does not serve {api_version} {kind}")
 
     def remove_resource(self, plural: str, group: str) -> None:
-        """Uninstall a resource type (a CRD that goes away); its objects go with it."""
+        """Uninstall a resource type (a CRD that goes away); its objects go with it, and its open watches
+        end (cleanly, without an event, as kube-apiserver ends them when a CRD is deleted)."""
         for rt in list(self.resources):
             if rt.plural == plural and rt.group == group:
                 self.resources.remove(rt)
                 self._objects.pop(rt, None)
                 self._events.pop(rt, None)
+                self._last_event_rv.pop(rt, None)
+                for w in self._watches:
+                    if w.rt == rt:
+                        w.queue.put_nowait(_WATCH_END)
 
     def add_resource(self, rt: ResourceType) -> None:
         if rt not in self.resources:

@@ -20,6 +20,7 @@ from apiserver.sources.base import SourceUnavailable
 from apiserver.sources.cluster import ClusterSource
 from apiserver.sources.cluster.rbac import RULES
 from tests.clusters import Cluster
+from tests.fakekube import FLAVOR_RESOURCES
 from tests.fakekube.testing import eventually, obj
 
 IT = "instancetype.kubevirt.io/v1beta1"
@@ -396,5 +397,45 @@ async def test_a_cache_rbac_does_not_allow_is_not_ready_and_says_why(
         preset = checks["cache-virtualmachineinstancepresets"]
         assert not preset.ok and "cannot list resource" in preset.message
         assert checks["cache-virtualmachineinstancetypes"].ok
+    finally:
+        await source.close()
+
+
+async def test_a_crd_installed_and_removed_while_running(
+    cluster: Cluster, objects: Objects, caplog: pytest.LogCaptureFixture
+) -> None:
+    """KubeVirt's legacy flavor CRD installed after the server started is found, its objects served under
+    instancetype references; removed again (its watch just ends, its paths answer a plain-text 404), the
+    cache forgets it: INFO lines each time, no warning."""
+    caplog.set_level(logging.INFO, "apiserver.sources.cluster")
+    flavors = FLAVOR_RESOURCES[0]
+    source = await started(cluster, recheck_missing=0.1)
+    cache = source.caches["VirtualMachineFlavor"]
+    flavor_ref = ref(cluster, "VirtualMachineInstancetype", "old")
+    try:
+        assert cache.missing is True
+        await cluster.install(flavors)
+        flavor = obj("VirtualMachineFlavor", "old", cluster.namespace, api=flavors.group_version, spec={})
+        await cluster.create(flavor)
+        await eventually(lambda: (cluster.namespace, "old") in cache.store, 10)
+        found = await source.get(flavor_ref)
+        assert found is not None and found["kind"] == "VirtualMachineFlavor"
+        await cluster.uninstall(flavors)
+        await eventually(lambda: cache.missing is True, 10)
+        assert cache.store == {} and await source.get(flavor_ref) is None
+        lines = [
+            (r.levelname, r.getMessage()) for r in caplog.records if "virtualmachineflavors" in r.getMessage()
+        ]
+        assert [line for line in lines if line[0] != "INFO" or "\n" in line[1]] == []
+        messages = [m for _, m in lines]
+        assert (
+            messages[0]
+            == "virtualmachineflavors is not served by this cluster (CRD not installed); not caching it"
+        )
+        assert "virtualmachineflavors is served now; caching it" in messages
+        assert (
+            messages[-1]
+            == "virtualmachineflavors is not served by this cluster (CRD not installed); not caching it"
+        )
     finally:
         await source.close()
