@@ -186,11 +186,32 @@ async def test_missing_objects_are_a_not_found_status(sides: tuple[Side, Side, R
         "/apis/cdi.kubevirt.io/v1beta1/namespaces/{ns}/datavolumes/x",
         IT_PATH + "/nothings",  # a resource an installed group does not have
         IT_PATH + "/namespaces/{ns}/virtualmachineclusterinstancetypes/x",  # cluster-scoped, in a namespace
+        IT_PATH + "/virtualmachineinstancetypes/x",  # namespaced, by name without its namespace
     ],
 )
 async def test_paths_no_api_serves_are_a_plain_text_404(sides: tuple[Side, Side, Reviews], path: str) -> None:
     got = await on_both(sides, "GET", path)
     assert got == {"http": 404, "content-type": "text/plain; charset=utf-8", "text": "404 page not found\n"}
+
+
+async def test_discovery_of_the_installed_groups(sides: tuple[Side, Side, Reviews]) -> None:
+    """What the cluster source reads to learn whether a kind is installed: the group and its version's
+    resources (their name, scope, kind and that they can be listed and watched)."""
+    got = []
+    for side in sides[:2]:
+        group = (await side.call("GET", "/apis/instancetype.kubevirt.io")).json()
+        version = await side.call("GET", IT_PATH)
+        resources = {
+            r["name"]: (
+                r["singularName"],
+                r["namespaced"],
+                r["kind"],
+                {"get", "list", "watch"} <= set(r["verbs"]),
+            )
+            for r in version.json()["resources"]
+        }
+        got.append((group, version.content_type, version.json()["groupVersion"], resources))
+    assert got[0] == got[1], f"fake: {got[0]}\nreal: {got[1]}"
 
 
 async def test_lists_and_their_metadata(sides: tuple[Side, Side, Reviews]) -> None:
