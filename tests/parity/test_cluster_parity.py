@@ -397,6 +397,7 @@ async def test_a_cache_rbac_does_not_allow_is_not_ready_and_says_why(
     try:
         cache = source.caches["VirtualMachineInstancePreset"]
         await eventually(lambda: "forbidden" in cache.last_error, 10)
+        await eventually(lambda: source.caches["VirtualMachineInstancetype"].synced.is_set(), 10)
         checks = {c.name: c for c in source.checks()}
         preset = checks["cache-virtualmachineinstancepresets"]
         assert not preset.ok and "cannot list resource" in preset.message
