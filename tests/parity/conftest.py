@@ -18,8 +18,22 @@ from tests.realk8s.controlplane import ControlPlane
 REAL_GROUP = "realk8s"  # tests/realk8s/conftest.py's group: one worker holds the control plane
 
 
+HERE = Path(__file__).parent
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "xdist_group(name): run on the same pytest-xdist worker as the group")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Every test here that uses the real control plane runs on the worker that holds it.
+    for item in items:
+        if Path(str(item.fspath)).parent != HERE:
+            continue
+        callspec = getattr(item, "callspec", None)
+        param = callspec.params.get("cluster_plane") if callspec is not None else None
+        if param == "real" or "real_control_plane" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group(REAL_GROUP))
 
 
 @pytest.fixture(scope="session")
@@ -28,7 +42,7 @@ def real_control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Con
         yield plane
 
 
-@pytest.fixture(params=["fake", pytest.param("real", marks=pytest.mark.xdist_group(REAL_GROUP))])
+@pytest.fixture(params=["fake", "real"])
 def cluster_plane(request: pytest.FixtureRequest) -> ControlPlane | None:
     """None for the fake; the real control plane (started on first use) for "real"."""
     if request.param == "fake":

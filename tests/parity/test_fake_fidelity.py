@@ -26,8 +26,6 @@ from tests.fakekube.reviews import Reviews
 from tests.fakekube.testing import obj
 from tests.realk8s.controlplane import ControlPlane
 
-pytestmark = pytest.mark.xdist_group("realk8s")
-
 IT = "instancetype.kubevirt.io/v1beta1"
 IT_PATH = "/apis/instancetype.kubevirt.io/v1beta1"
 
