@@ -444,3 +444,30 @@ async def test_a_crd_installed_and_removed_while_running(
         )
     finally:
         await source.close()
+
+
+async def test_silent_watches_are_resumed_quietly(
+    cluster: Cluster, objects: Objects, caplog: pytest.LogCaptureFixture
+) -> None:
+    """kube-apiserver sends nothing at all on a watch of a kind that does not change, not even a bookmark
+    (test_fake_fidelity.py): a silence of the idle bound (here 1 s, 2 minutes in use) ends the watch
+    quietly, and it is resumed at once from where it stood, without listing again."""
+    idle = 1.0
+    caplog.set_level(logging.DEBUG, logger="apiserver.sources.cluster")
+    source = await started(cluster, watch_idle_timeout=idle, backoff=(0.5, 1.0))
+    try:
+        watching = [c for c in source.caches.values() if c.synced.is_set()]
+        assert len(watching) == 6
+        await asyncio.sleep(3.5 * idle)
+        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+        assert all(check.ok and "error" not in check.message for check in source.checks()), source.checks()
+        assert all(c.lists == 1 and c.watches >= 3 for c in watching), [
+            (c.name, c.lists, c.watches) for c in watching
+        ]
+        name = cluster.unique("quiet")
+        await cluster.create(instancetype(name, None))
+        cache = source.caches["VirtualMachineClusterInstancetype"]
+        await eventually(lambda: ("", name) in cache.store, 5)
+        assert cache.lists == 1
+    finally:
+        await source.close()
