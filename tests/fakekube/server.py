@@ -8,6 +8,7 @@ import contextlib
 import copy
 import itertools
 import json
+import re
 import ssl
 import time
 import uuid
@@ -135,21 +136,44 @@ def _rv(obj: Mapping[str, Any]) -> int:
     return int(obj["metadata"]["resourceVersion"])
 
 
+_KEY = r"(?:[A-Za-z0-9][-A-Za-z0-9_.]*/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?"
+_VALUE = r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)?"
+_EXISTS = re.compile(rf"(!?)\s*({_KEY})")
+_COMPARE = re.compile(rf"({_KEY})\s*(==|=|!=)\s*({_VALUE})")
+_SET = re.compile(rf"({_KEY})\s+(in|notin)\s*\(\s*({_VALUE}(?:\s*,\s*{_VALUE})*)\s*\)")
+
+
 def _label_test(raw: str) -> Callable[[Mapping[str, str]], bool]:
-    if "!=" in raw:
-        k, v = (s.strip() for s in raw.split("!=", 1))
-        return lambda labels: labels.get(k) != v
-    if "=" in raw:
-        k, v = (s.strip() for s in raw.replace("==", "=").split("=", 1))
-        return lambda labels: labels.get(k) == v
-    if raw.startswith("!"):
-        absent = raw[1:].strip()
-        return lambda labels: absent not in labels
-    return lambda labels: raw in labels
+    """One requirement of a label selector (``k``, ``!k``, ``k=v``, ``k==v``, ``k!=v``, ``k in (a,b)``,
+    ``k notin (a,b)``); :class:`BadRequest` for anything else, as kube-apiserver refuses it."""
+    if m := _COMPARE.fullmatch(raw):
+        key, op, value = m.groups()
+        if op == "!=":
+            return lambda labels: labels.get(key) != value
+        return lambda labels: labels.get(key) == value
+    if m := _SET.fullmatch(raw):
+        key, op, listed = m.groups()
+        values = {v.strip() for v in listed.split(",")}
+        if op == "in":
+            return lambda labels: labels.get(key) in values
+        return lambda labels: labels.get(key) not in values
+    if m := _EXISTS.fullmatch(raw):
+        negated, key = m.groups()
+        return (lambda labels: key not in labels) if negated else (lambda labels: key in labels)
+    raise BadRequest(f"unable to parse requirement: {raw!r} is not a requirement this fake can read")
 
 
 def _parse_label_selector(text: str) -> Callable[[Mapping[str, str]], bool]:
-    tests = [_label_test(raw) for raw in filter(None, (part.strip() for part in text.split(",")))]
+    parts, depth, current = [], 0, ""
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    parts.append(current)
+    tests = [_label_test(raw.strip()) for raw in parts if raw.strip()]
     return lambda labels: all(t(labels) for t in tests)
 
 

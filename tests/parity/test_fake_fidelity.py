@@ -272,6 +272,38 @@ async def test_bad_continue_tokens_and_field_labels_are_a_bad_request(
         assert [i["metadata"]["name"] for i in found.json()["items"]] == ["b"]
 
 
+async def test_label_selectors(sides: tuple[Side, Side, Reviews]) -> None:
+    fake, real, _ = sides
+    labelled = {"a": {"env": "prod", "tier": "db"}, "b": {"env": "dev"}, "c": {}}
+    for name, labels in labelled.items():
+        await create_on_both(sides, obj("ConfigMap", name, "{ns}", api="v1", metadata={"labels": labels}))
+    for selector, expected in (
+        ("env", ["a", "b"]),
+        ("!env", ["c"]),
+        ("env=prod", ["a"]),
+        ("env==prod,tier", ["a"]),
+        ("env!=prod", ["b", "c"]),
+        ("env in (dev, qa)", ["b"]),
+        ("env notin (dev),!tier", ["c"]),
+    ):
+        for side in (fake, real):
+            found = await side.call(
+                "GET", f"/api/v1/namespaces/{side.ns}/configmaps", {"labelSelector": selector}
+            )
+            names = [i["metadata"]["name"] for i in found.json()["items"]]
+            assert names == expected, (side.cluster.name, selector, names)
+    got = []
+    for side in (fake, real):
+        answer = await side.call(
+            "GET", f"/api/v1/namespaces/{side.ns}/configmaps", {"labelSelector": "a===b"}
+        )
+        body = answer.json()
+        got.append(
+            (answer.status, body["reason"], body["message"].startswith("unable to parse requirement: "))
+        )
+    assert got[0] == got[1] == (400, "BadRequest", True)
+
+
 async def test_a_resource_version_in_the_future(sides: tuple[Side, Side, Reviews]) -> None:
     cr = IT_PATH + "/namespaces/{ns}/virtualmachineinstancetypes"
     future = {"resourceVersion": "999999999"}
