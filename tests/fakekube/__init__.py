@@ -10,7 +10,8 @@ What it serves (plain HTTP on 127.0.0.1, HTTPS when ``start(ssl_context=...)`` i
 * discovery (``/api``, ``/api/v1``, ``/apis``, ``/apis/<g>``, ``/apis/<g>/<v>``), so a CRD that is not
   installed is missing there and its paths answer kube-apiserver's plain-text 404 "404 page not found"
   (not a Status);
-* GET, LIST (``labelSelector``, ``fieldSelector`` on metadata.name/namespace, other field labels 400,
+* GET, LIST (``labelSelector`` with sets and negation, a malformed one 400; ``fieldSelector`` on
+  metadata.name/namespace, other field labels 400;
   ``limit``/``continue`` (a bad token 400; custom resources' lists always carry ``continue``),
   ``resourceVersion``/``resourceVersionMatch``, a future one 504 "Too large resource version" with
   Retry-After; items of built-in types without kind/apiVersion, as kube-apiserver sends them) and WATCH
