@@ -24,6 +24,12 @@ class Watched:
     pki: PKI
     trust: TrustState
     applied: list[Mapping[str, str] | None] = field(default_factory=list)
+    watcher: ConfigMapWatcher | None = None
+
+    def watched_version(self) -> str:
+        """The resourceVersion the watcher would resume from."""
+        assert self.watcher is not None
+        return str(self.watcher._rv)
 
     def reads(self) -> list[str]:
         """Every request but the watches: gets and lists of the ConfigMap."""
@@ -60,9 +66,12 @@ async def watched(
         await trust.apply_configmap(data)
 
     watcher = ConfigMapWatcher(api, apply, initial_backoff=0.05, max_backoff=0.2)
+    env.watcher = watcher
     await watcher.start()
     try:
         await wait_for(lambda: trust.configmap_seen)
+        # ...and its watch open: a watch request still on its way would count as a read made later.
+        await wait_for(lambda: fake.open_watches == 1)
         yield env
     finally:
         await watcher.close()
@@ -132,12 +141,12 @@ async def test_a_deleted_configmap_keeps_the_last_settings_until_it_returns(tmp_
 
 async def test_a_watch_that_ends_resumes_from_the_last_version_without_listing(tmp_path: Path) -> None:
     async with watched(tmp_path) as env:
-        await asyncio.sleep(0.15)  # a bookmark moves the version on
         env.fake.create(
             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "y"}}
         )
-        await asyncio.sleep(0.15)
         seen = env.fake.current_rv
+        # A change of another ConfigMap is not this watch's, but a bookmark moves its version on.
+        await wait_for(lambda: env.watched_version() == str(seen))
         assert env.fake.drop_watches() == 1
         env.fake.update(names_cm(env.pki, "while-away"))  # between two watches: must not be missed
         await wait_for(lambda: env.allowed_names() == ("while-away",), 1.0)

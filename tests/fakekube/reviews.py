@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.fakekube.server import FakeKube, status_response
+from tests.fakekube.server import FakeKube, json_response, status_response
 
 JSON = dict[str, Any]
 
@@ -87,19 +87,37 @@ class Reviews:
         if self.token_error:
             return status_response(self.token_error, "InternalError", "token review failed")
         token = body.get("spec", {}).get("token", "")
-        status: JSON = {"authenticated": False, "error": "invalid bearer token"}
+        if not token:
+            return status_response(400, "BadRequest", "token is required for TokenReview in authentication")
+        # kube-apiserver leaves out what is false or empty: no "authenticated" key, an empty user.
+        status: JSON = {"user": {}, "error": "invalid bearer token"}
         if token in self.tokens:
             name, groups = self.tokens[token]
             user: JSON = {"username": name, "uid": f"uid-{name}", "groups": groups}
             if token in self.token_extra:
                 user["extra"] = self.token_extra[token]
             status = {"authenticated": True, "user": user, "audiences": ["https://kubernetes.default.svc"]}
-        return web.json_response({**body, "status": status}, status=201)
+        return json_response({**body, "status": status}, status=201)
 
     async def _access_review(self, request: web.Request) -> web.StreamResponse:
         body = json.loads(await request.read())
         self.access_reviews.append(body)
         spec = body.get("spec", {})
+        if bool(spec.get("resourceAttributes")) == bool(spec.get("nonResourceAttributes")):
+            which = "nonResourceAttributes" if spec.get("nonResourceAttributes") else "resourceAttributes"
+            message = "exactly one of nonResourceAttributes or resourceAttributes must be specified"
+            value = "null" if which == "resourceAttributes" else "..."
+            cause = {
+                "reason": "FieldValueInvalid",
+                "message": f'Invalid value: "{value}": {message}',
+                "field": f"spec.{which}",
+            }
+            return status_response(
+                422,
+                "Invalid",
+                f'.authorization.k8s.io "" is invalid: spec.{which}: {cause["message"]}',
+                {"group": "authorization.k8s.io", "causes": [cause]},
+            )
         rule = next((r for r in self.rules if r.matches(spec)), None)
         if rule is not None and rule.delay:
             await asyncio.sleep(rule.delay)
@@ -111,4 +129,4 @@ class Reviews:
             status["reason"] = rule.reason
         if rule is not None and rule.answer == "deny":
             status["denied"] = True
-        return web.json_response({**body, "status": status}, status=201)
+        return json_response({**body, "status": status}, status=201)

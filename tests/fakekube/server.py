@@ -8,6 +8,7 @@ import contextlib
 import copy
 import itertools
 import json
+import re
 import ssl
 import time
 import uuid
@@ -41,10 +42,27 @@ def status_body(code: int, reason: str, message: str, details: Mapping[str, Any]
     return body
 
 
+def json_response(body: Any, status: int = 200) -> web.Response:
+    """JSON as kube-apiserver labels it: ``application/json`` with no charset parameter."""
+    return web.Response(
+        body=json.dumps(body).encode(), status=status, headers={"Content-Type": "application/json"}
+    )
+
+
 def status_response(
     code: int, reason: str, message: str, details: Mapping[str, Any] | None = None
 ) -> web.Response:
-    return web.json_response(status_body(code, reason, message, details), status=code)
+    return json_response(status_body(code, reason, message, details), status=code)
+
+
+def page_not_found() -> web.Response:
+    """kube-apiserver's answer for a path no installed API serves (a CRD that is not there): plain text,
+    not a Status."""
+    return web.Response(
+        body=b"404 page not found\n",
+        status=404,
+        headers={"Content-Type": "text/plain; charset=utf-8", "X-Content-Type-Options": "nosniff"},
+    )
 
 
 def not_found_details(rt: ResourceType, name: str) -> JSON:
@@ -118,37 +136,81 @@ def _rv(obj: Mapping[str, Any]) -> int:
     return int(obj["metadata"]["resourceVersion"])
 
 
+_KEY = r"(?:[A-Za-z0-9][-A-Za-z0-9_.]*/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?"
+_VALUE = r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)?"
+_EXISTS = re.compile(rf"(!?)\s*({_KEY})")
+_COMPARE = re.compile(rf"({_KEY})\s*(==|=|!=)\s*({_VALUE})")
+_SET = re.compile(rf"({_KEY})\s+(in|notin)\s*\(\s*({_VALUE}(?:\s*,\s*{_VALUE})*)\s*\)")
+
+
 def _label_test(raw: str) -> Callable[[Mapping[str, str]], bool]:
-    if "!=" in raw:
-        k, v = (s.strip() for s in raw.split("!=", 1))
-        return lambda labels: labels.get(k) != v
-    if "=" in raw:
-        k, v = (s.strip() for s in raw.replace("==", "=").split("=", 1))
-        return lambda labels: labels.get(k) == v
-    if raw.startswith("!"):
-        absent = raw[1:].strip()
-        return lambda labels: absent not in labels
-    return lambda labels: raw in labels
+    """One requirement of a label selector (``k``, ``!k``, ``k=v``, ``k==v``, ``k!=v``, ``k in (a,b)``,
+    ``k notin (a,b)``); :class:`BadRequest` for anything else, as kube-apiserver refuses it."""
+    if m := _COMPARE.fullmatch(raw):
+        key, op, value = m.groups()
+        if op == "!=":
+            return lambda labels: labels.get(key) != value
+        return lambda labels: labels.get(key) == value
+    if m := _SET.fullmatch(raw):
+        key, op, listed = m.groups()
+        values = {v.strip() for v in listed.split(",")}
+        if op == "in":
+            return lambda labels: labels.get(key) in values
+        return lambda labels: labels.get(key) not in values
+    if m := _EXISTS.fullmatch(raw):
+        negated, key = m.groups()
+        return (lambda labels: key not in labels) if negated else (lambda labels: key in labels)
+    raise BadRequest(f"unable to parse requirement: {raw!r} is not a requirement this fake can read")
 
 
 def _parse_label_selector(text: str) -> Callable[[Mapping[str, str]], bool]:
-    tests = [_label_test(raw) for raw in filter(None, (part.strip() for part in text.split(",")))]
+    parts, depth, current = [], 0, ""
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    parts.append(current)
+    tests = [_label_test(raw.strip()) for raw in parts if raw.strip()]
     return lambda labels: all(t(labels) for t in tests)
 
 
-def _selector(query: Mapping[str, str]) -> Callable[[JSON], bool]:
+class BadRequest(Exception):
+    """A request kube-apiserver refuses with 400 BadRequest (the message is its text)."""
+
+
+_FIELD_LABELS = ("metadata.name", "metadata.namespace")
+
+
+def _selector(query: Mapping[str, str], rt: ResourceType) -> Callable[[JSON], bool]:
+    """The object test of ``labelSelector`` and ``fieldSelector``; :class:`BadRequest` for a field label
+    the type does not support (objects of every type here support metadata.name and metadata.namespace
+    only), with kube-apiserver's text, which differs between built-in types and custom resources."""
     labels = _parse_label_selector(query.get("labelSelector", ""))
-    fields: dict[str, str] = {}
-    for part in filter(None, query.get("fieldSelector", "").split(",")):
-        k, _, v = part.partition("=")
-        fields[k.strip()] = v.strip().lstrip("=")
+    fields: list[tuple[str, bool, str]] = []
+    for part in filter(None, (p.strip() for p in query.get("fieldSelector", "").split(","))):
+        if "!=" in part:
+            key, _, value = part.partition("!=")
+            equal = False
+        else:
+            key, _, value = part.partition("=")
+            equal, value = True, value.lstrip("=")
+        key = key.strip()
+        if key not in _FIELD_LABELS:
+            if rt.group in ("", "apps"):
+                known = ", ".join(f'"{k}"' for k in _FIELD_LABELS)
+                raise BadRequest(f'"{key}" is not a known field selector: only {known}')
+            raise BadRequest(f"field label not supported: {key}")
+        fields.append((key, equal, value.strip()))
 
     def match(obj: JSON) -> bool:
         meta = obj.get("metadata", {})
-        if "metadata.name" in fields and meta.get("name") != fields["metadata.name"]:
-            return False
-        if "metadata.namespace" in fields and meta.get("namespace", "") != fields["metadata.namespace"]:
-            return False
+        for key, equal, value in fields:
+            actual = meta.get(key.partition(".")[2], "")
+            if (actual == value) != equal:
+                return False
         return labels(meta.get("labels") or {})
 
     return match
@@ -177,6 +239,14 @@ class FakeKube:
         self._rv = itertools.count(1)
         self.current_rv = 0
         self.compacted_rv = 0
+        # Where the watch cache's history starts: a (re)started kube-apiserver remembers no older event.
+        self.watch_window_rv = 0
+        # The resourceVersion of each kind's last event since (re)start; kube-apiserver bookmarks only a
+        # kind whose watch cache has seen an event, with that version.
+        self._last_event_rv: dict[ResourceType, int] = {}
+        self._started_before = False
+        # Restricted users: bearer token -> (user name, allowed (group, resource, verb)); see grant().
+        self.users: dict[str, tuple[str, frozenset[tuple[str, str, str]]]] = {}
         self._objects: dict[ResourceType, dict[tuple[str, str], JSON]] = {rt: {} for rt in self.resources}
         self._events: dict[ResourceType, list[_Event]] = {rt: [] for rt in self.resources}
         self._watches: set[_Watch] = set()
@@ -203,10 +273,21 @@ class FakeKube:
     def running(self) -> bool:
         return self._runner is not None
 
-    async def start(self, ssl_context: ssl.SSLContext | None = None) -> None:
-        """Listen (again) on the same port; the stored objects and resourceVersions are kept."""
+    async def start(
+        self, ssl_context: ssl.SSLContext | None = None, *, fresh_watch_cache: bool = True
+    ) -> None:
+        """Listen (again) on the same port; the stored objects and resourceVersions are kept.
+
+        A restart (``start`` after ``stop``) begins with a fresh watch cache, as kube-apiserver's does:
+        a watch from a resourceVersion older than now gets the 410 Expired ERROR event, and no kind is
+        bookmarked until it changes again. ``fresh_watch_cache=False`` keeps the history instead.
+        """
         if self._runner is not None:
             return
+        if self._started_before and fresh_watch_cache:
+            self.watch_window_rv = self.current_rv
+            self._last_event_rv.clear()
+        self._started_before = True
         if ssl_context is not None:
             self._ssl = ssl_context
         app = web.Application(middlewares=[self._middleware])
@@ -277,12 +358,23 @@ class FakeKube:
         """Forget history: a watch or exact list at any resourceVersion up to now gets 410 Expired."""
         self.compacted_rv = self.current_rv
 
+    def grant(self, token: str, user: str, rules: Iterable[tuple[str, str, Iterable[str]]] = ()) -> None:
+        """Make ``token`` a user that RBAC allows only ``rules`` ((api group, resource, verbs), every
+        namespace); anything else it asks is refused 403 Forbidden in kube-apiserver's words. Discovery
+        stays open to it (``system:discovery``). Other requests are unaffected."""
+        allowed = frozenset((group, resource, verb) for group, resource, verbs in rules for verb in verbs)
+        self.users[token] = (user, allowed)
+
+    @property
+    def oldest_watchable_rv(self) -> int:
+        return max(self.compacted_rv, self.watch_window_rv)
+
     def expire_watches(self) -> int:
         """Compact, then send every open watch the 410 Expired ERROR event and end it."""
         self.compact()
         watches = list(self._watches)
         for w in watches:
-            w.queue.put_nowait(self._expired_event(self.compacted_rv))
+            w.queue.put_nowait(self._expired_event(self.oldest_watchable_rv))
             w.queue.put_nowait(_WATCH_END)
         return len(watches)
 
@@ -324,12 +416,17 @@ class FakeKube:
         raise KeyError(f"the fake does not serve {api_version} {kind}")
 
     def remove_resource(self, plural: str, group: str) -> None:
-        """Uninstall a resource type (a CRD that goes away); its objects go with it."""
+        """Uninstall a resource type (a CRD that goes away); its objects go with it, and its open watches
+        end (cleanly, without an event, as kube-apiserver ends them when a CRD is deleted)."""
         for rt in list(self.resources):
             if rt.plural == plural and rt.group == group:
                 self.resources.remove(rt)
                 self._objects.pop(rt, None)
                 self._events.pop(rt, None)
+                self._last_event_rv.pop(rt, None)
+                for w in self._watches:
+                    if w.rt == rt:
+                        w.queue.put_nowait(_WATCH_END)
 
     def add_resource(self, rt: ResourceType) -> None:
         if rt not in self.resources:
@@ -412,6 +509,7 @@ class FakeKube:
 
     def _emit(self, rt: ResourceType, event_type: str, obj: JSON) -> None:
         self._events[rt].append(_Event(_rv(obj), event_type, obj))
+        self._last_event_rv[rt] = _rv(obj)
         for w in self._watches:
             if w.rt == rt and self._in_scope(w.namespace, obj) and w.selector(obj):
                 w.queue.put_nowait({"type": event_type, "object": obj})
@@ -426,9 +524,16 @@ class FakeKube:
     async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         rec = self._classify(request)
         self.log.append(rec)
-        if self.token is not None and request.headers.get("Authorization") != f"Bearer {self.token}":
+        authorization = request.headers.get("Authorization", "")
+        restricted = self.users.get(authorization.removeprefix("Bearer ")) if authorization else None
+        if restricted is None and self.token is not None and authorization != f"Bearer {self.token}":
             rec.status = 401
             return status_response(401, "Unauthorized", "Unauthorized")
+        if restricted is not None and rec.resource:
+            refused = self._forbidden(rec, *restricted)
+            if refused is not None:
+                rec.status = 403
+                return refused
         for lat in self.latencies:
             if lat.matches(rec):
                 await asyncio.sleep(lat.seconds)
@@ -446,6 +551,24 @@ class FakeKube:
         answer = await handler(request)
         rec.status = answer.status
         return answer
+
+    def _forbidden(
+        self, rec: RequestRecord, user: str, allowed: frozenset[tuple[str, str, str]]
+    ) -> web.Response | None:
+        rt = next(r for r in self.resources if r.plural == rec.resource)
+        if (rt.group, rt.plural, rec.verb) in allowed:
+            return None
+        subject = f'{rt.qualified} "{rec.name}"' if rec.name else rt.qualified
+        scope = f'in the namespace "{rec.namespace}"' if rec.namespace else "at the cluster scope"
+        message = (
+            f'{subject} is forbidden: User "{user}" cannot {rec.verb} resource "{rt.plural}" '
+            f'in API group "{rt.group}" {scope}'
+        )
+        details: JSON = {"name": rec.name} if rec.name else {}
+        if rt.group:
+            details["group"] = rt.group
+        details["kind"] = rt.plural
+        return status_response(403, "Forbidden", message, details)
 
     def _classify(self, request: web.Request) -> RequestRecord:
         query = dict(request.query)
@@ -497,10 +620,10 @@ class FakeKube:
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         discovery = self._discovery(request.path)
         if discovery is not None:
-            return web.json_response(discovery)
+            return json_response(discovery)
         parsed = self._parse(request.path)
         if parsed is None:
-            return status_response(404, "NotFound", "the server could not find the requested resource", {})
+            return page_not_found()
         rt, namespace, name = parsed
         if request.method != "GET":
             return status_response(405, "MethodNotAllowed", "the fake API server only serves reads")
@@ -508,33 +631,43 @@ class FakeKube:
         if query.get("watch") in ("1", "true"):
             return await self._watch(request, rt, namespace)
         if name:
+            too_large = self._too_large(query.get("resourceVersion", ""))
+            if too_large is not None:
+                return too_large
             obj = self._objects[rt].get((namespace, name))
             if obj is None:
                 return status_response(
                     404, "NotFound", f'{rt.qualified} "{name}" not found', not_found_details(rt, name)
                 )
-            return web.json_response(obj)
+            return json_response(obj)
         return self._list(rt, namespace, query)
 
     def _list(self, rt: ResourceType, namespace: str, query: Mapping[str, str]) -> web.Response:
         rv_param = query.get("resourceVersion", "")
         if rv_param not in ("", "0"):
             wanted = int(rv_param)
-            if query.get("resourceVersionMatch") == "Exact" and wanted < self.compacted_rv:
+            exact = query.get("resourceVersionMatch") == "Exact"
+            if exact and wanted < self.compacted_rv:
                 return self._expired_response(wanted)
-            if wanted > self.current_rv:
-                return status_response(
-                    504,
-                    "Timeout",
-                    f"Too large resource version: {wanted}, current: {self.current_rv}",
+            if exact and wanted > self.current_rv:  # straight to etcd, which refuses the future
+                return json_response(
                     {
-                        "causes": [
-                            {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
-                        ],
-                        "retryAfterSeconds": 1,
+                        "kind": "Status",
+                        "apiVersion": "v1",
+                        "metadata": {},
+                        "status": "Failure",
+                        "message": "etcdserver: mvcc: required revision is a future revision",
+                        "code": 500,
                     },
+                    status=500,
                 )
-        select = _selector(query)
+            too_large = self._too_large(rv_param)
+            if too_large is not None:
+                return too_large
+        try:
+            select = _selector(query, rt)
+        except BadRequest as err:
+            return status_response(400, "BadRequest", str(err))
         items = sorted(
             (o for o in self._objects[rt].values() if self._in_scope(namespace, o) and select(o)),
             key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]),
@@ -543,8 +676,13 @@ class FakeKube:
         start = 0
         cont = query.get("continue")
         if cont:
-            token = json.loads(base64.urlsafe_b64decode(cont))
-            list_rv, start = token["rv"], token["start"]
+            try:
+                token = _decode_continue(cont)
+                list_rv, start = int(token["rv"]), int(token["start"])
+            except (ValueError, KeyError, TypeError) as err:
+                return status_response(
+                    400, "BadRequest", f"invalid continue token: continue key is not valid: {err}"
+                )
             if list_rv < self.compacted_rv:
                 return self._expired_response(list_rv, continue_token=True)
         meta: JSON = {"resourceVersion": str(list_rv)}
@@ -556,14 +694,33 @@ class FakeKube:
             items = items[start : start + limit]
         else:
             items = items[start:]
+            if not builtin_type(rt):
+                meta["continue"] = ""  # custom resources' lists always carry it; built-in types' do not
         # kube-apiserver leaves kind/apiVersion out of list items of built-in types, keeps them for CRs.
-        builtin = rt.group in ("", "apps")
+        builtin = builtin_type(rt)
         out = [
             {k: v for k, v in o.items() if k not in ("kind", "apiVersion")} if builtin else o for o in items
         ]
-        return web.json_response(
+        return json_response(
             {"apiVersion": rt.group_version, "kind": f"{rt.kind}List", "metadata": meta, "items": out}
         )
+
+    def _too_large(self, rv_param: str) -> web.Response | None:
+        """kube-apiserver's answer to a read at a resourceVersion it has not reached (its watch cache
+        waits up to 3 s for it first): 504 with ResourceVersionTooLarge and Retry-After."""
+        if rv_param in ("", "0") or int(rv_param) <= self.current_rv:
+            return None
+        resp = status_response(
+            504,
+            "Timeout",
+            f"Timeout: Too large resource version: {rv_param}, current: {self.current_rv}",
+            {
+                "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                "retryAfterSeconds": 1,
+            },
+        )
+        resp.headers["Retry-After"] = "1"
+        return resp
 
     def _expired_response(self, rv: int, *, continue_token: bool = False) -> web.Response:
         message = (
@@ -574,33 +731,41 @@ class FakeKube:
         return status_response(410, "Expired", message, {})
 
     def _expired_event(self, rv: int) -> JSON:
+        oldest = self.oldest_watchable_rv
         return {
             "type": "ERROR",
-            "object": status_body(410, "Expired", f"too old resource version: {rv} ({self.compacted_rv})"),
+            "object": status_body(410, "Expired", f"too old resource version: {rv} ({oldest})"),
         }
 
     async def _watch(self, request: web.Request, rt: ResourceType, namespace: str) -> web.StreamResponse:
         query = request.query
-        select = _selector(query)
+        try:
+            select = _selector(query, rt)
+        except BadRequest as err:
+            return status_response(400, "BadRequest", str(err))
         bookmarks = query.get("allowWatchBookmarks") in ("1", "true")
         timeout = float(query["timeoutSeconds"]) if "timeoutSeconds" in query else None
         if self.max_watch_seconds is not None:
             timeout = min(timeout or self.max_watch_seconds, self.max_watch_seconds)
         watch = _Watch(rt, namespace, select)
         rv_param = query.get("resourceVersion", "")
+        # The version the watch starts from (moved on by replayed events, not by live ones): kube-apiserver
+        # bookmarks it only with a newer one.
+        start_rv = self.current_rv if rv_param in ("", "0") else int(rv_param)
         if rv_param in ("", "0"):
             for obj in sorted(self._objects[rt].values(), key=_rv):
                 if self._in_scope(namespace, obj) and select(obj):
                     watch.queue.put_nowait({"type": "ADDED", "object": copy.deepcopy(obj)})
         else:
             since = int(rv_param)
-            if since < self.compacted_rv:
+            if since < self.oldest_watchable_rv:
                 watch.queue.put_nowait(self._expired_event(since))
                 watch.queue.put_nowait(_WATCH_END)
             else:
                 for ev in self._events[rt]:
                     if ev.rv > since and self._in_scope(namespace, ev.obj) and select(ev.obj):
                         watch.queue.put_nowait({"type": ev.type, "object": copy.deepcopy(ev.obj)})
+                        start_rv = ev.rv  # replayed: no bookmark at or before it
         self._watches.add(watch)
         resp = web.StreamResponse(headers={"Content-Type": "application/json"})
         resp.enable_chunked_encoding()
@@ -617,13 +782,15 @@ class FakeKube:
                 try:
                     item = await asyncio.wait_for(watch.queue.get(), wait)
                 except TimeoutError:
-                    if bookmarks and (deadline is None or time.monotonic() < deadline):
+                    last = self._last_event_rv.get(rt)
+                    fresh = last is not None and last > start_rv
+                    if bookmarks and fresh and (deadline is None or time.monotonic() < deadline):
                         item = {
                             "type": "BOOKMARK",
                             "object": {
                                 "kind": rt.kind,
                                 "apiVersion": rt.group_version,
-                                "metadata": {"resourceVersion": str(self.current_rv)},
+                                "metadata": {"resourceVersion": str(last)},
                             },
                         }
                     else:
@@ -694,6 +861,23 @@ class FakeKube:
             "groupVersion": f"{group}/{version}" if group else version,
             "resources": resources,
         }
+
+
+def _decode_continue(token: str) -> Any:
+    """A continue token as kube-apiserver reads one (unpadded base64url JSON); ValueError in Go's words
+    (``invalid character '\\x81' looking for beginning of value``) for one that is not."""
+    raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+    try:
+        return json.loads(raw)
+    except ValueError:
+        first = raw.lstrip()[:1]
+        char = chr(first[0]) if first and 0x20 <= first[0] < 0x7F else f"\\x{first[0]:02x}" if first else ""
+        raise ValueError(f"invalid character '{char}' looking for beginning of value") from None
+
+
+def builtin_type(rt: ResourceType) -> bool:
+    """Served by kube-apiserver's own code, not from a CRD (list shapes and messages differ)."""
+    return rt.group in ("", "apps")
 
 
 _REASONS = {

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.realk8s.controlplane import CRDS_FILE, ControlPlane, tail, unavailable
+from tests.clusters import shared_control_plane
+from tests.realk8s.controlplane import ControlPlane, tail
 from tests.realk8s.deployed import DeployedServer
 
 HERE = Path(__file__).parent
@@ -30,17 +31,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    reason = unavailable()
-    if reason:
-        pytest.skip(f"real control plane unavailable: {reason}")
-    cluster = ControlPlane(tmp_path_factory.mktemp("realk8s"))
-    try:
-        cluster.start()
-        cluster.kubectl("apply", "-f", str(CRDS_FILE))
-        cluster.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+    # The same one the parity tests (tests/parity) use: one control plane per session.
+    with shared_control_plane(tmp_path_factory) as cluster:
         yield cluster
-    finally:
-        cluster.close()
 
 
 @pytest.fixture(scope="session")

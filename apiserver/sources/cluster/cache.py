@@ -292,8 +292,13 @@ class WatchCache:
             except asyncio.CancelledError:
                 raise
             except ApiError as err:
-                if err.code == 404:  # the CRD went away: look it up again
+                if err.code == 404:
+                    # The CRD went away (kube-apiserver just ends its watches; then its paths answer a
+                    # plain-text 404): no error, look it up again after a pause.
+                    log.info("%s is no longer served (%s); looking it up again", self.name, err)
                     self.missing = None
+                    await asyncio.sleep(self.backoff.next_delay())
+                    continue
                 await self._failed(err)
             except (SourceUnavailable, ValueError) as err:
                 await self._failed(err)

@@ -244,7 +244,8 @@ def _decode(resp: aiohttp.ClientResponse, body: bytes, path: str) -> JSONDict:
     if 200 <= resp.status < 300:
         return data
     if data.get("kind") != "Status":
-        data = {"message": body[:200].decode("utf-8", "replace") or f"HTTP {resp.status}"}
+        # Not a Status: kube-apiserver's plain-text "404 page not found\n" for a path no API serves.
+        data = {"message": body[:200].decode("utf-8", "replace").strip() or f"HTTP {resp.status}"}
     if resp.status == 429 or resp.status >= 500:
         retry = _retry_after(resp, data)
         timeout = resp.status == 504
