@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 
 import aiohttp
 import pytest
 
+from apiserver.auth.config import TrustOptions
+from apiserver.auth.options import AuthOptions
 from tests.auth_fixtures import GROUP, auth_env, wait_for
 
 DISCOVERY = f"/apis/{GROUP}/v1"
@@ -225,6 +228,26 @@ async def test_review_failure_is_503_never_allowed(tmp_path: Path) -> None:
         env.reviews.token_error = 500
         code, headers, body = await env.call("/metrics", headers={"Authorization": "Bearer x"})
         assert code == 503 and "Retry-After" in headers
+
+
+async def test_a_hung_review_is_503_within_the_kube_timeout(tmp_path: Path) -> None:
+    """A kube-apiserver that accepts the connection and never answers must not hold the request: each
+    review waits --kube-timeout at most (it waited 10 s whatever --kube-timeout said)."""
+    options = AuthOptions(trust=TrustOptions(), kube_timeout=0.5)
+    async with auth_env(tmp_path, options=options) as env:
+        env.reviews.allow()
+        env.reviews.tokens["good"] = ("alice", [])
+        env.fake.delay(30, path_contains="subjectaccessreviews")
+        env.fake.delay(30, path_contains="tokenreviews")
+        for credentials in (
+            {"cert": env.pki.aggregator, "headers": [("X-Remote-User", "alice")]},
+            {"headers": {"Authorization": "Bearer good"}},
+        ):
+            started = time.monotonic()
+            code, headers, body = await env.call(EXPAND, **credentials)  # type: ignore[arg-type]
+            elapsed = time.monotonic() - started
+            assert (code, body["reason"], headers["Retry-After"]) == (503, "ServiceUnavailable", "3"), body
+            assert elapsed < 5, f"answered after {elapsed:.1f}s with --kube-timeout 0.5s"
 
 
 async def test_configmap_changes_take_effect(tmp_path: Path) -> None:
