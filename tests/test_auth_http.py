@@ -10,9 +10,10 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from apiserver.auth.config import TrustOptions
+from apiserver.auth.config import TrustOptions, TrustState
 from apiserver.auth.options import AuthOptions
-from tests.auth_fixtures import GROUP, auth_env, wait_for
+from apiserver.auth.tls import ServingTLS
+from tests.auth_fixtures import GROUP, PKI, auth_env, wait_for
 
 DISCOVERY = f"/apis/{GROUP}/v1"
 EXPAND = f"/apis/{GROUP}/v1/namespaces/ns1/virtualmachines/vm1/expand-spec"
@@ -418,3 +419,30 @@ async def test_trust_settings_arriving_after_the_listener_started_apply_to_new_c
         code, _, _ = await env.call("/metrics", cert=env.pki.carol)
         assert code == 200
         assert env.reviews.access_reviews[-1]["spec"]["user"] == "carol"
+
+
+async def test_serving_before_the_configmap_is_read_says_so_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The listener starts before the trust ConfigMap has been read (always; for long when kube-apiserver
+    is away): one INFO line says what callers meet meanwhile. Trust already known: no such line."""
+    caplog.set_level(logging.INFO, logger="apiserver.auth.tls")
+    pki = PKI(tmp_path)
+    waiting = TrustState(TrustOptions())
+    tls = ServingTLS(str(pki.cert_file), str(pki.key_file), trust=waiting)
+    await tls.start()
+    await tls.close()
+    lines = [r.getMessage() for r in caplog.records if "before the trust settings" in r.getMessage()]
+    assert lines == [
+        "TLS serving starts before the trust settings are known (configmap "
+        "kube-system/extension-apiserver-authentication not read yet): client certificates fail the "
+        "handshake and other requests get 503 until they are read"
+    ]
+    assert [r.levelno for r in caplog.records if r.getMessage() in lines] == [logging.INFO]
+    caplog.clear()
+    known = TrustState(TrustOptions())
+    await known.apply_configmap(pki.configmap()["data"])
+    tls = ServingTLS(str(pki.cert_file), str(pki.key_file), trust=known)
+    await tls.start()
+    await tls.close()
+    assert not [r for r in caplog.records if "before the trust settings" in r.getMessage()]
