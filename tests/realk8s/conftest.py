@@ -28,12 +28,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(GROUP_MARK))
 
 
-@pytest.fixture(scope="session")
-def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+def _plane(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[ControlPlane]:
     reason = unavailable()
     if reason:
         pytest.skip(f"real control plane unavailable: {reason}")
-    cluster = ControlPlane(tmp_path_factory.mktemp("realk8s"))
+    cluster = ControlPlane(tmp_path_factory.mktemp(name))
     try:
         cluster.start()
         cluster.kubectl("apply", "-f", str(CRDS_FILE))
@@ -41,6 +40,18 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
         yield cluster
     finally:
         cluster.close()
+
+
+@pytest.fixture(scope="session")
+def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    yield from _plane(tmp_path_factory, "realk8s")
+
+
+@pytest.fixture(scope="session")
+def isolated_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """A control plane of its own for the fault tests, which kill, freeze and restart its kube-apiserver
+    without disturbing the tests that share ``control_plane``."""
+    yield from _plane(tmp_path_factory, "isolated")
 
 
 @pytest.fixture(scope="session")
@@ -71,9 +82,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     outcome: Any = yield
     report = outcome.get_result()
     if report.when == "call" and report.failed:
-        server = item.funcargs.get("deployed") if hasattr(item, "funcargs") else None
-        if isinstance(server, DeployedServer):
-            report.sections.append(("server log (last lines)", tail(server.log_file, 60)))
-        cluster = item.funcargs.get("control_plane") if hasattr(item, "funcargs") else None
-        if isinstance(cluster, ControlPlane):
-            report.sections.append(("kube-apiserver log (last lines)", tail(cluster.apiserver_log, 30)))
+        values = list(getattr(item, "funcargs", {}).values())
+        for server in (v for v in values if isinstance(v, DeployedServer)):
+            report.sections.append((f"server log {server.log_file} (last lines)", tail(server.log_file, 60)))
+        for cluster in (v for v in values if isinstance(v, ControlPlane)):
+            report.sections.append(
+                (f"kube-apiserver log {cluster.apiserver_log} (last lines)", tail(cluster.apiserver_log, 30))
+            )

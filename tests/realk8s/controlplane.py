@@ -359,6 +359,12 @@ class ControlPlane:
         value = base64.b64encode(json.dumps(obj).encode()).decode()
         self.etcd_call("kv/put", {"key": encoded, "value": value})
 
+    def etcd_delete(self, key: str) -> None:
+        """Delete a stored object in etcd itself (see :meth:`etcd_edit`)."""
+        encoded = base64.b64encode(key.encode()).decode()
+        answer = self.etcd_call("kv/deleterange", {"key": encoded})
+        assert int(answer.get("deleted", 0)) == 1, f"{key} was not in etcd: {answer}"
+
     def close(self) -> None:
         _stop(self.apiserver)
         _stop(self.etcd)
