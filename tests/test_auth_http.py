@@ -245,7 +245,7 @@ async def test_a_hung_review_is_503_within_the_kube_timeout(tmp_path: Path) -> N
             {"headers": {"Authorization": "Bearer good"}},
         ):
             started = time.monotonic()
-            code, headers, body = await env.call(EXPAND, **credentials)  # type: ignore[arg-type]
+            code, headers, body = await env.call(EXPAND, **credentials)
             elapsed = time.monotonic() - started
             assert (code, body["reason"], headers["Retry-After"]) == (503, "ServiceUnavailable", "3"), body
             assert elapsed < 5, f"answered after {elapsed:.1f}s with --kube-timeout 0.5s"

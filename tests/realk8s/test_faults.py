@@ -19,6 +19,7 @@ hang. What each caller gets during an outage is asserted exactly: the watch cach
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -161,11 +162,11 @@ class Scene:
     def stored(self, kind: str, name: str) -> dict[str, Any]:
         return self.cluster.get_json(kind, name, "-n", self.namespace)  # type: ignore[no-any-return]
 
-    def expected(self, *objects: dict[str, Any]) -> tuple[int, Any]:
-        """What the engine answers for the VM with ``objects`` (code, body): 200 and the rendering,
-        or the Status of its error."""
+    def expected(self, *objects: dict[str, Any], vm: dict[str, Any] | None = None) -> tuple[int, Any]:
+        """What the engine answers for the VM (as staged, or ``vm``) with ``objects`` (code, body):
+        200 and the rendering, or the Status of its error."""
         try:
-            return 200, expand_vm(self.vm, list(objects))
+            return 200, expand_vm(vm or self.vm, list(objects))
         except ExpandError as err:
             return int(err.status["code"]), err.status
 
@@ -277,12 +278,18 @@ def until(
         time.sleep(0.2)
 
 
-def all_answer(expected: tuple[int, Any]) -> Callable[[dict[str, Seen]], bool]:
+Expected = tuple[int, Any]
+
+
+def all_answer(expected: Expected | dict[str, Expected]) -> Callable[[dict[str, Seen]], bool]:
+    """Whether every probe got ``expected`` (one answer for all, or one per probe name)."""
+
     def accept(seen: dict[str, Seen]) -> bool:
-        return all(
-            s.code == expected[0] and s.response is not None and s.json() == expected[1]
-            for s in seen.values()
-        )
+        for name, s in seen.items():
+            code, body = expected[name] if isinstance(expected, dict) else expected
+            if s.code != code or s.response is None or s.json() != body:
+                return False
+        return True
 
     return accept
 
@@ -356,9 +363,9 @@ def test_kube_apiserver_killed_then_frozen(
 def test_restarted_with_a_fresh_watch_cache_relists(
     faulty: DeployedServer, isolated_plane: ControlPlane, namespace: str
 ) -> None:
-    """kube-apiserver stopped, an instancetype edited and another deleted in etcd meanwhile, kube-apiserver
-    started again: its new watch cache cannot resume our watches (410 Gone), so the caches list again
-    and both changes show within seconds."""
+    """kube-apiserver stopped; an instancetype and a VM edited and another instancetype deleted in etcd
+    meanwhile; kube-apiserver started again: its new watch cache cannot resume our watches (410 Gone),
+    so the caches (the VM cache too) list again and every change shows within seconds."""
     scene = stage(isolated_plane, namespace)
     doomed = instancetype(f"doomed-{namespace}", "", 1)
     other = stage(isolated_plane, namespace, "vm2", doomed)
@@ -376,17 +383,27 @@ def test_restarted_with_a_fresh_watch_cache_relists(
         isolated_plane.storage_key(IT_GROUP, INSTANCETYPES, "small", namespace),
         lambda obj: obj["spec"]["cpu"].update(guest=6),
     )
+    isolated_plane.etcd_edit(
+        isolated_plane.storage_key("kubevirt.io", "virtualmachines", "vm1", namespace),
+        lambda obj: obj["spec"]["template"].setdefault("metadata", {}).update(labels={"edited": "in-etcd"}),
+    )
     isolated_plane.etcd_delete(
         isolated_plane.storage_key(IT_GROUP, CLUSTER_INSTANCETYPES, doomed["metadata"]["name"])
     )
     isolated_plane.start_apiserver()
     edited = scene.stored("virtualmachineinstancetype", "small")
     assert edited["spec"]["cpu"]["guest"] == 6
-    expected_now = scene.expected(edited)
+    edited_vm = scene.stored("virtualmachine", "vm1")
+    assert edited_vm["spec"]["template"]["metadata"]["labels"] == {"edited": "in-etcd"}
+    # GET renders the VM as stored now; PUT the body it sends (the VM as staged), both with the new cpu.
+    expected_now = {
+        p.name: scene.expected(edited, vm=edited_vm if p.method == "GET" else None) for p in scene.probes
+    }
     gone = other.expected()
-    assert expected_now[0] == 200 and expected_now != expected and gone[0] == 422
+    assert {code for code, _ in expected_now.values()} == {200} and gone[0] == 422
+    assert expected_now["admin-put"] != expected and expected_now["admin-get"] != expected_now["admin-put"]
 
-    _, took = until("the edit", faulty, scene.probes, all_answer(expected_now))
+    _, took = until("the edits", faulty, scene.probes, all_answer(expected_now))
     until("the deletion", faulty, other.probes, all_answer(gone))
     print(f"[{label(faulty)}] restarted: the change made while down served {took:.1f}s after it was ready")
     lines = list(faulty.log_lines_since(offset))
@@ -400,10 +417,18 @@ def test_deleted_instancetype_is_never_rendered(
     faulty: DeployedServer, isolated_plane: ControlPlane, namespace: str
 ) -> None:
     """Deleted: 422 FieldValueNotFound on spec.instancetype.name as the contract says (the engine's own
-    Status), at once and from then on; re-created with other values: those, never the old ones."""
+    Status), from the first request after ``kubectl delete`` returned and from then on, also for a GET
+    naming the old rendering's ETag (never 304); re-created with other values: those, never the old."""
     scene = stage(isolated_plane, namespace)
     before = scene.expected(scene.stored("virtualmachineinstancetype", "small"))
-    until("the first renderings", faulty, scene.probes, all_answer(before))
+    first, _ = until("the first renderings", faulty, scene.probes, all_answer(before))
+    old_etag = first["admin-get"].response.header("ETag") if first["admin-get"].response else None
+    assert old_etag
+    revalidate = dataclasses.replace(
+        scene.probe("admin-get"), name="admin-get-etag", headers={"If-None-Match": old_etag}
+    )
+    probes = [*scene.probes, revalidate]
+    assert send(faulty, [revalidate])["admin-get-etag"].code == 304
     gone = scene.expected()
     assert gone[0] == 422
     assert [(c["reason"], c["field"]) for c in gone[1]["details"]["causes"]] == [
@@ -412,7 +437,7 @@ def test_deleted_instancetype_is_never_rendered(
 
     isolated_plane.kubectl("delete", "virtualmachineinstancetype", "small", "-n", namespace)
     for _ in range(5):
-        for seen in send(faulty, scene.probes).values():
+        for seen in send(faulty, probes).values():
             assert judge(seen, gone) == 422, seen
     isolated_plane.apply(instancetype("small", namespace, 3))
     after = scene.expected(scene.stored("virtualmachineinstancetype", "small"))
@@ -420,10 +445,12 @@ def test_deleted_instancetype_is_never_rendered(
 
     def renewed(seen: dict[str, Seen]) -> bool:
         for one in seen.values():
-            assert judge(one, after) in (200, 422), one  # the new object, or still none: never the old one
+            # The new object, or none yet (the watch is a moment behind kubectl): never the old one.
+            assert (one.code, one.json()) in (after, gone), one
         return all_answer(after)(seen)
 
-    until("the re-created instancetype", faulty, scene.probes, renewed)
+    last, _ = until("the re-created instancetype", faulty, probes, renewed)
+    assert last["admin-get-etag"].response and last["admin-get-etag"].response.header("ETag") != old_etag
 
 
 def test_started_while_kube_apiserver_is_down(
