@@ -206,9 +206,10 @@ def tail(path: Path, lines: int = 40) -> str:
 class ControlPlane:
     """etcd + kube-apiserver in ``workdir``; ``start()`` blocks until ``/readyz`` says ok."""
 
-    def __init__(self, workdir: Path, assets: Path | None = None) -> None:
+    def __init__(self, workdir: Path, assets: Path | None = None, extra_args: Sequence[str] = ()) -> None:
         self.workdir = workdir
         self.assets = assets or assets_dir()
+        self.extra_args = list(extra_args)  # more kube-apiserver flags
         self.pki = ClusterPKI(workdir / "pki")
         self.etcd_port = free_port()
         self.etcd_peer_port = free_port()
@@ -294,6 +295,7 @@ class ControlPlane:
             "--requestheader-username-headers=X-Remote-User",
             "--profiling=false",
             "--v=1",
+            *self.extra_args,
         ]
 
     def start_apiserver(self, timeout: float = 90) -> None:
