@@ -359,6 +359,26 @@ def test_kube_apiserver_killed_then_frozen(
     _, took = until("recovery after the freeze", faulty, scene.probes, all_answer(expected))
     print(f"[{label(faulty)}] frozen: slowest answer {slowest:.2f}s; served again {took:.1f}s after thawing")
 
+    # Killed while requests wait on it (frozen first, past the review caches' TTL): the reads and
+    # reviews in flight break off, and their requests get 503 at once.
+    isolated_plane.freeze_apiserver()
+    time.sleep(1.2)
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(send, faulty, scene.probes)
+        time.sleep(0.7)
+        isolated_plane.stop_apiserver(kill=True)
+        last = pending.result()
+    for one in last.values():
+        judge(one, expected)
+    assert codes(last) == {
+        "admin-get": 200 if cached_vm else 503,
+        "admin-put": 200,
+        "user-get": 503,
+        "token-put": 503,
+    }, last
+    isolated_plane.start_apiserver()
+    until("recovery after the second kill", faulty, scene.probes, all_answer(expected))
+
 
 def test_restarted_with_a_fresh_watch_cache_relists(
     faulty: DeployedServer, isolated_plane: ControlPlane, namespace: str
@@ -478,10 +498,12 @@ def test_started_while_kube_apiserver_is_down(
         )
         assert f"[-]cache-{INSTANCETYPES} failed: not synced yet" in text
         time.sleep(0.5)
-    # The trust settings are unknown: a request with a token is answered 503 at once (a client
-    # certificate cannot be verified yet, so it fails the handshake).
-    seen = send(faulty, [scene.probe("token-put")])["token-put"]
-    assert judge(seen, expected) == 503 and "authentication is not configured yet" in seen.json()["message"]
+    # The trust settings are unknown: a request with a token is answered 503 at once; a client
+    # certificate cannot be verified yet, so it fails the handshake.
+    seen = send(faulty, [scene.probe("token-put"), scene.probe("admin-put")])
+    assert judge(seen["token-put"], expected) == 503
+    assert "authentication is not configured yet" in seen["token-put"].json()["message"]
+    assert seen["admin-put"].response is None, seen["admin-put"]
     faulty.wait_log(offset, lambda line: "TLS serving starts before the trust settings are known" in line)
 
     isolated_plane.start_apiserver()
