@@ -440,8 +440,8 @@ def test_deleted_instancetype_is_never_rendered(
     Status), from the first request after ``kubectl delete`` returned and from then on, also for a GET
     naming the old rendering's ETag (never 304); re-created with other values: those, never the old.
 
-    The caches are as fresh as their watch: kube-apiserver sends the DELETED event before it answers the
-    DELETE (measured here: 5-12 ms before kubectl returns), and the event is taken in well before a
+    The caches are as fresh as their watch: the DELETED event reaches a watcher before ``kubectl delete``
+    returns (5-12 ms before, measured on this control plane), and the server takes it in well before a
     new connection's TLS handshake is through. A request racing the delete within those milliseconds
     may still see the old object, as from any watch cache; one made after the delete returned does not."""
     scene = stage(isolated_plane, namespace)
