@@ -60,9 +60,9 @@ class KubeReviewClient:
                 _return_http_data_only=True,
                 _request_timeout=self._timeout,
             )
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # ApiException, connection and timeout errors alike
+        except (asyncio.CancelledError, TimeoutError):
+            raise  # a timeout is worded by create()
+        except Exception as exc:  # ApiException, connection errors
             status = getattr(exc, "status", None)
             reason = getattr(exc, "reason", None) or type(exc).__name__
             detail = f"HTTP {status} {reason}" if status else f"{reason}: {exc}"

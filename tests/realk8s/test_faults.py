@@ -517,3 +517,41 @@ def test_started_while_kube_apiserver_is_down(
     took = time.monotonic() - back
     until("renderings once ready", faulty, scene.probes, all_answer(expected))
     print(f"[{label(faulty)}] started while down: ready {took:.1f}s after kube-apiserver was")
+
+
+def test_terminated_while_kube_apiserver_hangs(
+    faulty: DeployedServer, isolated_plane: ControlPlane, namespace: str
+) -> None:
+    """SIGTERM (a rollout) while requests wait on a hung kube-apiserver: they are answered (503/504 once
+    their reads give up, or rendered from the caches) and the process exits 0 soon after, not after
+    --shutdown-timeout (30 s)."""
+    scene = stage(isolated_plane, namespace)
+    expected = scene.expected(scene.stored("virtualmachineinstancetype", "small"))
+    until("the first renderings", faulty, scene.probes, all_answer(expected))
+    offset = faulty.log_size()
+    isolated_plane.freeze_apiserver()
+    try:
+        time.sleep(1.2)  # past the review caches' TTL
+        with ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(send, faulty, scene.probes)
+            time.sleep(0.5)
+            started = time.monotonic()
+            code = faulty.stop()
+            took = time.monotonic() - started
+            last = pending.result()
+    finally:
+        isolated_plane.thaw_apiserver()
+    for one in last.values():
+        judge(one, expected)
+    assert codes(last) == {
+        "admin-get": 200 if vm_cache(faulty) else 504,
+        "admin-put": 200,
+        "user-get": 503,
+        "token-put": 503,
+    }, last
+    assert code == 0
+    assert took < KUBE_TIMEOUT + MARGIN, f"exited {took:.1f}s after SIGTERM"
+    lines = faulty.wait_log(offset, lambda line: '"server stopped"' in line)
+    for review in ("subjectaccessreviews", "tokenreviews"):
+        assert any(f"/{review}: no answer within {KUBE_TIMEOUT:g}s" in line for line in lines), review
+    print(f"[{label(faulty)}] SIGTERM while kube-apiserver hangs: exited after {took:.1f}s")
