@@ -1,7 +1,8 @@
 """Faults of a real control plane, lived through by the deployed server, with and without ``--vm-cache``.
 
-kube-apiserver killed and frozen, restarted with a fresh watch cache after a change made behind its back
-(in etcd itself), an instancetype deleted, and the server started while kube-apiserver is down. They run
+kube-apiserver killed and frozen, restarted with a fresh watch cache after changes made behind its back
+(in etcd itself), an instancetype deleted, the server started while kube-apiserver is down, and stopped
+while it hangs. They run
 on a control plane of their own (``isolated_plane``), so that the other tests never see its outages. The
 server runs as deployed, with ``--kube-timeout=2`` and the review caches cut to 1 s (so that requests
 need a TokenReview or SubjectAccessReview during every outage), and is called straight, not through the
