@@ -317,6 +317,11 @@ class ControlPlane:
     def stop_apiserver(self, *, kill: bool = False) -> None:
         _stop(self.apiserver, kill=kill)
 
+    def stop_etcd(self) -> None:
+        """Kill etcd (kube-apiserver keeps running on what it has cached); ``start_etcd`` brings it back
+        on the same data."""
+        _stop(self.etcd, kill=True)
+
     def freeze_apiserver(self) -> None:
         """SIGSTOP kube-apiserver: its port still accepts connections (the kernel completes them) but
         nothing answers, which is what a hung or overloaded API server looks like to a client."""

@@ -1,8 +1,8 @@
 """Faults of a real control plane, lived through by the deployed server, with and without ``--vm-cache``.
 
 kube-apiserver killed and frozen, restarted with a fresh watch cache after changes made behind its back
-(in etcd itself), an instancetype deleted, the server started while kube-apiserver is down, and stopped
-while it hangs. They run
+(in etcd itself), an instancetype deleted, the server started while kube-apiserver is down and stopped
+while it hangs, and etcd lost under a running kube-apiserver. They run
 on a control plane of their own (``isolated_plane``), so that the other tests never see its outages. The
 server runs as deployed, with ``--kube-timeout=2`` and the review caches cut to 1 s (so that requests
 need a TokenReview or SubjectAccessReview during every outage), and is called straight, not through the
@@ -547,3 +547,26 @@ def test_terminated_while_kube_apiserver_hangs(
     for review in ("subjectaccessreviews", "tokenreviews"):
         assert any(f"/{review}: no answer within {KUBE_TIMEOUT:g}s" in line for line in lines), review
     print(f"[{label(faulty)}] SIGTERM while kube-apiserver hangs: exited after {took:.1f}s")
+
+
+def test_etcd_down_under_a_running_kube_apiserver(
+    faulty: DeployedServer, isolated_plane: ControlPlane, namespace: str
+) -> None:
+    """etcd killed, kube-apiserver up: kube-apiserver still answers TokenReviews and SubjectAccessReviews
+    (from its informers), but a VM read goes to etcd and hangs. So every reviewed caller is served from
+    our caches where they hold the answer (all of them with --vm-cache), and a fresh VM read is a 504
+    after --kube-timeout; the server stays ready and recovers by itself. No fake shows this split."""
+    scene = stage(isolated_plane, namespace)
+    expected = scene.expected(scene.stored("virtualmachineinstancetype", "small"))
+    until("the first renderings", faulty, scene.probes, all_answer(expected))
+    isolated_plane.stop_etcd()
+    try:
+        last = outage(faulty, scene, expected, seconds=1.5)
+    finally:
+        isolated_plane.start_etcd()
+    fresh_vm = 200 if vm_cache(faulty) else 504
+    assert codes(last) == {"admin-get": fresh_vm, "admin-put": 200, "user-get": fresh_vm, "token-put": 200}, (
+        last
+    )
+    _, took = until("recovery", faulty, scene.probes, all_answer(expected))
+    print(f"[{label(faulty)}] etcd down: every caller served again {took:.1f}s after etcd was back")
