@@ -431,6 +431,7 @@ def test_deleted_instancetype_is_never_rendered(
     """Deleted: 422 FieldValueNotFound on spec.instancetype.name as the contract says (the engine's own
     Status), from the first request after ``kubectl delete`` returned and from then on, also for a GET
     naming the old rendering's ETag (never 304); re-created with other values: those, never the old.
+    The VM deleted next: GET 404 at once.
 
     The caches are as fresh as their watch: the DELETED event reaches a watcher before ``kubectl delete``
     returns (5-12 ms before, measured on this control plane), and the server takes it in well before a
@@ -468,6 +469,18 @@ def test_deleted_instancetype_is_never_rendered(
 
     last, _ = until("the re-created instancetype", faulty, probes, renewed)
     assert last["admin-get-etag"].response and last["admin-get-etag"].response.header("ETag") != old_etag
+
+    # The VM deleted: GET is 404 NotFound at once (with --vm-cache too); PUT, which sends the VM, renders.
+    isolated_plane.kubectl("delete", "virtualmachine", "vm1", "-n", namespace)
+    for seen in send(faulty, probes).values():
+        if seen.probe.method == "PUT":
+            assert judge(seen, after) == 200
+            continue
+        assert seen.code == 404 and seen.response is not None, seen
+        assert seen.response.header("Content-Type") == "application/json", seen
+        body = seen.json()
+        assert (body["kind"], body["reason"], body["code"]) == ("Status", "NotFound", 404), seen
+        assert body["details"] == {"name": "vm1", "group": "kubevirt.io", "kind": "virtualmachines"}, seen
 
 
 def test_started_while_kube_apiserver_is_down(
