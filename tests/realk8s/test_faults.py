@@ -1,8 +1,8 @@
 """Faults of a real control plane, lived through by the deployed server, with and without ``--vm-cache``.
 
 kube-apiserver killed and frozen, restarted with a fresh watch cache after changes made behind its back
-(in etcd itself), an instancetype deleted, the server started while kube-apiserver is down and stopped
-while it hangs, and etcd lost under a running kube-apiserver. They run
+(in etcd itself), an instancetype deleted, the server rolled out (stopped while kube-apiserver hangs,
+started while it is down), and etcd lost under a running kube-apiserver. They run
 on a control plane of their own (``isolated_plane``), so that the other tests never see its outages. The
 server runs as deployed, with ``--kube-timeout=2`` and the review caches cut to 1 s (so that requests
 need a TokenReview or SubjectAccessReview during every outage), and is called straight, not through the
@@ -483,69 +483,27 @@ def test_deleted_instancetype_is_never_rendered(
         assert body["details"] == {"name": "vm1", "group": "kubevirt.io", "kind": "virtualmachines"}, seen
 
 
-def test_started_while_kube_apiserver_is_down(
+def test_rolled_out_while_kube_apiserver_hangs_then_dies(
     faulty: DeployedServer, isolated_plane: ControlPlane, namespace: str
 ) -> None:
-    """Started without a kube-apiserver: serving, not ready (it never read anything), says why, answers
-    503 at once; ready by itself once kube-apiserver is back, and renders correctly."""
-    scene = stage(isolated_plane, namespace)
-    expected = scene.expected(scene.stored("virtualmachineinstancetype", "small"))
-    faulty.stop()
-    isolated_plane.stop_apiserver()
-    offset = faulty.log_size()
-    faulty.start(wait_ready=False)
-    started = time.monotonic()
-    while (live := faulty.call("/livez")) is None or live.status != 200:
-        assert time.monotonic() - started < RECOVERY, "the server does not serve without kube-apiserver"
-        time.sleep(0.1)
-    for _ in range(3):
-        ready = faulty.call("/readyz?verbose")
-        assert ready is not None and ready.status == 500, ready
-        text = ready.body.decode()
-        assert (
-            "[-]authentication-config failed: configmap kube-system/extension-apiserver-authentication not read yet"
-            in text
-        )
-        assert f"[-]cache-{INSTANCETYPES} failed: not synced yet" in text
-        time.sleep(0.5)
-    # The trust settings are unknown: a request with a token is answered 503 at once; a client
-    # certificate cannot be verified yet, so it fails the handshake.
-    seen = send(faulty, [scene.probe("token-put"), scene.probe("admin-put")])
-    assert judge(seen["token-put"], expected) == 503
-    assert "authentication is not configured yet" in seen["token-put"].json()["message"]
-    assert seen["admin-put"].response is None, seen["admin-put"]
-    faulty.wait_log(offset, lambda line: "TLS serving starts before the trust settings are known" in line)
-
-    isolated_plane.start_apiserver()
-    back = time.monotonic()
-    faulty.wait_ready(RECOVERY)
-    took = time.monotonic() - back
-    until("renderings once ready", faulty, scene.probes, all_answer(expected))
-    print(f"[{label(faulty)}] started while down: ready {took:.1f}s after kube-apiserver was")
-
-
-def test_terminated_while_kube_apiserver_hangs(
-    faulty: DeployedServer, isolated_plane: ControlPlane, namespace: str
-) -> None:
-    """SIGTERM (a rollout) while requests wait on a hung kube-apiserver: they are answered (503/504 once
-    their reads give up, or rendered from the caches) and the process exits 0 soon after, not after
-    --shutdown-timeout (30 s)."""
+    """A rollout during an outage. SIGTERM while requests wait on a hung kube-apiserver: they are answered
+    (503/504 once their reads give up, or rendered from the caches) and the process exits 0 soon after,
+    not after --shutdown-timeout (30 s). kube-apiserver then dies, and the new process starts without it:
+    serving, not ready (it never read anything), saying why, answering 503 at once; ready by itself once
+    kube-apiserver is back, and rendering correctly."""
     scene = stage(isolated_plane, namespace)
     expected = scene.expected(scene.stored("virtualmachineinstancetype", "small"))
     until("the first renderings", faulty, scene.probes, all_answer(expected))
     offset = faulty.log_size()
     isolated_plane.freeze_apiserver()
-    try:
-        time.sleep(1.2)  # past the review caches' TTL
-        with ThreadPoolExecutor(1) as pool:
-            pending = pool.submit(send, faulty, scene.probes)
-            time.sleep(0.5)
-            started = time.monotonic()
-            code = faulty.stop()
-            took = time.monotonic() - started
-            last = pending.result()
-    finally:
-        isolated_plane.thaw_apiserver()
+    time.sleep(1.2)  # past the review caches' TTL
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(send, faulty, scene.probes)
+        time.sleep(0.5)
+        started = time.monotonic()
+        code = faulty.stop()
+        took = time.monotonic() - started
+        last = pending.result()
     for one in last.values():
         judge(one, expected)
     assert codes(last) == {
@@ -559,7 +517,41 @@ def test_terminated_while_kube_apiserver_hangs(
     lines = faulty.wait_log(offset, lambda line: '"server stopped"' in line)
     for review in ("subjectaccessreviews", "tokenreviews"):
         assert any(f"/{review}: no answer within {KUBE_TIMEOUT:g}s" in line for line in lines), review
-    print(f"[{label(faulty)}] SIGTERM while kube-apiserver hangs: exited after {took:.1f}s")
+
+    isolated_plane.stop_apiserver(kill=True)
+    offset = faulty.log_size()
+    faulty.start(wait_ready=False)
+    started = time.monotonic()
+    while (live := faulty.call("/livez")) is None or live.status != 200:
+        assert time.monotonic() - started < RECOVERY, "the server does not serve without kube-apiserver"
+        time.sleep(0.1)
+    for _ in range(2):
+        ready = faulty.call("/readyz?verbose")
+        assert ready is not None and ready.status == 500, ready
+        text = ready.body.decode()
+        assert (
+            "[-]authentication-config failed: configmap kube-system/extension-apiserver-authentication not read yet"
+            in text
+        )
+        assert f"[-]cache-{INSTANCETYPES} failed: not synced yet" in text
+        time.sleep(0.3)
+    # The trust settings are unknown: a request with a token is answered 503 at once; a client
+    # certificate cannot be verified yet, so it fails the handshake.
+    seen = send(faulty, [scene.probe("token-put"), scene.probe("admin-put")])
+    assert judge(seen["token-put"], expected) == 503
+    assert "authentication is not configured yet" in seen["token-put"].json()["message"]
+    assert seen["admin-put"].response is None, seen["admin-put"]
+    faulty.wait_log(offset, lambda line: "TLS serving starts before the trust settings are known" in line)
+
+    isolated_plane.start_apiserver()
+    back = time.monotonic()
+    faulty.wait_ready(RECOVERY)
+    ready_after = time.monotonic() - back
+    until("renderings once ready", faulty, scene.probes, all_answer(expected))
+    print(
+        f"[{label(faulty)}] SIGTERM while kube-apiserver hangs: exited after {took:.1f}s; started while it "
+        f"was down: ready {ready_after:.1f}s after it was back"
+    )
 
 
 def test_etcd_down_under_a_running_kube_apiserver(
