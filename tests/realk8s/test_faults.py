@@ -1,12 +1,12 @@
 """Faults of a real control plane, lived through by the deployed server, with and without ``--vm-cache``.
 
-kube-apiserver killed and frozen, restarted with a fresh watch cache after changes made behind its back
+kube-apiserver frozen and killed, restarted with a fresh watch cache after changes made behind its back
 (in etcd itself), an instancetype deleted, the server rolled out (stopped while kube-apiserver hangs,
-started while it is down), and etcd lost under a running kube-apiserver. They run
-on a control plane of their own (``isolated_plane``), so that the other tests never see its outages. The
-server runs as deployed, with ``--kube-timeout=2`` and the review caches cut to 1 s (so that requests
-need a TokenReview or SubjectAccessReview during every outage), and is called straight, not through the
-aggregator (which dies with kube-apiserver), by three callers:
+started while it is down), and etcd lost under a running kube-apiserver. They run on a control plane of
+their own (``isolated_plane``), so that the other tests never see its outages. The server runs as
+deployed, with ``--kube-timeout=2`` and the review caches cut to 1 s (so that requests need a TokenReview
+or SubjectAccessReview during every outage), and is called straight, not through the aggregator (which
+dies with kube-apiserver), by three callers:
 
 - ``admin``: the cluster admin's certificate (``system:masters``: allowed without a review);
 - ``user``: a certificate of the cluster CA for a user bound to the overlay's expand ClusterRole
@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -93,7 +94,7 @@ def recovered(isolated_plane: ControlPlane, faulty: DeployedServer) -> Iterator[
 
 @pytest.fixture
 def namespace(isolated_plane: ControlPlane) -> str:
-    name = f"f-{time.monotonic_ns() % 10**10:010d}"
+    name = f"f-{uuid.uuid4().hex[:10]}"
     isolated_plane.kubectl("create", "namespace", name)
     return name
 
