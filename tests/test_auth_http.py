@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 
 import aiohttp
 import pytest
 
-from tests.auth_fixtures import GROUP, auth_env, wait_for
+from apiserver.auth.config import TrustOptions, TrustState
+from apiserver.auth.options import AuthOptions
+from apiserver.auth.tls import ServingTLS
+from tests.auth_fixtures import GROUP, PKI, auth_env, wait_for
 
 DISCOVERY = f"/apis/{GROUP}/v1"
 EXPAND = f"/apis/{GROUP}/v1/namespaces/ns1/virtualmachines/vm1/expand-spec"
@@ -227,6 +231,26 @@ async def test_review_failure_is_503_never_allowed(tmp_path: Path) -> None:
         assert code == 503 and "Retry-After" in headers
 
 
+async def test_a_hung_review_is_503_within_the_kube_timeout(tmp_path: Path) -> None:
+    """A kube-apiserver that accepts the connection and never answers must not hold the request: each
+    review waits --kube-timeout at most (it waited 10 s whatever --kube-timeout said)."""
+    options = AuthOptions(trust=TrustOptions(), kube_timeout=0.5)
+    async with auth_env(tmp_path, options=options) as env:
+        env.reviews.allow()
+        env.reviews.tokens["good"] = ("alice", [])
+        env.fake.delay(30, path_contains="subjectaccessreviews")
+        env.fake.delay(30, path_contains="tokenreviews")
+        for credentials in (
+            {"cert": env.pki.aggregator, "headers": [("X-Remote-User", "alice")]},
+            {"headers": {"Authorization": "Bearer good"}},
+        ):
+            started = time.monotonic()
+            code, headers, body = await env.call(EXPAND, **credentials)
+            elapsed = time.monotonic() - started
+            assert (code, body["reason"], headers["Retry-After"]) == (503, "ServiceUnavailable", "3"), body
+            assert elapsed < 5, f"answered after {elapsed:.1f}s with --kube-timeout 0.5s"
+
+
 async def test_configmap_changes_take_effect(tmp_path: Path) -> None:
     async with auth_env(tmp_path) as env:
         env.reviews.allow()
@@ -395,3 +419,30 @@ async def test_trust_settings_arriving_after_the_listener_started_apply_to_new_c
         code, _, _ = await env.call("/metrics", cert=env.pki.carol)
         assert code == 200
         assert env.reviews.access_reviews[-1]["spec"]["user"] == "carol"
+
+
+async def test_serving_before_the_configmap_is_read_says_so_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The listener starts before the trust ConfigMap has been read (always; for long when kube-apiserver
+    is away): one INFO line says what callers meet meanwhile. Trust already known: no such line."""
+    caplog.set_level(logging.INFO, logger="apiserver.auth.tls")
+    pki = PKI(tmp_path)
+    waiting = TrustState(TrustOptions())
+    tls = ServingTLS(str(pki.cert_file), str(pki.key_file), trust=waiting)
+    await tls.start()
+    await tls.close()
+    lines = [r.getMessage() for r in caplog.records if "before the trust settings" in r.getMessage()]
+    assert lines == [
+        "TLS serving starts before the trust settings are known (configmap "
+        "kube-system/extension-apiserver-authentication not read yet): client certificates fail the "
+        "handshake and other requests get 503 until they are read"
+    ]
+    assert [r.levelno for r in caplog.records if r.getMessage() in lines] == [logging.INFO]
+    caplog.clear()
+    known = TrustState(TrustOptions())
+    await known.apply_configmap(pki.configmap()["data"])
+    tls = ServingTLS(str(pki.cert_file), str(pki.key_file), trust=known)
+    await tls.start()
+    await tls.close()
+    assert not [r for r in caplog.records if "before the trust settings" in r.getMessage()]

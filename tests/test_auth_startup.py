@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from apiserver.cli import main
+from apiserver.auth import options as auth_options
+from apiserver.cli import build_parser, main
 
 
 @pytest.mark.parametrize(
@@ -40,3 +41,11 @@ def test_refuses_to_start_without_authentication(
     )
     assert code == 2
     assert reason in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("extra", "seconds"), [([], 5.0), (["--kube-timeout", "0.7"], 0.7)])
+def test_kube_timeout_also_bounds_the_reviews(extra: list[str], seconds: float) -> None:
+    """--kube-timeout is the deadline of TokenReviews, SubjectAccessReviews and the trust ConfigMap read
+    too (test_auth_http shows a hung review answered 503 within it)."""
+    args = build_parser().parse_args(["serve", *extra])
+    assert auth_options.options_from_args(args).kube_timeout == seconds

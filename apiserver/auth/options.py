@@ -42,6 +42,9 @@ class AuthOptions:
     authorize_references: bool = False
     tls_min_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_2
     file_poll_interval: float = DEFAULT_POLL_INTERVAL
+    # --kube-timeout: the longest wait for one TokenReview, SubjectAccessReview or ConfigMap read, so
+    # that a hung kube-apiserver makes a request that needs one a 503, not a hang.
+    kube_timeout: float = 5.0
 
 
 def _duration(text: str) -> float:
@@ -203,6 +206,7 @@ def options_from_args(args: argparse.Namespace) -> AuthOptions:
         unauthorized_ttl=args.authorization_webhook_cache_unauthorized_ttl,
         authorize_references=args.authorize_references,
         tls_min_version=args.tls_min_version,
+        kube_timeout=float(getattr(args, "kube_timeout", 5.0)),
     )
 
 
@@ -246,13 +250,15 @@ class AuthRuntime:
         self.trust = TrustState(options.trust)
         self._apis = [a for a in dict.fromkeys([authn_api, authz_api]) if a is not None]
         tokens = (
-            TokenAuthenticator(KubeReviewClient(authn_api), ttl=options.token_cache_ttl)
+            TokenAuthenticator(
+                KubeReviewClient(authn_api, timeout=options.kube_timeout), ttl=options.token_cache_ttl
+            )
             if authn_api
             else None
         )
         reviewer = (
             SubjectAccessReviewer(
-                KubeReviewClient(authz_api),
+                KubeReviewClient(authz_api, timeout=options.kube_timeout),
                 allowed_ttl=options.authorized_ttl,
                 denied_ttl=options.unauthorized_ttl,
             )
@@ -266,7 +272,7 @@ class AuthRuntime:
             options.trust.files, self.trust.reload, poll_interval=options.file_poll_interval
         )
         self._configmap = (
-            ConfigMapWatcher(authn_api, self.trust.apply_configmap)
+            ConfigMapWatcher(authn_api, self.trust.apply_configmap, timeout=options.kube_timeout)
             if options.trust.needs_lookup and authn_api is not None
             else None
         )

@@ -33,13 +33,24 @@ class ReviewClient(Protocol):
 class KubeReviewClient:
     """A :class:`ReviewClient` over a kubernetes-asyncio ``ApiClient`` (the server's own credentials)."""
 
-    def __init__(self, api_client: Any, timeout: float = 10.0) -> None:
+    def __init__(self, api_client: Any, timeout: float = 5.0) -> None:
+        """``timeout`` bounds the whole call (connect, send, answer): ``--kube-timeout``."""
         self._api = api_client
         self._timeout = timeout
 
     async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         try:
-            result = await self._api.call_api(
+            async with asyncio.timeout(self._timeout):
+                result = await self._call(path, body)
+        except TimeoutError as exc:
+            raise ReviewError(f"POST {path}: no answer within {self._timeout:g}s") from exc
+        if not isinstance(result, dict):
+            raise ReviewError(f"POST {path}: the API server answered something that is not an object")
+        return result
+
+    async def _call(self, path: str, body: dict[str, Any]) -> Any:
+        try:
+            return await self._api.call_api(
                 path,
                 "POST",
                 body=body,
@@ -49,13 +60,10 @@ class KubeReviewClient:
                 _return_http_data_only=True,
                 _request_timeout=self._timeout,
             )
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # ApiException, connection and timeout errors alike
+        except (asyncio.CancelledError, TimeoutError):
+            raise  # a timeout is worded by create()
+        except Exception as exc:  # ApiException, connection errors
             status = getattr(exc, "status", None)
             reason = getattr(exc, "reason", None) or type(exc).__name__
             detail = f"HTTP {status} {reason}" if status else f"{reason}: {exc}"
             raise ReviewError(f"POST {path} failed: {detail}") from exc
-        if not isinstance(result, dict):
-            raise ReviewError(f"POST {path}: the API server answered something that is not an object")
-        return result

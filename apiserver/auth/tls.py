@@ -104,6 +104,15 @@ class ServingTLS:
 
     async def start(self) -> None:
         await self._watcher.start()
+        if self._trust is not None and not self._trust.loaded:
+            # Expected at every start (the ConfigMap is read in the background), and the one clue when
+            # kube-apiserver is away: say once what callers meet until the trust settings arrive.
+            _ready, why = self._trust.readiness()
+            log.info(
+                "TLS serving starts before the trust settings are known (%s): client certificates fail "
+                "the handshake and other requests get 503 until they are read",
+                why,
+            )
 
     async def close(self) -> None:
         await self._watcher.close()

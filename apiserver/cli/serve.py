@@ -96,7 +96,8 @@ def add_parser(sub: Any) -> None:
         type=_positive,
         default=5.0,
         metavar="SECONDS",
-        help="longest wait for one Kubernetes API read before answering 503/504",
+        help="longest wait for one Kubernetes API read, TokenReview or SubjectAccessReview before answering "
+        "503/504",
     )
     api = parser.add_argument_group("API")
     api.add_argument("--api-group", default=DEFAULT_GROUP, metavar="GROUP", help="API group to serve")

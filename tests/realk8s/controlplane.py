@@ -13,6 +13,7 @@ and data, which is how the fault tests reach a real 410 Gone and a real connecti
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -205,9 +206,10 @@ def tail(path: Path, lines: int = 40) -> str:
 class ControlPlane:
     """etcd + kube-apiserver in ``workdir``; ``start()`` blocks until ``/readyz`` says ok."""
 
-    def __init__(self, workdir: Path, assets: Path | None = None) -> None:
+    def __init__(self, workdir: Path, assets: Path | None = None, extra_args: Sequence[str] = ()) -> None:
         self.workdir = workdir
         self.assets = assets or assets_dir()
+        self.extra_args = list(extra_args)  # more kube-apiserver flags
         self.pki = ClusterPKI(workdir / "pki")
         self.etcd_port = free_port()
         self.etcd_peer_port = free_port()
@@ -293,6 +295,7 @@ class ControlPlane:
             "--requestheader-username-headers=X-Remote-User",
             "--profiling=false",
             "--v=1",
+            *self.extra_args,
         ]
 
     def start_apiserver(self, timeout: float = 90) -> None:
@@ -313,6 +316,61 @@ class ControlPlane:
 
     def stop_apiserver(self, *, kill: bool = False) -> None:
         _stop(self.apiserver, kill=kill)
+
+    def stop_etcd(self) -> None:
+        """Kill etcd (kube-apiserver keeps running on what it has cached); ``start_etcd`` brings it back
+        on the same data."""
+        _stop(self.etcd, kill=True)
+
+    def freeze_apiserver(self) -> None:
+        """SIGSTOP kube-apiserver: its port still accepts connections (the kernel completes them) but
+        nothing answers, which is what a hung or overloaded API server looks like to a client."""
+        assert self.apiserver is not None and self.apiserver.poll() is None, "kube-apiserver is not running"
+        self.apiserver.send_signal(signal.SIGSTOP)
+
+    def thaw_apiserver(self) -> None:
+        if self.apiserver is not None and self.apiserver.poll() is None:
+            self.apiserver.send_signal(signal.SIGCONT)
+
+    @property
+    def apiserver_running(self) -> bool:
+        return self.apiserver is not None and self.apiserver.poll() is None
+
+    # -- etcd, behind kube-apiserver's back ----------------------------------------------------
+
+    def etcd_call(self, endpoint: str, body: dict[str, Any]) -> Any:
+        """One call to etcd's v3 JSON gateway (``/v3/kv/range``, ``/v3/kv/put``, ...); keys and values
+        travel base64-encoded."""
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.etcd_port}/v3/{endpoint}",
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            return json.loads(resp.read())
+
+    @staticmethod
+    def storage_key(group: str, plural: str, name: str, namespace: str = "") -> str:
+        """Where kube-apiserver keeps an object of a custom resource in etcd (default ``--etcd-prefix``)."""
+        return "/".join(["/registry", group, plural, *([namespace] if namespace else []), name])
+
+    def etcd_edit(self, key: str, change: Callable[[dict[str, Any]], None]) -> None:
+        """Change a stored custom resource (kept as JSON) in etcd itself, as another writer would while
+        this kube-apiserver is down: kube-apiserver learns of it only by reading etcd again."""
+        encoded = base64.b64encode(key.encode()).decode()
+        found = self.etcd_call("kv/range", {"key": encoded}).get("kvs") or []
+        assert len(found) == 1, f"{key} is not in etcd"
+        obj = json.loads(base64.b64decode(found[0]["value"]))
+        change(obj)
+        value = base64.b64encode(json.dumps(obj).encode()).decode()
+        self.etcd_call("kv/put", {"key": encoded, "value": value})
+
+    def etcd_delete(self, key: str) -> None:
+        """Delete a stored object in etcd itself (see :meth:`etcd_edit`)."""
+        encoded = base64.b64encode(key.encode()).decode()
+        answer = self.etcd_call("kv/deleterange", {"key": encoded})
+        assert int(answer.get("deleted", 0)) == 1, f"{key} was not in etcd: {answer}"
 
     def close(self) -> None:
         _stop(self.apiserver)

@@ -34,7 +34,15 @@ from typing import Any
 import trustme
 import yaml
 
-from tests.realk8s.controlplane import REPO, ControlPlane, ProcessError, free_port, kubeconfig, tail
+from tests.realk8s.controlplane import (
+    REPO,
+    ControlPlane,
+    ProcessError,
+    Response,
+    free_port,
+    kubeconfig,
+    tail,
+)
 
 OVERLAY = REPO / "apiservice" / "overlays" / "kubevirt-group"
 NAMESPACE = "kubevirt-expand"
@@ -288,6 +296,27 @@ class DeployedServer:
             return err.code, err.read()
         except (OSError, urllib.error.URLError):
             return 0, b""
+
+    def call(
+        self,
+        path: str,
+        *,
+        method: str = "GET",
+        headers: dict[str, str] | None = None,
+        body: bytes | None = None,
+        cert: tuple[Path, Path] | None = None,
+        timeout: float = 30,
+    ) -> Response | None:
+        """Like :meth:`direct`, with the answer's headers; None when nothing answered (refused, TLS
+        handshake failed, or no answer within ``timeout``)."""
+        request = urllib.request.Request(self.url + path, data=body, method=method, headers=headers or {})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout, context=self.ssl_context(cert)) as resp:
+                return Response(resp.status, dict(resp.headers.items()), resp.read())
+        except urllib.error.HTTPError as err:
+            return Response(err.code, dict(err.headers.items()), err.read())
+        except (OSError, urllib.error.URLError):
+            return None
 
     def wait_log(self, offset: int, predicate: Callable[[str], bool], timeout: float = 5) -> list[str]:
         """The log lines written since ``offset`` once one satisfies ``predicate`` (access lines are
