@@ -17,7 +17,16 @@ from typing import Any
 import yaml
 
 from apiserver.render import Cause, ExpandError, ObjectIndex, expand
-from apiserver.render.errors import invalid_status, status
+from apiserver.render.errors import (
+    MAX_CAUSE_TEXT,
+    MAX_CAUSES,
+    MAX_MESSAGE,
+    bound_status,
+    invalid_status,
+    more_text,
+    shorten,
+    status,
+)
 from apiserver.render.fieldvalidation import DEFAULT, IGNORE, LEVELS, STRICT
 from apiserver.render.objects import CLUSTER_SCOPED_KINDS, KUBEVIRT, VIRTUAL_MACHINE, canonical_kind
 from apiserver.sources.documents import KubeDumper, reads_back_as_text
@@ -123,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
     except UsageError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {shorten(str(err), MAX_MESSAGE)}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
         # The reader went away (``| head``): point stdout at /dev/null so the flush at exit is quiet.
@@ -186,10 +195,11 @@ def _judge_duplicates(manifest: Manifest, level: str) -> None:
             first.message, source=manifest.source, document=manifest.document, line=first.line
         )
         raise UsageError(f"{error} (--field-validation=Ignore or Warn lets it through)")
-    for duplicate in manifest.duplicates:
-        print(
-            f"Warning: {manifest.source}: document {manifest.document}: {duplicate.message}", file=sys.stderr
-        )
+    where = f"{manifest.source}: document {manifest.document}"
+    for duplicate in manifest.duplicates[:MAX_CAUSES]:
+        print(f"Warning: {where}: {shorten(duplicate.message, MAX_CAUSE_TEXT)}", file=sys.stderr)
+    if len(manifest.duplicates) > MAX_CAUSES:
+        print(f"Warning: {where}: {more_text(len(manifest.duplicates) - MAX_CAUSES)}", file=sys.stderr)
 
 
 def _is_vm(obj: Mapping[str, Any]) -> bool:
@@ -253,7 +263,9 @@ def _vm_label(vm: Mapping[str, Any]) -> str:
     name = meta.get("name") if isinstance(meta, Mapping) else None
     namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
     label = name if isinstance(name, str) and name else "(unnamed)"
-    return f"{namespace}/{label}" if isinstance(namespace, str) and namespace else label
+    return shorten(
+        f"{namespace}/{label}" if isinstance(namespace, str) and namespace else label, MAX_CAUSE_TEXT
+    )
 
 
 def _expand_one(
@@ -303,6 +315,8 @@ def _set_vm_namespace(vm: dict[str, Any], explicit: str | None) -> None:
 
 
 def _report(vm: Mapping[str, Any], status_body: Mapping[str, Any]) -> None:
+    """The failure on stderr, bounded as the server bounds its answers."""
+    status_body = bound_status(status_body)
     message = str(status_body.get("message", "")).replace("\n", " ")
     print(f"error: {_vm_label(vm)}: {message}", file=sys.stderr)
     print(json.dumps(status_body, separators=(",", ":"), ensure_ascii=False), file=sys.stderr)

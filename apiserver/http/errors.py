@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from apiserver.render.errors import status
+from apiserver.render.errors import bound_status, status
 
 JSON = "application/json"
 
@@ -22,7 +22,7 @@ class StatusError(Exception):
     """Answer the request with ``status`` (a Status dict) and optional extra headers."""
 
     def __init__(self, status_body: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> None:
-        self.status: dict[str, Any] = dict(status_body)
+        self.status: dict[str, Any] = bound_status(dict(status_body))
         self.headers: dict[str, str] = dict(headers or {})
         super().__init__(self.status.get("message", ""))
 
