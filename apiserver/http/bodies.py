@@ -26,7 +26,13 @@ from typing import Any, TypeVar
 import orjson
 from aiohttp import web
 
-from apiserver.http.errors import StatusError, bad_request, too_large, unsupported_media_type
+from apiserver.http.errors import (
+    StatusError,
+    bad_request,
+    too_large,
+    unsupported_encoding,
+    unsupported_media_type,
+)
 from apiserver.render.errors import CAUSE_INVALID, Cause, ExpandError, invalid_status, status
 from apiserver.render.fieldvalidation import (
     DEFAULT,
@@ -61,7 +67,12 @@ async def offload(fn: Callable[[], T]) -> T:
 
 
 def body_format(request: web.Request) -> str:
-    """``json`` or ``yaml`` from ``Content-Type`` (parameters ignored); 415 for anything else."""
+    """``json`` or ``yaml`` from ``Content-Type`` (parameters ignored); 415 for anything else, and
+    for a ``Content-Encoding`` other than ``identity`` (bodies are not decompressed: a small gzip
+    body can inflate a thousandfold)."""
+    encoding = request.headers.get("Content-Encoding")
+    if encoding is not None and encoding.strip().lower() not in ("", "identity"):
+        raise unsupported_encoding(encoding)
     header = request.headers.get("Content-Type", "").strip()
     if not header:
         return "json"

@@ -68,6 +68,18 @@ def unsupported_media_type(content_type: str, accepted: tuple[str, ...]) -> Stat
     )
 
 
+def unsupported_encoding(encoding: str) -> StatusError:
+    shown = encoding if len(encoding) <= 64 else encoding[:61] + "..."
+    return StatusError(
+        status(
+            415,
+            "UnsupportedMediaType",
+            f'the body of the request was encoded with "{shown}"; only unencoded bodies '
+            '(no Content-Encoding, or "identity") are accepted',
+        )
+    )
+
+
 def too_large(limit: int) -> StatusError:
     return StatusError(status(413, "RequestEntityTooLarge", f"Request entity too large: limit is {limit}"))
 

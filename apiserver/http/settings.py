@@ -30,9 +30,17 @@ class Settings:
     tls_sni: tuple[str, ...] = field(default_factory=tuple)
     # How long SIGTERM waits for requests in flight before closing their connections.
     shutdown_timeout: float = 30.0
+    # Connection limits (see apiserver/http/connections.py for why these defaults).
+    header_timeout: float = 32.0
+    idle_timeout: float = 120.0
+    max_connections: int = 1000
 
     def __post_init__(self) -> None:
         if not self.api_versions:
             raise ValueError("at least one API version must be served")
         if self.request_timeout <= 0:
             raise ValueError("the request timeout must be positive")
+        if self.header_timeout <= 0 or self.idle_timeout <= 0:
+            raise ValueError("the header and idle timeouts must be positive")
+        if self.max_connections < 1:
+            raise ValueError("at least one connection must be allowed")
