@@ -323,3 +323,19 @@ def test_serve_flags_take_kubernetes_durations() -> None:
     for bad in (["--idle-timeout", "0s"], ["--read-header-timeout", "soon"], ["--max-connections", "0"]):
         with pytest.raises(SystemExit):
             parser.parse_args(["serve", *bad])
+
+
+def test_the_deployment_sets_the_connection_limits() -> None:
+    """Stated in the manifests (not only defaults), with the idle timeout above the aggregator's 90 s and
+    the memory of the connections at the cap well within the container's memory limit."""
+    from tests.test_manifests_deploy import OVERLAYS, container, rendered, serve_options
+
+    for overlay in OVERLAYS:
+        c = container(rendered(overlay))
+        args = c["args"]
+        assert {"--read-header-timeout=32s", "--idle-timeout=2m0s", "--max-connections=1000"} <= set(args)
+        options = serve_options(args)
+        assert options.idle_timeout > 90
+        limit = c["resources"]["limits"]["memory"]
+        assert limit == "512Mi"
+        assert options.max_connections * 62 * 1024 < 512 * 1024 * 1024 // 4
