@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+import orjson
 from aiohttp import web
 from aiohttp.typedefs import Handler
 from multidict import CIMultiDict
@@ -38,25 +39,33 @@ from apiserver.render.errors import VM_GROUP, status
 from apiserver.sources.base import MISSING, Missing, Peekable, Source, SourceUnavailable
 from apiserver.sources.gather import render_traced
 
-_TRUE = ("true", "1")
-_FALSE = ("false", "0", "")
+# kube-apiserver reads a boolean query parameter with k8s.io/apimachinery's
+# Convert_Slice_string_To_bool: absent, "0" or "false" (any case) is false, any other value true
+# (``?presets`` and ``?presets=`` too), and of repeated values the first counts. We read every value
+# it reads as false, and "", "1", "t" and "true" (any case), the same way; any other value kube-apiserver
+# would silently take as true ("no", "off", "f", which strconv.ParseBool reads as false, or " false")
+# is a 400 here.
+_TRUE = frozenset({"", "1", "t", "true"})
+_FALSE = frozenset({"0", "false"})
 
 
 def query_flag(request: web.Request, name: str) -> bool:
-    """A boolean query parameter: true/false/1/0 (absent = false); 400 naming it otherwise."""
+    """A boolean query parameter, read as kube-apiserver reads it (see ``_TRUE``); 400 naming it for a
+    value kube-apiserver would take as true but nobody writes for true."""
     if not request.query_string:  # the usual call: no query to parse
         return False
-    values = request.query.getall(name, [])
-    if not values:
+    value = request.query.get(name)
+    if value is None:
         return False
-    if len(values) > 1:
-        raise bad_request(f'query parameter "{name}" was given {len(values)} times; give it once')
-    value = values[0].strip().lower()
-    if value in _TRUE:
+    folded = value.lower()
+    if folded in _TRUE:
         return True
-    if value in _FALSE:
+    if folded in _FALSE:
         return False
-    raise bad_request(f'query parameter "{name}" must be true or false (or 1 or 0), not "{values[0]}"')
+    shown = orjson.dumps(value if len(value) <= 64 else value[:61] + "...").decode()
+    raise bad_request(
+        f'query parameter "{name}" must be true or false (also 1 or 0, t, or empty for true), not {shown}'
+    )
 
 
 def _checks_references(request: web.Request) -> bool:
