@@ -28,6 +28,7 @@ from http import HTTPStatus
 from typing import Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import BadHttpMethod, LineTooLong
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
@@ -160,15 +161,32 @@ class GuardedHandler(RequestHandler):
         message: str | None = None,
     ) -> web.StreamResponse:
         """A Status instead of aiohttp's text page, and one warning line instead of a traceback."""
-        text = message or (str(exc) if exc is not None else "") or HTTPStatus(status).phrase
-        first = text.strip().splitlines()[0] if text.strip() else HTTPStatus(status).phrase
-        _log.warning("bad request from %s: %d %s", escape(str(request.remote)), status, escape(first[:1024]))
+        first = _what(status, exc, message)
+        _log.warning("bad request from %s: %d %s", escape(str(request.remote)), status, escape(first))
         if request.writer.output_size > 0:
             raise ConnectionError("the response was already sent in part")
         reason = _REASONS.get(status, "BadRequest" if status < 500 else "InternalError")
         response = status_response(StatusError(_error_status(status, reason, first)))
         response.force_close()
         return response
+
+
+def _what(code: int, exc: BaseException | None, message: str | None) -> str:
+    """One clean line on what the parser refused: its own first line, without the quoted bytes
+    (Python's ``b'...'`` text) it adds to some."""
+    if isinstance(exc, LineTooLong):
+        return "the request line or a header is longer than the limit of 8190 bytes"
+    if isinstance(exc, BadHttpMethod):
+        return "the request does not start with a valid method"
+    text = message or (str(exc) if exc is not None else "")
+    lines = text.strip().splitlines()
+    first = lines[0].strip().rstrip(":").strip() if lines else ""
+    if not first or "b'" in first or 'b"' in first:
+        try:
+            first = HTTPStatus(code).phrase
+        except ValueError:
+            first = "bad request"
+    return first[:256]
 
 
 _REASONS = {
