@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -132,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
     except UsageError as err:
-        print(f"error: {shorten(str(err), MAX_MESSAGE)}", file=sys.stderr)
+        print(f"error: {_printable(shorten(str(err), MAX_MESSAGE))}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
         # The reader went away (``| head``): point stdout at /dev/null so the flush at exit is quiet.
@@ -197,9 +198,15 @@ def _judge_duplicates(manifest: Manifest, level: str) -> None:
         raise UsageError(f"{error} (--field-validation=Ignore or Warn lets it through)")
     where = f"{manifest.source}: document {manifest.document}"
     for duplicate in manifest.duplicates[:MAX_CAUSES]:
-        print(f"Warning: {where}: {shorten(duplicate.message, MAX_CAUSE_TEXT)}", file=sys.stderr)
+        print(
+            f"Warning: {_printable(where)}: {_printable(shorten(duplicate.message, MAX_CAUSE_TEXT))}",
+            file=sys.stderr,
+        )
     if len(manifest.duplicates) > MAX_CAUSES:
-        print(f"Warning: {where}: {more_text(len(manifest.duplicates) - MAX_CAUSES)}", file=sys.stderr)
+        print(
+            f"Warning: {_printable(where)}: {more_text(len(manifest.duplicates) - MAX_CAUSES)}",
+            file=sys.stderr,
+        )
 
 
 def _is_vm(obj: Mapping[str, Any]) -> bool:
@@ -293,7 +300,7 @@ def _expand_one(
         _report(vm, status(500, "InternalError", message))
         return None
     for warning in result.warnings:
-        print(f"Warning: {_vm_label(vm)}: {warning}", file=sys.stderr)
+        print(f"Warning: {_printable(_vm_label(vm))}: {_printable(warning)}", file=sys.stderr)
     return result.vm
 
 
@@ -318,8 +325,23 @@ def _report(vm: Mapping[str, Any], status_body: Mapping[str, Any]) -> None:
     """The failure on stderr, bounded as the server bounds its answers."""
     status_body = bound_status(status_body)
     message = str(status_body.get("message", "")).replace("\n", " ")
-    print(f"error: {_vm_label(vm)}: {message}", file=sys.stderr)
-    print(json.dumps(status_body, separators=(",", ":"), ensure_ascii=False), file=sys.stderr)
+    print(f"error: {_printable(_vm_label(vm))}: {_printable(message)}", file=sys.stderr)
+    line = json.dumps(status_body, separators=(",", ":"), ensure_ascii=False)  # escapes C0 itself
+    print(_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", line), file=sys.stderr)
+
+
+# What a line on the terminal must not hold as is (names and fields come from the input): control
+# characters could forge lines or send terminal escape sequences.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _printable(text: str) -> str:
+    """``text`` with its control characters written as ``\\xNN`` / ``\\uNNNN``."""
+    if text.isprintable():
+        return text
+    return _CONTROL.sub(
+        lambda m: f"\\x{ord(m.group()):02x}" if m.group() < "\u0100" else f"\\u{ord(m.group()):04x}", text
+    )
 
 
 class _Dumper(KubeDumper):

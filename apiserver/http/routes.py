@@ -9,7 +9,8 @@ contract's (422 with causes, 404) or, with ``--kubevirt-error-codes``, virt-api'
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+import re
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -87,9 +88,40 @@ def _unauthenticated(_request: web.Request) -> bool:
 
 
 def warning_header(text: str) -> str:
-    """RFC 9111 ``Warning`` value with code 299, as kube-apiserver sends deprecation warnings."""
+    """RFC 9111 ``Warning`` value with code 299, as kube-apiserver sends deprecation warnings. Control
+    characters (a field name of the body may hold any) are written as ``\\xNN``: aiohttp refuses to
+    send them, and they have no place in a header."""
     escaped = " ".join(text.split()).replace("\\", "\\\\").replace('"', '\\"')
+    if not escaped.isprintable():
+        escaped = _CONTROL.sub(
+            lambda m: f"\\x{ord(m.group()):02x}" if m.group() < "\u0100" else f"\\u{ord(m.group()):04x}",
+            escaped,
+        )
     return f'299 - "{escaped}"'
+
+
+# kube-apiserver's bounds on Warning headers (k8s.io/apiserver's WithWarningRecorder): once the warnings
+# of a response exceed 4096 characters in all, each is cut to 256 characters, and warnings stop once
+# 4096 characters are written; repeated texts are sent once.
+WARNINGS_TOTAL = 4 * 1024
+WARNING_ITEM = 256
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def warning_headers(texts: Iterable[str]) -> tuple[tuple[str, str], ...]:
+    """The ``Warning`` headers for ``texts``, deduplicated and bounded as kube-apiserver bounds them."""
+    unique = [t for t in dict.fromkeys(texts) if t]
+    if sum(len(t) for t in unique) <= WARNINGS_TOTAL:
+        return tuple(("Warning", warning_header(t)) for t in unique)
+    headers: list[tuple[str, str]] = []
+    written = 0
+    for text in unique:
+        if written >= WARNINGS_TOTAL:
+            break
+        cut = text[:WARNING_ITEM]
+        written += len(cut)
+        headers.append(("Warning", warning_header(cut)))
+    return tuple(headers)
 
 
 class ExpandHandlers:
@@ -189,7 +221,7 @@ class ExpandHandlers:
         body = (
             await offload(partial(encode, result.vm, media_type)) if large else encode(result.vm, media_type)
         )
-        warnings = tuple(("Warning", warning_header(w)) for w in (*field_warnings, *result.warnings))
+        warnings = warning_headers((*field_warnings, *result.warnings))
         etag = etag_of(body) if get else ""
         entry = Entry(body, etag, warnings, None, tuple(rendered.objects), (), (), None, None, 0)
         if key is not None and source is not None:
