@@ -362,3 +362,60 @@ def test_the_deployment_sets_the_connection_limits() -> None:
         limit = c["resources"]["limits"]["memory"]
         assert limit == "512Mi"
         assert options.max_connections * 62 * 1024 < 512 * 1024 * 1024 // 4
+
+
+async def test_bodies_over_the_bytes_in_flight_get_429(source: MemorySource, tmp_path: Path) -> None:
+    async with running_server(source, tmp_path, max_body_bytes=1000, max_body_bytes_in_flight=1500) as server:
+        head = (
+            f"PUT {put_path()} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+        ).encode()
+        holder = await asyncio.to_thread(_connect, server)
+        try:
+            await asyncio.to_thread(holder.sendall, head + b"{")  # 1000 bytes declared, one sent
+            await asyncio.sleep(0.2)
+
+            def second() -> bytes:
+                with _connect(server) as tls:
+                    tls.sendall(head + b"{" + b" " * 998 + b"}")
+                    return _read_reply(tls)
+
+            code, body, headers = _status(await asyncio.to_thread(second))
+            assert (code, body["reason"]) == (429, "TooManyRequests")
+            assert b"Retry-After: 1" in headers
+            await asyncio.to_thread(holder.sendall, b" " * 998 + b"}")
+            assert (await asyncio.to_thread(_read_reply, holder)).startswith(
+                b"HTTP/1.1 422"
+            )  # {} has no spec
+        finally:
+            holder.close()
+        code, _, _ = _status(await asyncio.to_thread(second))
+        assert code == 422  # the budget is free again
+
+
+def test_serve_refuses_a_body_budget_below_one_body(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.http_helpers import REPO
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "apiserver.cli",
+            "serve",
+            "--manifests",
+            str(EXAMPLES),
+            "--max-body-bytes-in-flight",
+            "1Mi",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "kubevirt-expand serve: the bytes of bodies in flight must allow at least one body of the limit"
+    )

@@ -88,6 +88,17 @@ def _count(value: str) -> int:
     return number
 
 
+_BINARY = {"": 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30}
+
+
+def _bytes(value: str) -> int:
+    """A byte count as Kubernetes writes one: ``64Mi``, ``1Gi``, ``512Ki`` or plain bytes."""
+    match = re.fullmatch(r"(\d+)(Ki|Mi|Gi)?", value.strip())
+    if match is None:
+        raise argparse.ArgumentTypeError(f"not a byte count: {value!r} (e.g. 64Mi)")
+    return int(match.group(1)) * _BINARY[match.group(2) or ""]
+
+
 def _port(value: str) -> int:
     try:
         port = int(value)
@@ -212,6 +223,15 @@ def add_parser(sub: Any) -> None:
         help="most connections open at once; one more is answered 503 ServiceUnavailable and closed "
         "(each idle TLS connection holds about 60 KB) (default: %(default)s)",
     )
+    tls.add_argument(
+        "--max-body-bytes-in-flight",
+        type=_bytes,
+        default=defaults.max_body_bytes_in_flight,
+        metavar="BYTES",
+        help="most bytes of PUT bodies held at once, each counted at its declared Content-Length (else "
+        "3Mi); a PUT over it is answered 429 TooManyRequests with Retry-After, as kube-apiserver answers "
+        "requests over --max-requests-inflight (default: 64Mi)",
+    )
     process = parser.add_argument_group("process")
     process.add_argument(
         "--gc-freeze",
@@ -234,6 +254,13 @@ def add_parser(sub: Any) -> None:
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
+    try:
+        return _settings(args)
+    except ValueError as err:  # flags that contradict each other
+        raise ServeError(str(err)) from None
+
+
+def _settings(args: argparse.Namespace) -> Settings:
     return Settings(
         api_group=args.api_group,
         api_versions=tuple(args.api_versions),
@@ -250,6 +277,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         header_timeout=args.read_header_timeout,
         idle_timeout=args.idle_timeout,
         max_connections=args.max_connections,
+        max_body_bytes_in_flight=args.max_body_bytes_in_flight,
     )
 
 

@@ -23,6 +23,7 @@ from multidict import CIMultiDict
 from apiserver.http.authn import GATE_KEY, check_references
 from apiserver.http.bodies import (
     OFFLOAD_BYTES,
+    BodyBudget,
     body_format,
     check_vm,
     field_validation,
@@ -144,6 +145,7 @@ class ExpandHandlers:
         self.peekable = source if isinstance(source, Peekable) else None
         self._checks_references = _checks_references if authenticated else _unauthenticated
         self.cache = cache or ResponseCache()
+        self.bodies = BodyBudget(settings.max_body_bytes_in_flight)
 
     def _expand_failure(self, err: ExpandError, *, get: bool) -> StatusError:
         if not self.settings.kubevirt_error_codes:
@@ -339,6 +341,12 @@ class ExpandHandlers:
 
     async def put(self, request: web.Request, params: Mapping[str, str]) -> web.Response:
         """PUT .../namespaces/{namespace}/expand-vm-spec"""
+        limit = self.settings.max_body_bytes
+        declared = request.content_length
+        with self.bodies.reserve(limit if declared is None or declared > limit else declared):
+            return await self._put(request, params)
+
+    async def _put(self, request: web.Request, params: Mapping[str, str]) -> web.Response:
         media_type = negotiate(request)
         fmt = body_format(request)
         presets, validate = query_flag(request, "presets"), query_flag(request, "validate")

@@ -34,6 +34,8 @@ class Settings:
     header_timeout: float = 32.0
     idle_timeout: float = 120.0
     max_connections: int = 1000
+    # Bytes of PUT bodies held at once (each counted at its declared length, else max_body_bytes).
+    max_body_bytes_in_flight: int = 64 * 1024 * 1024
 
     def __post_init__(self) -> None:
         if not self.api_versions:
@@ -42,5 +44,7 @@ class Settings:
             raise ValueError("the request timeout must be positive")
         if self.header_timeout <= 0 or self.idle_timeout <= 0:
             raise ValueError("the header and idle timeouts must be positive")
+        if self.max_body_bytes_in_flight < self.max_body_bytes:
+            raise ValueError("the bytes of bodies in flight must allow at least one body of the limit")
         if self.max_connections < 1:
             raise ValueError("at least one connection must be allowed")
