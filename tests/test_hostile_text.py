@@ -85,3 +85,21 @@ def test_command_line_escapes_control_characters_on_stderr(tmp_path: Path) -> No
     error, status_line = refused.stderr.splitlines()[-2:]
     assert error.startswith(r"error: default/evil\x1b[31m: ")
     assert json.loads(status_line)["details"]["name"] == "evil\x1b[31m"
+
+
+def test_access_line_escapes_the_user_name_and_path() -> None:
+    from aiohttp.test_utils import make_mocked_request
+
+    from apiserver.http.logging import USER_KEY, TextFormatter, log_request
+    from tests.test_access_log_fast import root_handler
+
+    with root_handler() as (stream, handler):
+        handler.setFormatter(TextFormatter())
+        request = make_mocked_request("GET", "/apis/x%0Ay?q=%1B[2J")
+        request[USER_KEY] = "jane\n2026-01-01 00:00:00,000 INFO forged"
+        log_request(request, 403, 0.001)
+        handler.flush()
+    (line,) = stream.getvalue().splitlines()
+    assert line.endswith(
+        r"GET /apis/x\x0ay?q=\x1b[2J 403 1.0ms user=jane\x0a2026-01-01 00:00:00,000 INFO forged"
+    )
