@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.http_helpers import start_process  # noqa: E402
+from tests.http_helpers import start_process
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -65,7 +65,7 @@ async def main_async(args: argparse.Namespace, tmp: Path) -> None:
     try:
         context = ssl.create_default_context(cafile=str(proc.ca_file))
         pid = proc.process.pid
-        # Warm up: one connection, so that first-use allocations are not counted per connection.
+        # Warm up: ten connections, so that first-use allocations are not counted per connection.
         for writer in await open_idle(proc.port, context, 10):
             writer.close()
         await asyncio.sleep(1)

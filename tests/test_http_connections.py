@@ -419,3 +419,23 @@ def test_serve_refuses_a_body_budget_below_one_body(tmp_path: Path) -> None:
     assert done.stderr.strip() == (
         "kubevirt-expand serve: the bytes of bodies in flight must allow at least one body of the limit"
     )
+
+
+def test_bench_connections_runs(tmp_path: Path) -> None:
+    """hack/bench_connections.py works (50 connections: a check that it runs, not the figure)."""
+    import re
+    import subprocess
+    import sys
+
+    from tests.http_helpers import REPO
+
+    done = subprocess.run(
+        [sys.executable, str(REPO / "hack/bench_connections.py"), "--connections", "50"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.search(r"^50 idle TLS connections .* KB per connection\), ", done.stdout, re.M), done.stdout
