@@ -439,3 +439,28 @@ def test_bench_connections_runs(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert re.search(r"^50 idle TLS connections .* KB per connection\), ", done.stdout, re.M), done.stdout
+
+
+async def test_a_body_sent_late_does_not_start_a_header_timer(source: MemorySource, tmp_path: Path) -> None:
+    """Body bytes arriving while their request is being handled are not the start of a next request: the
+    connection then idles past the header timeout and is still served."""
+    async with running_server(source, tmp_path, header_timeout=0.5, idle_timeout=10) as server:
+        vm = (EXAMPLES / "vm-fedora.yaml").read_bytes()
+
+        def put_then_idle() -> tuple[bytes, bytes]:
+            with _connect(server) as tls:
+                tls.sendall(
+                    f"PUT {put_path()} HTTP/1.1\r\nHost: x\r\nContent-Type: application/yaml\r\n"
+                    f"Content-Length: {len(vm)}\r\n\r\n".encode()
+                )
+                time.sleep(0.2)
+                tls.sendall(vm[:10])
+                time.sleep(0.2)
+                tls.sendall(vm[10:])
+                first = _read_reply(tls)
+                time.sleep(1.2)
+                return first, _get_livez(tls)
+
+        first, second = await asyncio.to_thread(put_then_idle)
+        assert first.startswith(b"HTTP/1.1 200"), first[:300]
+        assert second.startswith(b"HTTP/1.1 200"), second[:300]

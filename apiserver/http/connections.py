@@ -129,14 +129,18 @@ class GuardedHandler(RequestHandler):
 
     def _headers_late(self) -> None:
         self._header_timer = None
-        if self._request_count == self._header_count and not self._request_in_progress:
+        if self._request_count == self._header_count and not self._request_in_progress and not self._messages:
             transport = self.transport
             self.force_close()
             if transport is not None:
                 transport.close()
 
     def data_received(self, data: bytes) -> None:
-        if self._header_timer is None and not self._request_in_progress and not self._messages:
+        # Bytes arriving while the connection waits for its next request start one: time its headers.
+        # (Not while a request is handled or about to be: those are its body, or a pipelined request,
+        # which the idle timeout bounds.)
+        waiter = self._waiter
+        if self._header_timer is None and waiter is not None and not waiter.done():
             self._arm()
         super().data_received(data)
         timer = self._header_timer
