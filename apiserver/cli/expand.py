@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -18,7 +19,16 @@ import yaml
 
 from apiserver.cli.helpformat import KubeHelpFormatter
 from apiserver.render import Cause, ExpandError, ObjectIndex, expand
-from apiserver.render.errors import invalid_status, status
+from apiserver.render.errors import (
+    MAX_CAUSE_TEXT,
+    MAX_CAUSES,
+    MAX_MESSAGE,
+    bound_status,
+    invalid_status,
+    more_text,
+    shorten,
+    status,
+)
 from apiserver.render.fieldvalidation import DEFAULT, IGNORE, LEVELS, STRICT
 from apiserver.render.objects import CLUSTER_SCOPED_KINDS, KUBEVIRT, VIRTUAL_MACHINE, canonical_kind
 from apiserver.sources.documents import KubeDumper, reads_back_as_text
@@ -127,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
     except UsageError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {_printable(shorten(str(err), MAX_MESSAGE))}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
         # The reader went away (``| head``): point stdout at /dev/null so the flush at exit is quiet.
@@ -190,9 +200,16 @@ def _judge_duplicates(manifest: Manifest, level: str) -> None:
             first.message, source=manifest.source, document=manifest.document, line=first.line
         )
         raise UsageError(f"{error} (--field-validation=Ignore or Warn lets it through)")
-    for duplicate in manifest.duplicates:
+    where = f"{manifest.source}: document {manifest.document}"
+    for duplicate in manifest.duplicates[:MAX_CAUSES]:
         print(
-            f"Warning: {manifest.source}: document {manifest.document}: {duplicate.message}", file=sys.stderr
+            f"Warning: {_printable(where)}: {_printable(shorten(duplicate.message, MAX_CAUSE_TEXT))}",
+            file=sys.stderr,
+        )
+    if len(manifest.duplicates) > MAX_CAUSES:
+        print(
+            f"Warning: {_printable(where)}: {more_text(len(manifest.duplicates) - MAX_CAUSES)}",
+            file=sys.stderr,
         )
 
 
@@ -257,7 +274,9 @@ def _vm_label(vm: Mapping[str, Any]) -> str:
     name = meta.get("name") if isinstance(meta, Mapping) else None
     namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
     label = name if isinstance(name, str) and name else "(unnamed)"
-    return f"{namespace}/{label}" if isinstance(namespace, str) and namespace else label
+    return shorten(
+        f"{namespace}/{label}" if isinstance(namespace, str) and namespace else label, MAX_CAUSE_TEXT
+    )
 
 
 def _expand_one(
@@ -285,7 +304,7 @@ def _expand_one(
         _report(vm, status(500, "InternalError", message))
         return None
     for warning in result.warnings:
-        print(f"Warning: {_vm_label(vm)}: {warning}", file=sys.stderr)
+        print(f"Warning: {_printable(_vm_label(vm))}: {_printable(warning)}", file=sys.stderr)
     return result.vm
 
 
@@ -307,9 +326,26 @@ def _set_vm_namespace(vm: dict[str, Any], explicit: str | None) -> None:
 
 
 def _report(vm: Mapping[str, Any], status_body: Mapping[str, Any]) -> None:
+    """The failure on stderr, bounded as the server bounds its answers."""
+    status_body = bound_status(status_body)
     message = str(status_body.get("message", "")).replace("\n", " ")
-    print(f"error: {_vm_label(vm)}: {message}", file=sys.stderr)
-    print(json.dumps(status_body, separators=(",", ":"), ensure_ascii=False), file=sys.stderr)
+    print(f"error: {_printable(_vm_label(vm))}: {_printable(message)}", file=sys.stderr)
+    line = json.dumps(status_body, separators=(",", ":"), ensure_ascii=False)  # escapes C0 itself
+    print(_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", line), file=sys.stderr)
+
+
+# What a line on the terminal must not hold as is (names and fields come from the input): control
+# characters could forge lines or send terminal escape sequences.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _printable(text: str) -> str:
+    """``text`` with its control characters written as ``\\xNN`` / ``\\uNNNN``."""
+    if text.isprintable():
+        return text
+    return _CONTROL.sub(
+        lambda m: f"\\x{ord(m.group()):02x}" if m.group() < "\u0100" else f"\\u{ord(m.group()):04x}", text
+    )
 
 
 class _Dumper(KubeDumper):

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import importlib
+import re
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
@@ -50,6 +51,53 @@ def _positive(value: str) -> float:
     if number <= 0:
         raise argparse.ArgumentTypeError("must be greater than 0")
     return number
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _duration(value: str) -> float:
+    """A positive Go duration as Kubernetes flags take them (``32s``, ``2m0s``, ``1m30s``, ``500ms``),
+    or plain seconds."""
+    text = value.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        parts = list(_DURATION.finditer(text))
+        if not parts or "".join(p.group() for p in parts) != text:
+            raise argparse.ArgumentTypeError(f"not a duration: {value!r} (e.g. 32s, 2m0s)") from None
+        seconds = sum(float(p.group(1)) * _UNITS[p.group(2)] for p in parts)
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError("must be greater than 0")
+    return seconds
+
+
+def _go_text(seconds: float) -> str:
+    """How Go prints a duration of whole seconds (``32s``, ``2m0s``), for help texts."""
+    minutes, rest = divmod(int(seconds), 60)
+    return f"{minutes}m{rest}s" if minutes else f"{rest}s"
+
+
+def _count(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return number
+
+
+_BINARY = {"": 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30}
+
+
+def _bytes(value: str) -> int:
+    """A byte count as Kubernetes writes one: ``64Mi``, ``1Gi``, ``512Ki`` or plain bytes."""
+    match = re.fullmatch(r"(\d+)(Ki|Mi|Gi)?", value.strip())
+    if match is None:
+        raise argparse.ArgumentTypeError(f"not a byte count: {value!r} (e.g. 64Mi)")
+    return int(match.group(1)) * _BINARY[match.group(2) or ""]
 
 
 def _port(value: str) -> int:
@@ -159,6 +207,42 @@ def add_parser(sub: Any) -> None:
         metavar="SECONDS",
         help="on SIGTERM, how long requests in flight may take to finish",
     )
+    defaults = Settings()
+    tls.add_argument(
+        "--read-header-timeout",
+        type=_duration,
+        default=defaults.header_timeout,
+        metavar="DURATION",
+        help="close a connection whose request line and headers have not all arrived this long after "
+        "it opened (TLS handshake included) or after the first byte of its next request, as "
+        f"k8s.io/apiserver's ReadHeaderTimeout (default: {_go_text(defaults.header_timeout)})",
+    )
+    tls.add_argument(
+        "--idle-timeout",
+        type=_duration,
+        default=defaults.idle_timeout,
+        metavar="DURATION",
+        help="close a keep-alive connection idle this long; keep it above the 90s for which the "
+        "aggregator keeps its idle connections, so that the aggregator closes first "
+        f"(default: {_go_text(defaults.idle_timeout)})",
+    )
+    tls.add_argument(
+        "--max-connections",
+        type=_count,
+        default=defaults.max_connections,
+        metavar="N",
+        help="most connections open at once; one more is answered 503 ServiceUnavailable and closed "
+        "(each idle TLS connection holds about 60 KB) (default: %(default)s)",
+    )
+    tls.add_argument(
+        "--max-body-bytes-in-flight",
+        type=_bytes,
+        default=defaults.max_body_bytes_in_flight,
+        metavar="BYTES",
+        help="most bytes of PUT bodies held at once, each counted at its declared Content-Length (else "
+        "3Mi); a PUT over it is answered 429 TooManyRequests with Retry-After, as kube-apiserver answers "
+        "requests over --max-requests-inflight (default: 64Mi)",
+    )
     process = parser.add_argument_group("process")
     process.add_argument(
         "--gc-freeze",
@@ -186,6 +270,13 @@ def add_parser(sub: Any) -> None:
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
+    try:
+        return _settings(args)
+    except ValueError as err:  # flags that contradict each other
+        raise ServeError(str(err)) from None
+
+
+def _settings(args: argparse.Namespace) -> Settings:
     return Settings(
         api_group=args.api_group,
         api_versions=tuple(args.api_versions),
@@ -199,6 +290,10 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         cert_dir=args.cert_dir,
         tls_sni=tuple(args.tls_sni),
         shutdown_timeout=args.shutdown_timeout,
+        header_timeout=args.read_header_timeout,
+        idle_timeout=args.idle_timeout,
+        max_connections=args.max_connections,
+        max_body_bytes_in_flight=args.max_body_bytes_in_flight,
     )
 
 

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Collection, Iterable
+from typing import cast
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
@@ -20,7 +21,7 @@ from aiohttp.typedefs import Handler, Middleware
 from apiserver.http import discovery, health, openapi, routes, version
 from apiserver.http.deadlines import Deadlines
 from apiserver.http.dispatch import Admission, Dispatcher, FrontLayer
-from apiserver.http.errors import StatusError, from_http_exception, internal_error, status_response
+from apiserver.http.errors import StatusError, from_http_exception, internal_error, status_response, too_large
 from apiserver.http.logging import USER_KEY, log_request
 from apiserver.http.media import prettify
 from apiserver.http.metrics import CONTENT_TYPE, Metrics
@@ -34,6 +35,7 @@ METRICS = web.AppKey("metrics", Metrics)
 STATE = web.AppKey("state", health.ServerState)
 # The server's request handler wraps the application's with it (server.py).
 DISPATCHER = web.AppKey("dispatcher", Dispatcher)
+FRONT = web.AppKey("front", FrontLayer)
 
 _log = logging.getLogger(__name__)
 
@@ -191,6 +193,7 @@ def build_app(
 
     expand = routes.add_routes(app, settings, source, metrics, authenticated=bool(middlewares))
     app[DISPATCHER] = Dispatcher(expand, front, middlewares, admission=admission)
+    app[FRONT] = front
     expand_api = {resource.canonical for resource in app.router.resources()}
     discovery.add_routes(app, settings)
     openapi.add_routes(app, settings)
@@ -215,3 +218,48 @@ def install_dispatcher(runner: web.AppRunner) -> None:
     if server is None:
         raise RuntimeError("install_dispatcher needs a runner that has been set up")
     server.request_handler = runner.app[DISPATCHER].wrap(server.request_handler)
+
+
+def _expectation_error(request: web.BaseRequest, expect: str, max_body: int) -> StatusError | None:
+    """What an ``Expect`` header gets instead of aiohttp's answer, or None to let aiohttp answer it
+    (``100 Continue``): 417 for an expectation other than ``100-continue`` (as Go's server), 413 for
+    a declared body over the limit, before the client sends it."""
+    if request.version < (1, 1):  # HTTP/1.0 has no Expect; ignored, as Go's server and aiohttp do
+        return None
+    if expect.strip().lower() != "100-continue":
+        shown = expect if len(expect) <= 64 else expect[:61] + "..."
+        return StatusError(
+            status(417, "ExpectationFailed", f'unsupported expectation "{shown}"; only 100-continue')
+        )
+    length = request.content_length
+    if length is not None and length > max_body:
+        return too_large(max_body)
+    return None
+
+
+def install_expect_guard(runner: web.AppRunner) -> None:
+    """Answer a bad ``Expect`` (see :func:`_expectation_error`) through the front layer (a Status,
+    counted and logged) before aiohttp's expect handler would send ``100 Continue`` or a text 417.
+    Call between ``runner.setup()`` and starting a site, after :func:`install_dispatcher`."""
+    server = runner.server
+    if server is None:
+        raise RuntimeError("install_expect_guard needs a runner that has been set up")
+    inner = server.request_handler
+    front = runner.app[FRONT]
+    max_body = runner.app[SETTINGS].max_body_bytes
+
+    async def guard(base: web.BaseRequest) -> web.StreamResponse:
+        expect = base.headers.get("Expect")
+        if expect:
+            error = _expectation_error(base, expect, max_body)
+            if error is not None:
+
+                async def refuse(_request: web.Request) -> web.StreamResponse:
+                    raise error
+
+                response = await front.serve(cast(web.Request, base), refuse, "other")
+                response.force_close()  # the body the client may still send is not read
+                return response
+        return await inner(base)
+
+    server.request_handler = guard

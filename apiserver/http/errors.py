@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from apiserver.render.errors import status
+from apiserver.render.errors import bound_status, status
 
 JSON = "application/json"
 
@@ -22,7 +22,7 @@ class StatusError(Exception):
     """Answer the request with ``status`` (a Status dict) and optional extra headers."""
 
     def __init__(self, status_body: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> None:
-        self.status: dict[str, Any] = dict(status_body)
+        self.status: dict[str, Any] = bound_status(dict(status_body))
         self.headers: dict[str, str] = dict(headers or {})
         super().__init__(self.status.get("message", ""))
 
@@ -64,6 +64,18 @@ def unsupported_media_type(content_type: str, accepted: tuple[str, ...]) -> Stat
             "UnsupportedMediaType",
             f'the body of the request was in an unknown format "{content_type}" - accepted media types '
             "include: " + ", ".join(accepted),
+        )
+    )
+
+
+def unsupported_encoding(encoding: str) -> StatusError:
+    shown = encoding if len(encoding) <= 64 else encoding[:61] + "..."
+    return StatusError(
+        status(
+            415,
+            "UnsupportedMediaType",
+            f'the body of the request was encoded with "{shown}"; only unencoded bodies '
+            '(no Content-Encoding, or "identity") are accepted',
         )
     )
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import sys
 import time
 from collections import deque
@@ -25,6 +26,27 @@ USER_KEY = web.RequestKey("user", object)
 FORMATS = ("text", "json")
 
 _access = logging.getLogger(ACCESS_LOGGER)
+
+# What a text log line must not hold as is: C0 and C1 control characters (newlines, ANSI escape
+# sequences), DEL, Unicode line and paragraph separators, and the backslash that starts our escapes.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\\\\]")
+
+
+def _escape_one(match: re.Match[str]) -> str:
+    char = match.group()
+    if char == "\\":
+        return "\\\\"
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape(text: str) -> str:
+    """``text`` safe for one text log line: a decoded ``%0A`` in a path, a user name or a message
+    cannot start a forged line, and ANSI escapes cannot recolour a terminal (``\\x0a``, ``\\x1b``,
+    ``\\\\``). The same object when there is nothing to escape (the usual case, one C call)."""
+    if text.isprintable() and "\\" not in text:
+        return text
+    return _UNSAFE.sub(_escape_one, text)
 
 
 class JSONFormatter(logging.Formatter):
@@ -77,6 +99,17 @@ class TextFormatter(logging.Formatter):
         self._second = -1
         self._stamp = ""
 
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        """The line with the message's control characters escaped (see :func:`escape`); a
+        traceback appended after it stays as Python wrote it."""
+        message = record.message
+        safe = escape(message)
+        if safe is message:
+            return super().formatMessage(record)
+        values = dict(record.__dict__)
+        values["message"] = safe
+        return str(self._fmt) % values
+
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
         if datefmt is not None:
             return super().formatTime(record, datefmt)
@@ -102,11 +135,11 @@ class TextFormatter(logging.Formatter):
         return _TEXT_ACCESS % (
             self._stamp,
             int((created - second) * 1000),  # LogRecord's msecs
-            method,
-            f"{path}?{query}" if query else path,
+            escape(method),
+            escape(f"{path}?{query}" if query else path),
             code,
             seconds * 1000,
-            f" user={name}" if name else "",
+            f" user={escape(name)}" if name else "",
         )
 
 

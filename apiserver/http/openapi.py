@@ -61,14 +61,16 @@ _ERRORS = {
     "405": "Method Not Allowed",
     "406": "Not Acceptable: Accept excludes JSON and YAML",
     "413": "Request Entity Too Large: the body exceeds 3 MiB",
-    "415": "Unsupported Media Type: the body is neither JSON nor YAML",
+    "415": "Unsupported Media Type: the body is neither JSON nor YAML, or has a Content-Encoding",
+    "417": "Expectation Failed: an Expect header other than 100-continue",
     "422": "Invalid: the VirtualMachine cannot be expanded (causes name the fields)",
+    "429": "Too Many Requests: too many request bodies held at once (see Retry-After)",
     "500": "Internal Server Error",
     "503": "Service Unavailable: the cluster API could not be reached (see Retry-After)",
     "504": "Timeout: the cluster API or the request took too long (see Retry-After)",
 }
-_GET_ERRORS = ("400", "401", "403", "404", "405", "406", "422", "500", "503", "504")
-_PUT_ERRORS = ("400", "401", "403", "405", "406", "413", "415", "422", "500", "503", "504")
+_GET_ERRORS = ("400", "401", "403", "404", "405", "406", "417", "422", "500", "503", "504")
+_PUT_ERRORS = ("400", "401", "403", "405", "406", "413", "415", "417", "422", "429", "500", "503", "504")
 
 
 # Both documents type the request and the response as KubeVirt's VirtualMachine.
@@ -178,7 +180,7 @@ def _response_headers2(op: dict[str, Any], code: str) -> dict[str, Any]:
         }
         if op["etag"]:
             headers["ETag"] = {"type": "string", "description": "Strong validator of the response bytes."}
-    if code in ("503", "504"):
+    if code in ("429", "503", "504"):
         headers["Retry-After"] = {"type": "integer", "description": "Seconds to wait before retrying."}
     return headers
 

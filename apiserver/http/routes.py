@@ -9,11 +9,13 @@ contract's (422 with causes, 404) or, with ``--kubevirt-error-codes``, virt-api'
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+import re
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+import orjson
 from aiohttp import web
 from aiohttp.typedefs import Handler
 from multidict import CIMultiDict
@@ -21,6 +23,7 @@ from multidict import CIMultiDict
 from apiserver.http.authn import GATE_KEY, check_references
 from apiserver.http.bodies import (
     OFFLOAD_BYTES,
+    BodyBudget,
     body_format,
     check_vm,
     field_validation,
@@ -38,25 +41,33 @@ from apiserver.render.errors import VM_GROUP, status
 from apiserver.sources.base import MISSING, Missing, Peekable, Source, SourceUnavailable
 from apiserver.sources.gather import render_traced
 
-_TRUE = ("true", "1")
-_FALSE = ("false", "0", "")
+# kube-apiserver reads a boolean query parameter with k8s.io/apimachinery's
+# Convert_Slice_string_To_bool: absent, "0" or "false" (any case) is false, any other value true
+# (``?presets`` and ``?presets=`` too), and of repeated values the first counts. We read every value
+# it reads as false, and "", "1", "t" and "true" (any case), the same way; any other value kube-apiserver
+# would silently take as true ("no", "off", "f", which strconv.ParseBool reads as false, or " false")
+# is a 400 here.
+_TRUE = frozenset({"", "1", "t", "true"})
+_FALSE = frozenset({"0", "false"})
 
 
 def query_flag(request: web.Request, name: str) -> bool:
-    """A boolean query parameter: true/false/1/0 (absent = false); 400 naming it otherwise."""
+    """A boolean query parameter, read as kube-apiserver reads it (see ``_TRUE``); 400 naming it for a
+    value kube-apiserver would take as true but nobody writes for true."""
     if not request.query_string:  # the usual call: no query to parse
         return False
-    values = request.query.getall(name, [])
-    if not values:
+    value = request.query.get(name)
+    if value is None:
         return False
-    if len(values) > 1:
-        raise bad_request(f'query parameter "{name}" was given {len(values)} times; give it once')
-    value = values[0].strip().lower()
-    if value in _TRUE:
+    folded = value.lower()
+    if folded in _TRUE:
         return True
-    if value in _FALSE:
+    if folded in _FALSE:
         return False
-    raise bad_request(f'query parameter "{name}" must be true or false (or 1 or 0), not "{values[0]}"')
+    shown = orjson.dumps(value if len(value) <= 64 else value[:61] + "...").decode()
+    raise bad_request(
+        f'query parameter "{name}" must be true or false (also 1 or 0, t, or empty for true), not {shown}'
+    )
 
 
 def _checks_references(request: web.Request) -> bool:
@@ -78,9 +89,40 @@ def _unauthenticated(_request: web.Request) -> bool:
 
 
 def warning_header(text: str) -> str:
-    """RFC 9111 ``Warning`` value with code 299, as kube-apiserver sends deprecation warnings."""
+    """RFC 9111 ``Warning`` value with code 299, as kube-apiserver sends deprecation warnings. Control
+    characters (a field name of the body may hold any) are written as ``\\xNN``: aiohttp refuses to
+    send them, and they have no place in a header."""
     escaped = " ".join(text.split()).replace("\\", "\\\\").replace('"', '\\"')
+    if not escaped.isprintable():
+        escaped = _CONTROL.sub(
+            lambda m: f"\\x{ord(m.group()):02x}" if m.group() < "\u0100" else f"\\u{ord(m.group()):04x}",
+            escaped,
+        )
     return f'299 - "{escaped}"'
+
+
+# kube-apiserver's bounds on Warning headers (k8s.io/apiserver's WithWarningRecorder): once the warnings
+# of a response exceed 4096 characters in all, each is cut to 256 characters, and warnings stop once
+# 4096 characters are written; repeated texts are sent once.
+WARNINGS_TOTAL = 4 * 1024
+WARNING_ITEM = 256
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def warning_headers(texts: Iterable[str]) -> tuple[tuple[str, str], ...]:
+    """The ``Warning`` headers for ``texts``, deduplicated and bounded as kube-apiserver bounds them."""
+    unique = [t for t in dict.fromkeys(texts) if t]
+    if sum(len(t) for t in unique) <= WARNINGS_TOTAL:
+        return tuple(("Warning", warning_header(t)) for t in unique)
+    headers: list[tuple[str, str]] = []
+    written = 0
+    for text in unique:
+        if written >= WARNINGS_TOTAL:
+            break
+        cut = text[:WARNING_ITEM]
+        written += len(cut)
+        headers.append(("Warning", warning_header(cut)))
+    return tuple(headers)
 
 
 class ExpandHandlers:
@@ -103,6 +145,7 @@ class ExpandHandlers:
         self.peekable = source if isinstance(source, Peekable) else None
         self._checks_references = _checks_references if authenticated else _unauthenticated
         self.cache = cache or ResponseCache()
+        self.bodies = BodyBudget(settings.max_body_bytes_in_flight)
 
     def _expand_failure(self, err: ExpandError, *, get: bool) -> StatusError:
         if not self.settings.kubevirt_error_codes:
@@ -180,7 +223,7 @@ class ExpandHandlers:
         body = (
             await offload(partial(encode, result.vm, media_type)) if large else encode(result.vm, media_type)
         )
-        warnings = tuple(("Warning", warning_header(w)) for w in (*field_warnings, *result.warnings))
+        warnings = warning_headers((*field_warnings, *result.warnings))
         etag = etag_of(body) if get else ""
         entry = Entry(body, etag, warnings, None, tuple(rendered.objects), (), (), None, None, 0)
         if key is not None and source is not None:
@@ -298,6 +341,12 @@ class ExpandHandlers:
 
     async def put(self, request: web.Request, params: Mapping[str, str]) -> web.Response:
         """PUT .../namespaces/{namespace}/expand-vm-spec"""
+        limit = self.settings.max_body_bytes
+        declared = request.content_length
+        with self.bodies.reserve(limit if declared is None or declared > limit else declared):
+            return await self._put(request, params)
+
+    async def _put(self, request: web.Request, params: Mapping[str, str]) -> web.Response:
         media_type = negotiate(request)
         fmt = body_format(request)
         presets, validate = query_flag(request, "presets"), query_flag(request, "validate")

@@ -24,7 +24,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from apiserver.http.app import build_app, install_dispatcher
+from apiserver.http.app import build_app, install_dispatcher, install_expect_guard
+from apiserver.http.connections import ConnectionLimits, GuardedSite
 from apiserver.http.dispatch import Admission
 from apiserver.http.health import ChecksFn, ServerState
 from apiserver.http.settings import Settings
@@ -180,6 +181,7 @@ class Server:
         self._ssl = ssl_context
         self._dispatch = dispatch
         self._runner: web.AppRunner | None = None
+        self.site: GuardedSite | None = None
         self.port = 0
 
     async def start(self) -> None:
@@ -190,12 +192,16 @@ class Server:
         await runner.setup()
         if self._dispatch:
             install_dispatcher(runner)
-        site = web.TCPSite(
+        install_expect_guard(runner)
+        settings = self.settings
+        site = GuardedSite(
             runner,
-            self.settings.bind_address,
-            self.settings.secure_port,
+            settings.bind_address,
+            settings.secure_port,
             ssl_context=context,
+            limits=ConnectionLimits(settings.header_timeout, settings.idle_timeout, settings.max_connections),
         )
+        self.site = site
         try:
             await site.start()
         except OSError as err:

@@ -30,9 +30,21 @@ class Settings:
     tls_sni: tuple[str, ...] = field(default_factory=tuple)
     # How long SIGTERM waits for requests in flight before closing their connections.
     shutdown_timeout: float = 30.0
+    # Connection limits (see apiserver/http/connections.py for why these defaults).
+    header_timeout: float = 32.0
+    idle_timeout: float = 120.0
+    max_connections: int = 1000
+    # Bytes of PUT bodies held at once (each counted at its declared length, else max_body_bytes).
+    max_body_bytes_in_flight: int = 64 * 1024 * 1024
 
     def __post_init__(self) -> None:
         if not self.api_versions:
             raise ValueError("at least one API version must be served")
         if self.request_timeout <= 0:
             raise ValueError("the request timeout must be positive")
+        if self.header_timeout <= 0 or self.idle_timeout <= 0:
+            raise ValueError("the header and idle timeouts must be positive")
+        if self.max_body_bytes_in_flight < self.max_body_bytes:
+            raise ValueError("the bytes of bodies in flight must allow at least one body of the limit")
+        if self.max_connections < 1:
+            raise ValueError("at least one connection must be allowed")

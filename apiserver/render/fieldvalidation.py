@@ -26,10 +26,15 @@ from apiserver.render.errors import (
     CAUSE_REQUIRED,
     CAUSE_TYPE_INVALID,
     CAUSE_UNKNOWN_FIELD,
+    MAX_CAUSE_TEXT,
+    MAX_CAUSES,
+    MAX_MESSAGE,
     VM_KIND,
     Cause,
     ExpandError,
     invalid_status,
+    more_text,
+    shorten,
     status,
 )
 
@@ -50,11 +55,19 @@ class FieldValidationError(ExpandError):
     """
 
 
-def invalid_message(name: str, causes: Sequence[Cause]) -> str:
-    """kube-apiserver's text for a 422: ``VirtualMachine.kubevirt.io "x" is invalid: spec: ...``."""
-    parts = [f"{c.field}: {c.message}" if c.field else c.message for c in causes]
+def invalid_message(name: str, causes: Sequence[Cause], total: int | None = None) -> str:
+    """kube-apiserver's text for a 422: ``VirtualMachine.kubevirt.io "x" is invalid: spec: ...``;
+    at most :data:`MAX_CAUSES` of them, then ``and N more`` (``total``: how many causes there are in
+    all when ``causes`` holds only the first)."""
+    total = len(causes) if total is None else max(total, len(causes))
+    parts = [
+        shorten(f"{c.field}: {c.message}" if c.field else c.message, MAX_CAUSE_TEXT)
+        for c in causes[:MAX_CAUSES]
+    ]
+    if total > len(parts):
+        parts.append(more_text(total - len(parts)))
     joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
-    return f'VirtualMachine.kubevirt.io "{name}" is invalid: {joined}'
+    return shorten(f'VirtualMachine.kubevirt.io "{name}" is invalid: {joined}', MAX_MESSAGE)
 
 
 def vm_name(vm: Mapping[str, Any]) -> str:
@@ -106,6 +119,15 @@ def findings(vm: Mapping[str, Any], duplicates: Sequence[str] = ()) -> list[Caus
     return causes
 
 
+def first_findings(vm: Mapping[str, Any], duplicates: Sequence[str] = ()) -> tuple[list[Cause], int]:
+    """The first :data:`MAX_CAUSES` of :func:`findings` and how many there are in all (a Status
+    lists no more, so a body with 300,000 bad items costs no more memory than one with 100)."""
+    causes = [Cause(path, f'duplicate field "{path}"', CAUSE_DUPLICATE) for path in duplicates[:MAX_CAUSES]]
+    problems, found = gojson.check_first(vm, "VirtualMachine", MAX_CAUSES - len(causes))
+    causes += [Cause(p.path, p.message, p.reason) for p in problems]
+    return causes, len(duplicates) + found
+
+
 def warning_text(cause: Cause) -> str:
     """A finding as kube-apiserver words its ``Warning`` (unknown and duplicate fields say their path)."""
     if cause.reason in (CAUSE_UNKNOWN_FIELD, CAUSE_DUPLICATE) or not cause.field:
@@ -122,11 +144,17 @@ def admit(vm: Any, level: str = IGNORE, duplicates: Sequence[str] = ()) -> list[
     check_shape(vm)
     if level == IGNORE:
         return []
-    causes = findings(vm, duplicates)
+    causes, total = first_findings(vm, duplicates)
     if not causes:
         return []
     if level == STRICT:
-        raise _refuse(vm_name(vm), *causes)
+        name = vm_name(vm)
+        raise FieldValidationError(
+            invalid_status(invalid_message(name, causes, total), causes, name=name, total=total)
+        )
     if level != WARN:
         raise ValueError(f"field validation level {level!r} is not one of {', '.join(LEVELS)}")
-    return [warning_text(c) for c in causes if c.reason in _GOVERNED]
+    warnings = [warning_text(c) for c in causes if c.reason in _GOVERNED]
+    if total > len(causes):
+        warnings.append(more_text(total - len(causes)))
+    return warnings

@@ -7,7 +7,7 @@ a root key (``VirtualMachine``, ``VirtualMachineInstancetype``, ``VirtualMachine
 ``kubevirt.io/api/core/v1.DomainSpec``.
 """
 
-from apiserver.render.gojson.check import check
+from apiserver.render.gojson.check import check, check_first
 from apiserver.render.gojson.codec import ZERO_TIME, decode, encode, roundtrip
 from apiserver.render.gojson.errors import GoDecodeError, SchemaProblem
 from apiserver.render.gojson.types import ROOTS
@@ -21,6 +21,7 @@ __all__ = [
     "GoDecodeError",
     "SchemaProblem",
     "check",
+    "check_first",
     "decode",
     "encode",
     "roundtrip",

@@ -16,7 +16,7 @@ from apiserver.render.gojson.errors import INVALID, REQUIRED, TYPE_INVALID, UNKN
 from apiserver.render.gojson.types import INT_RANGES, STRUCTS, resolve_root
 from apiserver.render.quantity import QuantityError, parse_quantity
 
-__all__ = ["check"]
+__all__ = ["check", "check_first"]
 
 _JSON_TYPE_NAMES = {"string": "string", "bool": "boolean", "float32": "number"}
 
@@ -36,10 +36,16 @@ def _join(path: str, name: str) -> str:
 
 
 class _Checker:
-    def __init__(self) -> None:
+    def __init__(self, limit: int | None = None) -> None:
         self.problems: list[SchemaProblem] = []
+        self.limit = limit
+        # Problems found beyond ``limit``: counted, not kept.
+        self.dropped = 0
 
     def add(self, path: str, reason: str, message: str) -> None:
+        if self.limit is not None and len(self.problems) >= self.limit:
+            self.dropped += 1
+            return
         self.problems.append(SchemaProblem(path, reason, message))
 
     def type_error(self, path: str, value: Any, expected: str) -> None:
@@ -134,3 +140,11 @@ def check(doc: Any, root: str) -> list[SchemaProblem]:
     checker = _Checker()
     checker.struct(doc, resolve_root(root), "")
     return checker.problems
+
+
+def check_first(doc: Any, root: str, limit: int) -> tuple[list[SchemaProblem], int]:
+    """The first ``limit`` problems of :func:`check` and how many there are in all: a body of
+    300,000 bad items keeps a hundred in memory, not 600,000."""
+    checker = _Checker(limit)
+    checker.struct(doc, resolve_root(root), "")
+    return checker.problems, len(checker.problems) + checker.dropped
