@@ -215,7 +215,7 @@ def add_parser(sub: Any) -> None:
         metavar="DURATION",
         help="close a connection whose request line and headers have not all arrived this long after "
         "it opened (TLS handshake included) or after the first byte of its next request, as "
-        f"k8s.io/apiserver's ReadHeaderTimeout (default: {_go_text(defaults.header_timeout)})",
+        f"k8s.io/apiserver's ReadHeaderTimeout (default {_go_text(defaults.header_timeout)})",
     )
     tls.add_argument(
         "--idle-timeout",
@@ -224,7 +224,7 @@ def add_parser(sub: Any) -> None:
         metavar="DURATION",
         help="close a keep-alive connection idle this long; keep it above the 90s for which the "
         "aggregator keeps its idle connections, so that the aggregator closes first "
-        f"(default: {_go_text(defaults.idle_timeout)})",
+        f"(default {_go_text(defaults.idle_timeout)})",
     )
     tls.add_argument(
         "--max-connections",
@@ -232,7 +232,7 @@ def add_parser(sub: Any) -> None:
         default=defaults.max_connections,
         metavar="N",
         help="most connections open at once; one more is answered 503 ServiceUnavailable and closed "
-        "(each idle TLS connection holds about 60 KB) (default: %(default)s)",
+        "(each idle TLS connection holds about 60 KB)",
     )
     tls.add_argument(
         "--max-body-bytes-in-flight",
@@ -241,7 +241,7 @@ def add_parser(sub: Any) -> None:
         metavar="BYTES",
         help="most bytes of PUT bodies held at once, each counted at its declared Content-Length (else "
         "3Mi); a PUT over it is answered 429 TooManyRequests with Retry-After, as kube-apiserver answers "
-        "requests over --max-requests-inflight (default: 64Mi)",
+        "requests over --max-requests-inflight (default 64Mi)",
     )
     process = parser.add_argument_group("process")
     process.add_argument(
