@@ -12,6 +12,7 @@ import pytest
 
 from tests.realk8s.controlplane import CRDS_FILE, ControlPlane, tail, unavailable
 from tests.realk8s.deployed import DeployedServer
+from tests.shared import needs_shared
 
 HERE = Path(__file__).parent
 GROUP_MARK = "realk8s"
@@ -22,10 +23,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # One control plane per worker is expensive: every test here shares the one worker's.
+    # One control plane per worker is expensive: every test here shares the one worker's. Without
+    # ../shared (the CRDs, and the binaries unless KUBEBUILDER_ASSETS names them) they skip for that reason.
     for item in items:
         if HERE in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.xdist_group(GROUP_MARK))
+            item.add_marker(needs_shared(CRDS_FILE))
 
 
 @pytest.fixture(scope="session")
