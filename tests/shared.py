@@ -11,7 +11,7 @@ passes by skipping; and a ``../shared`` that is there but lacks a part fails the
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,12 +65,18 @@ def needs_shared(path: Path = SHARED) -> pytest.MarkDecorator:
 
 def parametrize(
     argnames: str | Sequence[str], values: Sequence[Any], ids: Sequence[str], *, needs: Path = CASES_DIR
-) -> pytest.MarkDecorator:
-    """``pytest.mark.parametrize`` over values read from ``needs``; when that is absent, one placeholder
-    that skips (or fails) for the shared reason, instead of pytest's "got empty parameter set"."""
+) -> Callable[[Callable[..., Any]], Any]:
+    """``pytest.mark.parametrize`` over values read from ``needs``, marked ``needs_shared(needs)``; when that
+    is absent, one placeholder that skips (or fails) for the shared reason, instead of pytest's "got empty
+    parameter set"."""
     if problem(needs) is None:
-        return pytest.mark.parametrize(argnames, values, ids=ids)
-    names = argnames.split(",") if isinstance(argnames, str) else argnames
-    count = len([name for name in names if name.strip()])
-    placeholder = pytest.param(*([None] * count), id="needs-shared", marks=needs_shared(needs))
-    return pytest.mark.parametrize(argnames, [placeholder])
+        parametrized = pytest.mark.parametrize(argnames, values, ids=ids)
+    else:
+        names = argnames.split(",") if isinstance(argnames, str) else argnames
+        count = len([name for name in names if name.strip()])
+        parametrized = pytest.mark.parametrize(argnames, [pytest.param(*([None] * count), id="needs-shared")])
+
+    def decorate(test: Callable[..., Any]) -> Any:
+        return needs_shared(needs)(parametrized(test))
+
+    return decorate
