@@ -30,14 +30,15 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 def project_copy(tmp_path: Path) -> Path:
     """The project's files (tracked and new, not ignored) in ``tmp_path/project``, with no ``shared`` beside."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO,
-        capture_output=True,
-        check=True,
-    ).stdout
     root = tmp_path / "project"
-    for name in filter(None, listed.decode().split("\0")):
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO, capture_output=True
+    )
+    if listed.returncode != 0:  # not a git checkout (an unpacked archive): everything but caches
+        junk = shutil.ignore_patterns(".git", ".venv", "*cache*", "*.egg-info", "build", "dist")
+        shutil.copytree(REPO, root, ignore=junk)
+        return root
+    for name in filter(None, listed.stdout.decode().split("\0")):
         origin = REPO / name
         if origin.is_file():
             (root / name).parent.mkdir(parents=True, exist_ok=True)
