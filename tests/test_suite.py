@@ -123,3 +123,21 @@ def test_hack_test_sh_runs_pytest_in_parallel_and_fails_when_nothing_is_collecte
     assert args.read_text().splitlines()[:4] == ["-n", "auto", "--dist", "loadgroup"]
     assert "no tests ran" in proc.stdout, proc.stdout[-2000:]
     assert proc.returncode == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+def test_xdist_keeps_each_group_on_one_worker() -> None:
+    """--dist loadgroup hands out work units: a module's tests (up to tests/conftest.py's CHUNK) go together.
+    pytest 9.2 silently breaks this (pytest-dev/pytest-xdist#1386; pyproject.toml pins pytest below it)."""
+    files = ["tests/test_quantity.py", "tests/test_revision.py"]
+    proc = run(REPO, "-n", "2", "--dist", "loadgroup", "-vv", *files)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    ran = re.findall(r"^\[(gw\d+)\] \[ *\d+%\] PASSED (tests/[^:]+)::\S+@(\S+)", proc.stdout, re.MULTILINE)
+    workers: dict[str, set[str]] = {}
+    groups: dict[str, set[str]] = {}
+    for worker, module, group in ran:
+        workers.setdefault(module, set()).add(worker)
+        groups.setdefault(module, set()).add(group)
+    assert sorted(workers) == files, proc.stdout[-3000:]
+    assert all(len(used) == 1 for used in workers.values()), workers
+    assert groups == {module: {f"{module}#0"} for module in files}
+    assert len(ran) > 200

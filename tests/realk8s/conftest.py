@@ -22,6 +22,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "xdist_group(name): run on the same pytest-xdist worker as the group")
 
 
+@pytest.hookimpl(tryfirst=True)  # before tests/conftest.py gives the others their work units
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # One control plane per worker is expensive: every test here shares the one worker's. Without
     # ../shared (the CRDs, and the binaries unless KUBEBUILDER_ASSETS names them) they skip for that reason.
