@@ -18,6 +18,7 @@ import pytest
 
 from apiserver.sources.cluster import ClusterSource
 from apiserver.sources.folder import FolderSource
+from tests import shared
 from tests.conformance import CASES_DIR
 from tests.fakekube import FakeKube
 from tests.fakekube.testing import kubeconfig, synced
@@ -113,6 +114,7 @@ def sample_cases() -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) | {"id": p.stem} for p in files]
 
 
+@shared.needs_shared(CASES_DIR)
 async def test_same_answers_as_the_folder_source(tmp_path: Path) -> None:
     mismatches = []
     cases = sample_cases()

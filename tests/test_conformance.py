@@ -9,24 +9,26 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from apiserver import ExpandError, expand, expand_vm
 from apiserver.render import gojson
+from tests import shared
 from tests.conformance import case_files, error_matches, load
 
 FILES = case_files()
+IDS = [p.stem for p in FILES]
+needs_cases = shared.needs_shared(shared.CASES_DIR)
 
 
 def schema_findings(vm: dict[str, object]) -> list[tuple[str, str]]:
     return [(p.path, p.reason) for p in gojson.check(vm, "VirtualMachine")]
 
 
+@needs_cases
 def test_corpus_is_present() -> None:
     assert len(FILES) > 2000
 
 
-@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+@shared.parametrize("path", FILES, IDS)
 def test_expand(path: Path) -> None:
     case = load(path)
     inp, exp = case.input, case.expected
@@ -52,7 +54,7 @@ def test_expand(path: Path) -> None:
     assert json.dumps(got) == json.dumps(exp["expanded"])
 
 
-@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+@shared.parametrize("path", FILES, IDS)
 def test_admission(path: Path) -> None:
     case = load(path)
     inp, exp = case.input, case.expected
@@ -78,6 +80,7 @@ def test_admission(path: Path) -> None:
     assert admission["allowed"] is True, f"admitted but admission denies: {admission}"
 
 
+@needs_cases
 def test_strict_refuses_exactly_the_schema_invalid_inputs() -> None:
     """Two corpus VMs spell ``dedicatedCPUPlacement`` in another case and three have ``inputs[]``
     without ``type``: Go's decoder lets them through, Strict refuses them with those causes, Warn

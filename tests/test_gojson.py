@@ -18,10 +18,11 @@ from apiserver.render.gojson.goscalars import (
     parse_duration,
     parse_time,
 )
+from tests import shared
+from tests.conformance import case_files
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-CASES = sorted((SHARED / "conformance" / "cases").glob("*.json"))
-needs_corpus = pytest.mark.skipif(not CASES, reason="shared conformance corpus not present")
+CASES = case_files()
+needs_corpus = shared.needs_shared(shared.CASES_DIR)
 
 
 def dumps(doc: Any) -> str:

@@ -51,6 +51,19 @@ async def test_readyz_fails_with_the_source_reason(tmp_path: Path) -> None:
     assert missing.status == 404 and missing.json()["kind"] == "Status"
 
 
+async def test_a_passing_check_with_a_warning_keeps_it_beside_ok(tmp_path: Path) -> None:
+    warning = "warning, serving what was read before: vm.yaml: document 1, line 2: bad indent"
+    source = MemorySource(check_list=[Check("manifests", True, warning)])
+    async with running_server(source, tmp_path) as srv:
+        plain = await srv.get("/readyz")
+        verbose = await srv.get("/readyz?verbose")
+        one = await srv.get("/readyz/manifests?verbose")
+    assert (plain.status, plain.body) == (200, b"ok")
+    assert verbose.status == 200
+    assert verbose.body.decode().splitlines()[-2:] == [f"[+]manifests ok - {warning}", "readyz check passed"]
+    assert one.body.decode().splitlines() == [f"[+]manifests ok - {warning}", "readyz check passed"]
+
+
 async def test_readyz_fails_once_shutdown_begins(tmp_path: Path) -> None:
     async with running_server(MemorySource(), tmp_path) as srv:
         srv.server.state.shutting_down = True

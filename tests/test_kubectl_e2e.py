@@ -17,7 +17,11 @@ from apiserver.sources.manifests import read_manifest_paths
 from tests.http_helpers import EXAMPLES, GROUP, ServerProcess, put_path, start_process, vm_path
 
 KUBECTL = shutil.which("kubectl") or ("/usr/bin/kubectl" if Path("/usr/bin/kubectl").exists() else None)
-pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed on this machine")
+pytestmark = [
+    pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed on this machine"),
+    # One pytest-xdist worker runs them all, so the module's server is started once.
+    pytest.mark.xdist_group("kubectl-e2e"),
+]
 
 OBJECTS = [obj for _, obj in read_manifest_paths([str(EXAMPLES)])]
 KUBEVIRT = next(o for o in OBJECTS if o["kind"] == "KubeVirt")

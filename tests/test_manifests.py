@@ -11,6 +11,7 @@ import pytest
 
 from apiserver.sources.documents import KubeDumper
 from apiserver.sources.manifests import ManifestError, parse_manifests, read_manifest_paths
+from tests import shared
 
 VM_YAML = """\
 apiVersion: kubevirt.io/v1
@@ -219,6 +220,7 @@ def test_error_in_a_directory_names_the_file(tmp_path: Path) -> None:
     assert exc.value.line == 2
 
 
+@shared.needs_shared(shared.CASES_DIR)
 def test_every_corpus_input_survives_yaml_and_json() -> None:
     """What the CLI tests write (YAML via PyYAML's dumper, JSON) reads back unchanged, for every case."""
     import yaml

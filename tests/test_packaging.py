@@ -33,6 +33,8 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+# One pytest-xdist worker runs them all, so the module's wheels are built once.
+pytestmark = pytest.mark.xdist_group("packaging")
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 DISTRIBUTION = PYPROJECT["project"]["name"]
 (SCRIPT,) = PYPROJECT["project"]["scripts"]

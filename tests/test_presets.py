@@ -12,7 +12,8 @@ import pytest
 from apiserver.render.errors import ExpandError
 from apiserver.render.presets import PresetReport, apply_presets
 from apiserver.render.presets.selector import SelectorError, label_selector_as_selector
-from tests.conformance import CASES_DIR, case_files, load
+from tests import shared
+from tests.conformance import case_files, load
 
 DEPRECATION = "kubevirt.io/v1 VirtualMachineInstancePresets is now deprecated and will be removed in v2."
 LABEL_VALUE_MESSAGE = (
@@ -714,7 +715,7 @@ def test_no_annotation_for_unapplied_preset() -> None:
 
 # --- the golden cases ----------------------------------------------------------------------------------
 
-PRESET_CASES = [p for p in case_files() if p.stem.startswith("presets-")] if CASES_DIR.is_dir() else []
+PRESET_CASES = [p for p in case_files() if p.stem.startswith("presets-")]
 
 
 def _prefix(message: str) -> str:
@@ -722,7 +723,7 @@ def _prefix(message: str) -> str:
     return head + sep
 
 
-@pytest.mark.parametrize("path", PRESET_CASES, ids=[p.stem for p in PRESET_CASES])
+@shared.parametrize("path", PRESET_CASES, [p.stem for p in PRESET_CASES])
 def test_conformance(path: Any) -> None:
     case = load(path)
     expected = case.expected

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,9 +17,8 @@ from apiserver.render.quantity import (
     format_int,
     parse_quantity,
 )
-
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-CASES = SHARED / "conformance" / "cases"
+from tests import shared
+from tests.conformance import case_files
 
 FORMAT_WRONG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 
@@ -238,13 +236,14 @@ def _quantity_strings(types: dict[str, Any], ref: dict[str, Any], value: Any) ->
         yield from _quantity_strings(types, types[ref["type"]]["underlying"], value)
 
 
-@pytest.mark.skipif(not CASES.is_dir(), reason="shared conformance corpus not present")
+@shared.needs_shared(shared.CASES_DIR)
+@shared.needs_shared(shared.TYPES_DIR)
 def test_corpus_quantities_are_fixed_points() -> None:
-    gotypes = json.loads((SHARED / "spec" / "kubevirt-types" / "go-json-fields.json").read_text())
+    gotypes = json.loads((shared.TYPES_DIR / "go-json-fields.json").read_text())
     types = gotypes["types"]
     root = {"kind": "struct", "type": gotypes["roots"]["VirtualMachine"]}
     seen = 0
-    for path in sorted(CASES.glob("*.json")):
+    for path in case_files():
         case = json.loads(path.read_text())
         expanded = case["expected"].get("expanded")
         if expanded is None:

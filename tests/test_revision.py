@@ -19,6 +19,7 @@ from apiserver.render.revision import (
     preference_spec_from_object,
     preference_spec_from_revision,
 )
+from tests import shared
 from tests.conformance import Case, iter_cases
 
 CASES = list(iter_cases())
@@ -42,6 +43,7 @@ def _legacy_entries() -> Iterator[tuple[str, dict[str, Any], dict[str, Any], dic
 LEGACY = list(_legacy_entries())
 
 
+@shared.needs_shared(shared.CASES_DIR)
 def test_corpus_has_legacy_revisions() -> None:
     assert len(LEGACY) >= 40
     assert any("decodeError" in e for _, _, _, e in LEGACY)
@@ -53,7 +55,7 @@ def _spec_of_object(obj: Mapping[str, Any]) -> InstancetypeSpec | PreferenceSpec
     return preference_spec_from_object(obj, exact_names=True)
 
 
-@pytest.mark.parametrize(("rev", "entry"), [(r, e) for _, _, r, e in LEGACY], ids=[i for i, *_ in LEGACY])
+@shared.parametrize(("rev", "entry"), [(r, e) for _, _, r, e in LEGACY], [i for i, *_ in LEGACY])
 def test_legacy_revision_decodes_as_kubevirt_v1_6(rev: dict[str, Any], entry: dict[str, Any]) -> None:
     if "decodedObject" in entry:
         want = entry["decodedObject"]
@@ -91,11 +93,12 @@ REVISION_ERRORS = [
 ]
 
 
+@shared.needs_shared(shared.CASES_DIR)
 def test_corpus_has_revision_errors() -> None:
     assert {c.id for c in REVISION_ERRORS} >= {"revision-012", "revision-022", "revision-023", "revision-024"}
 
 
-@pytest.mark.parametrize("case", REVISION_ERRORS, ids=[c.id for c in REVISION_ERRORS])
+@shared.parametrize("case", REVISION_ERRORS, [c.id for c in REVISION_ERRORS])
 def test_revision_error_text(case: Case) -> None:
     """The first failing revision (instance type before preference) fails with the expected text."""
     message = None

@@ -42,8 +42,12 @@ def _render(endpoint: str, checks: Sequence[Check], request: web.Request) -> web
     verbose = "verbose" in request.query
     if healthy and not verbose:
         return web.Response(text="ok", content_type="text/plain")
+    # A passing check with a message (a warning, "not installed") keeps it: "[+]name ok - message".
     lines = [
-        f"[+]{c.name} ok" if c.ok else f"[-]{c.name} failed: {c.message or 'not ready'}" for c in selected
+        (f"[+]{c.name} ok" + (f" - {c.message}" if c.message else ""))
+        if c.ok
+        else f"[-]{c.name} failed: {c.message or 'not ready'}"
+        for c in selected
     ]
     lines.extend(f"[+]{name} excluded: ok" for name in sorted(excluded))
     lines.append(f"{endpoint} check passed" if healthy else f"{endpoint} check failed")

@@ -21,7 +21,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
-from apiserver.sources.base import ReportsCacheStats
+from apiserver.sources.base import ReportsCacheStats, ReportsProblems
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _PREFIX = "kubevirt_expand"
@@ -50,6 +50,21 @@ class _SourceCollector(Collector):
             hits.add_metric([stats.cache], stats.hits)
             misses.add_metric([stats.cache], stats.misses)
         return [size, hits, misses]
+
+
+class _ProblemsCollector(Collector):
+    def __init__(self, source: ReportsProblems) -> None:
+        self._source = source
+
+    def collect(self) -> Iterable[Metric]:
+        return [
+            GaugeMetricFamily(
+                f"{_PREFIX}_source_errors",
+                "Inputs of the source (manifest files, the folder) whose latest read failed; what was "
+                "read from them before is still served.",
+                value=float(len(self._source.problems())),
+            )
+        ]
 
 
 class _Latency:
@@ -115,9 +130,11 @@ class Metrics:
         )
 
     def watch_source(self, source: object) -> None:
-        """Export the cache figures of ``source`` if it reports any."""
+        """Export the cache figures and read problems of ``source`` if it reports any."""
         if isinstance(source, ReportsCacheStats):
             self.registry.register(_SourceCollector(source))
+        if isinstance(source, ReportsProblems):
+            self.registry.register(_ProblemsCollector(source))
 
     def started(self) -> None:
         """A request came in (``kubevirt_expand_http_requests_in_flight``)."""

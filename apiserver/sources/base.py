@@ -20,7 +20,8 @@ class SourceUnavailable(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Check:
-    """One named readiness check, listed by ``/readyz?verbose``."""
+    """One named readiness check, listed by ``/readyz?verbose``; a passing check's message is a warning or a
+    note shown beside it (``[+]name ok - message``), a failing one's the reason."""
 
     name: str
     ok: bool
@@ -43,6 +44,14 @@ class ReportsCacheStats(Protocol):
 
     def cache_stats(self) -> Sequence[CacheStats]:
         """The current figures of every cache the source keeps."""
+
+
+@runtime_checkable
+class ReportsProblems(Protocol):
+    """Optional for a source: inputs it could not read, while it keeps serving (``/metrics`` counts them)."""
+
+    def problems(self) -> Sequence[str]:
+        """One line per input whose latest read failed (file, document, line and why)."""
 
 
 class Source(Protocol):
@@ -71,7 +80,7 @@ class Source(Protocol):
         """The KubeVirt CR whose configuration feeds the rendering defaults, if there is one."""
 
     def checks(self) -> Sequence[Check]:
-        """Readiness checks (caches synced, folder read without errors, ...)."""
+        """Readiness checks (caches synced, folder read once without errors, ...)."""
 
 
 class Missing:

@@ -2,10 +2,13 @@
 
 Every reload builds a complete new index and swaps it in with one assignment, so a request never sees
 a half-read folder. Unchanged files (same size, mtime and inode) are not parsed again. A file that
-fails to parse keeps serving the objects it last had, and is reported in the log and as the failing
-``manifests`` readiness check until it is fixed; a deleted file takes its objects with it. Changes are
-noticed through ``watchfiles`` and, as a safety net (network filesystems, ConfigMap volumes), a cheap
-periodic stat of every file.
+fails to parse keeps serving the objects it last had, and is reported (one log line per change, the
+``kubevirt_expand_source_errors`` gauge, a warning on the ``manifests`` readiness check) until it is fixed;
+a deleted file takes its objects with it. The source is ready once one read of the whole folder succeeded:
+before that a broken file fails the check (a rollout with a broken ConfigMap stops at its first pod), after
+it a broken file only warns (every replica reads the same ConfigMap, and unready replicas would stop
+serving the objects that are still good). Changes are noticed through ``watchfiles`` and, as a safety net
+(network filesystems, ConfigMap volumes), a cheap periodic stat of every file.
 """
 
 from __future__ import annotations
@@ -85,7 +88,9 @@ class FolderSource:
         # (hits, misses) per cache, reported through cache_stats().
         self._lookups = {"virtualmachines": [0, 0], "objects": [0, 0]}
         self.reloads = 0
+        self.scans = 0  # looks at the folder, changed or not
         self._read = False  # until the first read finished, the empty snapshot is no answer
+        self._good = False  # one read of the whole folder without an error: ready from then on
 
     # -- loading -----------------------------------------------------------------------------
 
@@ -123,6 +128,8 @@ class FolderSource:
                 _log.error("%s (serving the %d object(s) read from it before)", problem, len(kept))
                 files[name] = _FileState(stamp, kept, problem)
                 continue
+            if old is not None and old.error:
+                _log.info("%s: read without errors again (%d object(s))", name, len(objects))
             files[name] = _FileState(stamp, objects)
         if not changed and self._snapshot.directory_error is None:
             return None
@@ -154,9 +161,12 @@ class FolderSource:
         async with self._lock:
             result = await asyncio.to_thread(self._scan)
             self._read = True
+            self.scans += 1
             if result is None:
+                self._good = self._good or not self.problems()
                 return False
             self._files, self._snapshot = result
+            self._good = self._good or not self.problems()
             self.reloads += 1
             snap = self._snapshot
             _log.info(
@@ -249,13 +259,20 @@ class FolderSource:
     def peek_kubevirt(self) -> Mapping[str, Any] | None:
         return self._snapshot.kubevirt
 
+    def problems(self) -> Sequence[str]:
+        """What the latest read could not read: the folder itself, then each broken file."""
+        snap = self._snapshot
+        return ([snap.directory_error] if snap.directory_error else []) + list(snap.errors.values())
+
     def checks(self) -> Sequence[Check]:
         if not self._read:
             return [Check(CHECK_NAME, False, f"{self.directory} not read yet")]
-        snap = self._snapshot
-        problems = ([snap.directory_error] if snap.directory_error else []) + list(snap.errors.values())
+        problems = self.problems()
+        if not self._good:
+            return [Check(CHECK_NAME, False, "; ".join(problems) or f"{self.directory} not read yet")]
         if problems:
-            return [Check(CHECK_NAME, False, "; ".join(problems))]
+            # Ready: what was read before is served; the check says what is wrong.
+            return [Check(CHECK_NAME, True, "warning, serving what was read before: " + "; ".join(problems))]
         return [Check(CHECK_NAME, True)]
 
     def cache_stats(self) -> Sequence[CacheStats]:

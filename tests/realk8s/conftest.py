@@ -13,6 +13,7 @@ import pytest
 from tests.clusters import shared_control_plane
 from tests.realk8s.controlplane import CRDS_FILE, ControlPlane, tail, unavailable
 from tests.realk8s.deployed import DeployedServer
+from tests.shared import needs_shared
 
 HERE = Path(__file__).parent
 GROUP_MARK = "realk8s"
@@ -22,11 +23,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "xdist_group(name): run on the same pytest-xdist worker as the group")
 
 
+@pytest.hookimpl(tryfirst=True)  # before tests/conftest.py gives the others their work units
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # One control plane per worker is expensive: every test here shares the one worker's.
+    # One control plane per worker is expensive: every test here shares the one worker's. Without
+    # ../shared (the CRDs, and the binaries unless KUBEBUILDER_ASSETS names them) they skip for that reason.
     for item in items:
         if HERE in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.xdist_group(GROUP_MARK))
+            item.add_marker(needs_shared(CRDS_FILE))
 
 
 def _plane(tmp_path_factory: pytest.TempPathFactory, name: str, *args: str) -> Iterator[ControlPlane]:

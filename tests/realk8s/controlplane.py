@@ -33,8 +33,10 @@ import trustme
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from tests.shared import K8S_DIR
+
 REPO = Path(__file__).resolve().parents[2]
-SHARED_K8S = REPO.parent / "shared" / "k8s"
+SHARED_K8S = K8S_DIR
 ASSETS_ENV = "KUBEBUILDER_ASSETS"
 CRDS_FILE = SHARED_K8S / "kubevirt-crds.yaml"
 KUBECTL = shutil.which("kubectl")
