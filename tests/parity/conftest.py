@@ -25,6 +25,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "xdist_group(name): run on the same pytest-xdist worker as the group")
 
 
+@pytest.hookimpl(tryfirst=True)  # before tests/conftest.py gives the others their work units
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Every test here that uses the real control plane runs on the worker that holds it.
     for item in items:
