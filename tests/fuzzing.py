@@ -1,0 +1,357 @@
+"""Shared pieces of the property-based tests: profiles, the seed, and hostile mutations of inputs.
+
+``KUBEVIRT_EXPAND_FUZZ`` picks the profile: ``ci`` (the default, bounded so the three fuzz targets add
+well under a minute) or ``long`` (ten times the examples). ``KUBEVIRT_EXPAND_FUZZ_SEED`` fixes the seed;
+without it one is drawn per run, and the terminal summary prints it (tests/conftest.py) so any run can
+be repeated exactly. Failures hypothesis finds are kept in ``tests/fuzz_regressions/`` (its example
+database, committed) and replayed first on every run; each bug fixed also gets an explicit
+``@example`` beside its target.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import seed as _seed
+from hypothesis import strategies as st
+from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis.vendor import pretty
+
+REPO: Final = Path(__file__).resolve().parents[1]
+REGRESSIONS: Final = REPO / "tests" / "fuzz_regressions"
+
+PROFILE: Final = os.environ.get("KUBEVIRT_EXPAND_FUZZ", "ci").strip().lower() or "ci"
+_SCALE: Final = {"ci": 1, "long": 10}
+if PROFILE not in _SCALE:
+    raise RuntimeError(f"KUBEVIRT_EXPAND_FUZZ must be one of {', '.join(_SCALE)}, not {PROFILE!r}")
+
+SEED: Final = int(os.environ.get("KUBEVIRT_EXPAND_FUZZ_SEED") or random.SystemRandom().randrange(2**32))
+
+# Each example is bounded in time: generous, since two cores are shared with the rest of the suite;
+# a hang or a quadratic blow-up still fails.
+DEADLINE_MS: Final = 10_000
+
+_COMMON = settings(
+    deadline=DEADLINE_MS,
+    database=DirectoryBasedExampleDatabase(REGRESSIONS),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+    print_blob=True,
+    # No shrinking budget worth waiting for in CI; the failing example is printed as found.
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
+)
+settings.register_profile("ci", _COMMON)
+settings.register_profile("long", _COMMON)
+
+
+def _pretty_int(obj: int, printer: Any, cycle: bool) -> None:
+    """Print integers past Python's conversion limit as ``10**N - 1``-style text (repr fails)."""
+    try:
+        printer.text(repr(obj))
+    except ValueError:
+        printer.text(f"({'-' if obj < 0 else ''}2**{abs(obj).bit_length() - 1} + ...)")
+
+
+# Falsifying examples with such integers must still be reported.
+pretty._type_pprinters[int] = _pretty_int
+
+RAN: dict[str, int] = {}
+"""Examples run per target in this process (printed in the terminal summary)."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def fuzz(target: str, ci_examples: int) -> Callable[[F], F]:
+    """Hypothesis settings and seed for one target: ``ci_examples`` in CI, ten times that when long."""
+
+    def wrap(test: F) -> F:
+        configured = settings(settings.get_profile(PROFILE), max_examples=ci_examples * _SCALE[PROFILE])
+        return _seed(SEED)(configured(test))  # type: ignore[no-any-return]
+
+    RAN.setdefault(target, 0)
+    return wrap
+
+
+def count(target: str) -> None:
+    RAN[target] = RAN.get(target, 0) + 1
+
+
+# --- hostile values ---------------------------------------------------------------------------------
+
+ODD_STRINGS: Final = [
+    "",
+    " ",
+    "0",
+    "-1",
+    "1Gi",
+    "-1Gi",
+    "0.5",
+    "1e3",
+    "1e309",
+    "1E-400",
+    "0x1F",
+    "0o17",
+    "1.5Mi",
+    "1Ki1",
+    "+.5e-3M",
+    "Always",
+    "Halted",
+    "spread",
+    "preferSockets",
+    "SocketsCoresThreads",
+    "any",
+    "virtualmachineinstancetype",
+    "VirtualMachineClusterInstancetype",
+    "virtualmachinepreferences",
+    "VirtualMachineClusterPreference",
+    "ControllerRevision",
+    "amd64",
+    "arm64",
+    "s390x",
+    "q35",
+    "true",
+    "false",
+    "null",
+    "~",
+    "a/b",
+    "../..",
+    "%s%n",
+    "{}",
+    "[]",
+    "\x00",
+    "\u202e",
+    "😀",
+    "é",
+    "2026-01-01T00:00:00Z",
+    "52:54:00:12:34:56",
+    "instancetype.kubevirt.io/object-name",
+    "kubevirt.io/v1",
+    "instancetype.kubevirt.io/v1beta1",
+    "instancetype.kubevirt.io/v1alpha1",
+    "flavor.kubevirt.io/v1alpha1",
+    "e30=",
+]
+
+ODD_NUMBERS: Final = [
+    0,
+    -1,
+    1,
+    2,
+    3,
+    255,
+    2**31,
+    2**32,
+    2**53 + 1,
+    2**63 - 1,
+    2**63,
+    2**64,
+    -(2**63) - 1,
+    2**1023,
+    2**1024,
+    0.5,
+    -0.0,
+    1e308,
+    -1e308,
+    5e-324,
+    float("nan"),
+    float("inf"),
+    float("-inf"),
+]
+
+scalars: Final = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.sampled_from(ODD_NUMBERS),
+    # Beyond Python's 4,300-digit limit of int <-> str conversions (built lazily: not even repr works).
+    st.sampled_from([4_300, 4_301, 5_000]).map(lambda digits: 10**digits - 1),
+    st.floats(),
+    st.text(max_size=12),
+    st.sampled_from(ODD_STRINGS),
+    # Long texts, built lazily so that hypothesis' reports stay readable.
+    st.sampled_from([5_000, 70_000]).map(lambda n: "1" + "0" * n),
+    st.sampled_from(["Gi", "m", "e3", "E-9"]).map(lambda suffix: "1" + "0" * 4_400 + suffix),
+    st.just(4_400).map(lambda n: "0." + "0" * n + "1"),
+    st.just(300).map(lambda n: "9" * n + "e" + "9" * 30),
+    st.just(70_000).map(lambda n: "a" * n),
+)
+
+
+def _deep(depth: int, leaf: Any, as_list: bool) -> Any:
+    value = leaf
+    for _ in range(depth):
+        value = [value] if as_list else {"a": value}
+    return value
+
+
+deep_values: Final = st.builds(
+    _deep, st.sampled_from([30, 99, 100, 101, 256, 1_000, 20_000]), scalars, st.booleans()
+)
+
+json_values: Final = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+# What only a Python caller (never bytes) can hand over: the API must refuse these as ExpandError.
+non_json: Final = st.one_of(
+    st.tuples(scalars),
+    st.frozensets(st.integers(), max_size=2),
+    st.binary(max_size=4),
+    st.builds(object),
+    st.builds(lambda k, v: {k: v}, st.one_of(st.integers(), st.none(), st.booleans(), st.tuples()), scalars),
+)
+
+values: Final = st.one_of(scalars, json_values, deep_values)
+
+
+# --- structural mutations ---------------------------------------------------------------------------
+
+Path_ = tuple[Any, ...]
+
+
+def walk(value: Any, most_depth: int = 60) -> list[tuple[Path_, Any]]:
+    """Nodes of a JSON tree with their paths, root first, down to ``most_depth`` (iterative: a
+    mutation may have nested something 20,000 deep)."""
+    found: list[tuple[Path_, Any]] = []
+    stack: list[tuple[Path_, Any]] = [((), value)]
+    while stack:
+        path, node = stack.pop()
+        found.append((path, node))
+        if len(path) >= most_depth:
+            continue
+        if isinstance(node, dict):
+            stack.extend(((*path, k), v) for k, v in reversed(list(node.items())))
+        elif isinstance(node, list):
+            stack.extend(((*path, i), v) for i, v in reversed(list(enumerate(node))))
+    return found
+
+
+def clone(value: Any) -> Any:
+    """A copy of the dicts and lists of a tree, however deep (leaves shared: they are immutable)."""
+    if not isinstance(value, dict | list):
+        return value
+    top: Any = {} if isinstance(value, dict) else []
+    stack: list[tuple[Any, Any]] = [(value, top)]
+    while stack:
+        source, target = stack.pop()
+        items = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, item in items:
+            copied = {} if isinstance(item, dict) else [] if isinstance(item, list) else item
+            if isinstance(target, dict):
+                target[key] = copied
+            else:
+                target.append(copied)
+            if copied is not item:
+                stack.append((item, copied))
+    return top
+
+
+def same(a: Any, b: Any) -> bool:
+    """Whether two trees are equal, however deep (NaN equals NaN: the input was not changed)."""
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if x is y:
+            continue
+        if type(x) is not type(y):
+            return False
+        if isinstance(x, dict):
+            if list(x) != list(y):
+                return False
+            stack.extend((x[k], y[k]) for k in x)
+        elif isinstance(x, list):
+            if len(x) != len(y):
+                return False
+            stack.extend(zip(x, y, strict=True))
+        elif x != y and not (isinstance(x, float) and x != x and y != y):
+            return False
+    return True
+
+
+def keys_of(value: Any) -> list[str]:
+    """Every mapping key in a tree, sorted: field names worth reusing somewhere else."""
+    return sorted({p[-1] for p, _ in walk(value) if p and isinstance(p[-1], str)})
+
+
+def _parent(root: Any, path: Path_) -> Any:
+    node = root
+    for step in path[:-1]:
+        node = node[step]
+    return node
+
+
+OPERATIONS: Final = ("drop", "replace", "duplicate", "graft", "add", "rename", "wrap", "empty")
+
+
+@st.composite
+def mutated(draw: st.DrawFn, original: Any, *, python_values: bool = False, most: int = 4) -> Any:
+    """``original`` (deep-copied) after one to ``most`` random edits: members dropped, replaced by odd
+    values or by values taken from elsewhere in the tree, duplicated, renamed, added (known field
+    names with odd values), wrapped in a list, emptied."""
+    root = clone(original)
+    known = keys_of(original) or ["spec"]
+    for _ in range(draw(st.integers(1, most))):
+        nodes = list(walk(root))
+        path, node = nodes[draw(st.integers(0, len(nodes) - 1))]
+        operation = draw(st.sampled_from(OPERATIONS))
+        pool = values if not python_values else st.one_of(values, non_json)
+        if not path:
+            if operation in ("add", "drop") and isinstance(root, dict):
+                if operation == "add":
+                    root[draw(st.sampled_from(known))] = draw(pool)
+                elif root:
+                    root.pop(draw(st.sampled_from(sorted(root))))
+            continue
+        parent, key = _parent(root, path), path[-1]
+        if operation == "drop":
+            del parent[key]
+        elif operation == "replace":
+            parent[key] = draw(pool)
+        elif operation == "duplicate":
+            if isinstance(parent, list):
+                parent.insert(key, clone(node))
+            else:
+                parent[draw(st.sampled_from(known))] = clone(node)
+        elif operation == "graft":
+            _, other = nodes[draw(st.integers(0, len(nodes) - 1))]
+            parent[key] = clone(other)
+        elif operation == "add":
+            if isinstance(node, dict):
+                node[draw(st.sampled_from(known))] = draw(pool)
+            elif isinstance(node, list):
+                node.append(draw(pool))
+            else:
+                parent[key] = draw(pool)
+        elif operation == "rename":
+            if isinstance(parent, dict):
+                parent[draw(st.sampled_from([*known, str(key).upper(), str(key) + " "]))] = parent.pop(key)
+        elif operation == "wrap":
+            parent[key] = [node]
+        elif operation == "empty":
+            parent[key] = type(node)() if isinstance(node, dict | list | str) else None
+    return root
+
+
+def size_of(value: Any) -> int:
+    """About the size of a tree as JSON text, however deep: 8 per node plus the text of strings."""
+    total = 0
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        total += 8
+        if isinstance(node, dict):
+            total += sum(len(str(k)) for k in node)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, str):
+            total += len(node)
+    return total
