@@ -10,9 +10,11 @@ database, committed) and replayed first on every run; each bug fixed also gets a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -74,6 +76,17 @@ def fuzz(target: str, ci_examples: int) -> Callable[[F], F]:
 
     RAN.setdefault(target, 0)
     return wrap
+
+
+@contextlib.contextmanager
+def unlimited_int_text() -> Iterator[None]:
+    """Let the harness write integers of any length as text (Python refuses past 4,300 digits)."""
+    before = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        yield
+    finally:
+        sys.set_int_max_str_digits(before)
 
 
 def count(target: str) -> None:
@@ -210,6 +223,8 @@ non_json: Final = st.one_of(
 )
 
 values: Final = st.one_of(scalars, json_values, deep_values)
+shallow_values: Final = st.one_of(scalars, json_values)
+"""Values a serializer can still write (json.dumps stops at about 1,000 levels)."""
 
 
 # --- structural mutations ---------------------------------------------------------------------------
@@ -292,7 +307,9 @@ OPERATIONS: Final = ("drop", "replace", "duplicate", "graft", "add", "rename", "
 
 
 @st.composite
-def mutated(draw: st.DrawFn, original: Any, *, python_values: bool = False, most: int = 4) -> Any:
+def mutated(
+    draw: st.DrawFn, original: Any, *, python_values: bool = False, deep: bool = True, most: int = 4
+) -> Any:
     """``original`` (deep-copied) after one to ``most`` random edits: members dropped, replaced by odd
     values or by values taken from elsewhere in the tree, duplicated, renamed, added (known field
     names with odd values), wrapped in a list, emptied."""
@@ -302,7 +319,7 @@ def mutated(draw: st.DrawFn, original: Any, *, python_values: bool = False, most
         nodes = list(walk(root))
         path, node = nodes[draw(st.integers(0, len(nodes) - 1))]
         operation = draw(st.sampled_from(OPERATIONS))
-        pool = values if not python_values else st.one_of(values, non_json)
+        pool = (values if deep else shallow_values) if not python_values else st.one_of(values, non_json)
         if not path:
             if operation in ("add", "drop") and isinstance(root, dict):
                 if operation == "add":
@@ -355,3 +372,169 @@ def size_of(value: Any) -> int:
         elif isinstance(node, str):
             total += len(node)
     return total
+
+
+# --- textual mutations of JSON and YAML -------------------------------------------------------------
+
+# Flow-style YAML (and JSON) values that readers get wrong: aliases, tags, odd keys, deep nesting,
+# numbers past every limit, control characters. Each fits where a scalar value stood on a line.
+YAML_VALUES: Final = [
+    "&a [1, 2, 3]",
+    "*a",
+    "*undefined",
+    "&r [*r]",
+    "!!binary aGVsbG8=",
+    "!!binary '!!!'",
+    "!!set {a, b}",
+    "!!timestamp 2001-12-14t21:59:43.10-05:00",
+    "!!python/object/apply:os.system [echo]",
+    "!!python/name:os.system",
+    "!!float .nan",
+    "!!float .inf",
+    "!!int 0x1F",
+    "!!int '12a'",
+    "!!str 1",
+    "!!null ''",
+    "!!bool maybe",
+    "!!map [a]",
+    "!!seq {a: 1}",
+    "!<tag:yaml.org,2002:str> x",
+    "!custom x",
+    "{1: a}",
+    "{~: a}",
+    "{true: a, 1e3: b, 0x1F: c, .5: d, .inf: e}",
+    "{[a, b]: c}",
+    "{{a: 1}: c}",
+    "{a: 1, a: 2}",
+    "{<<: {x: 1}, y: 2}",
+    ".nan",
+    ".inf",
+    "-.inf",
+    "1e400",
+    "-1e400",
+    "18446744073709551616",
+    "-9223372036854775809",
+    "0b" + "1" * 70,
+    "0o" + "7" * 30,
+    "52:54:00:12:34:56",
+    "190:20:30",
+    "2001-12-14",
+    "y",
+    "NO",
+    "on",
+    "~",
+    "null",
+    "''",
+    '""',
+    '"\\ud800"',
+    '"\\x00\\x1b[31m"',
+    "'\u202e'",
+    "|\n  block",
+    ">-\n  folded",
+    "[a, b",
+    "{a: 1",
+    "]",
+    "}",
+    "'unterminated",
+    '"unterminated',
+    "@reserved",
+    "`reserved",
+    "% not a directive",
+    "- - - a",
+    "? complex",
+    "a: b: c",
+    "\t1",
+]
+
+YAML_LINES: Final = [
+    "---",
+    "...",
+    "--- |",
+    "%YAML 1.1",
+    "%YAML 1.3",
+    "%TAG ! tag:example.com,2000:",
+    "&x",
+    "<<: *a",
+    "? [a]",
+    ": b",
+    "kind: VirtualMachine",
+    "kind: List",
+    "items: []",
+    "metadata: {name: dup}",
+    "spec: null",
+    "\ufeffkind: VirtualMachine",
+    "\x00",
+    "\x1b[2J",
+    "\t",
+    "# comment",
+    "[[[[[[[[[[",
+    "{{{{{{{{{{",
+]
+
+
+def _big_text(kind: str, n: int) -> str:
+    """Large snippets, built lazily: nesting n deep, an n-digit integer, an alias fan-out."""
+    if kind == "list":
+        return "[" * n + "]" * n
+    if kind == "map":
+        return "{a: " * n + "1" + "}" * n
+    if kind == "digits":
+        return "1" * n
+    if kind == "hex":
+        return "0x" + "f" * n
+    if kind == "float":
+        return "1." + "1" * n + "e1"
+    # Billion laughs: n levels of ten aliases of the level below.
+    levels = ["&l0 [lol]"]
+    levels += [f"&l{i} [{', '.join([f'*l{i - 1}'] * 10)}]" for i in range(1, n + 1)]
+    return "[" + ", ".join(levels) + "]"
+
+
+big_snippets: Final = st.builds(
+    _big_text,
+    st.sampled_from(["list", "map", "digits", "hex", "float", "laughs"]),
+    st.sampled_from([3, 6, 99, 101, 4_301, 20_000]),
+).filter(lambda text: len(text) < 200_000)
+
+yaml_values: Final = st.one_of(st.sampled_from(YAML_VALUES), big_snippets)
+TEXT_OPERATIONS: Final = ("value", "line", "delete", "duplicate", "cut", "bytes", "indent")
+
+
+@st.composite
+def text_mutated(draw: st.DrawFn, text: str, *, most: int = 3) -> bytes:
+    """``text`` (JSON or YAML) after one to ``most`` edits of its lines: a scalar value replaced by a
+    hazardous one (aliases, tags, odd keys, deep nesting, huge numbers), a hazardous line inserted,
+    lines deleted or duplicated, the text cut short, raw bytes (invalid UTF-8, NUL) inserted, an
+    indentation broken."""
+    lines = text.split("\n")
+    raw_insert: bytes | None = None
+    for _ in range(draw(st.integers(1, most))):
+        at = draw(st.integers(0, max(len(lines) - 1, 0)))
+        line = lines[at] if lines else ""
+        operation = draw(st.sampled_from(TEXT_OPERATIONS))
+        indent = line[: len(line) - len(line.lstrip(" "))]
+        if operation == "value":
+            head, colon, _ = line.partition(": ")
+            value = draw(yaml_values)
+            lines[at] = f"{head}: {value}" if colon else f"{indent}- {value}"
+        elif operation == "line":
+            lines.insert(at, indent + draw(st.one_of(st.sampled_from(YAML_LINES), yaml_values)))
+        elif operation == "delete" and lines:
+            del lines[at : at + draw(st.integers(1, 3))]
+        elif operation == "duplicate" and lines:
+            lines.insert(at, line)
+        elif operation == "cut":
+            lines = lines[: at + 1]
+            if lines:
+                lines[-1] = lines[-1][: draw(st.integers(0, len(lines[-1])))]
+        elif operation == "bytes":
+            raw_insert = draw(
+                st.sampled_from([b"\xff\xfe", b"\x00", b"\xc3", b"\xed\xa0\x80", b"\xef\xbb\xbf"])
+            )
+            lines.insert(at, "\x00RAW\x00")
+        elif operation == "indent":
+            lines[at] = draw(st.sampled_from(["\t", " ", "   "])) + line
+    data = "\n".join(lines).encode("utf-8", "surrogatepass")
+    if raw_insert is not None:
+        data = data.replace(b"\x00RAW\x00", raw_insert)
+    return data
