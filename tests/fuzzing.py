@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -302,7 +303,46 @@ def _parent(root: Any, path: Path_) -> Any:
     return node
 
 
-OPERATIONS: Final = ("drop", "replace", "duplicate", "graft", "add", "rename", "wrap", "empty")
+OPERATIONS: Final = (
+    "drop",
+    "replace",
+    "duplicate",
+    "graft",
+    "add",
+    "rename",
+    "wrap",
+    "empty",
+    "edge",
+    "edge",
+)
+
+# Same-kind neighbours of what a field held: edge integers for integers, edge quantities for
+# quantity-like text, so a mutation gets past type checks into the arithmetic.
+EDGE_INTEGERS: Final = [0, 1, -1, 2, 3, 7, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**53, 2**63 - 1, 2**63, 2**64]
+EDGE_QUANTITIES: Final = [
+    "0",
+    "-1",
+    "1",
+    "0.5",
+    "1m",
+    "0.1m",
+    "1e3",
+    "1E-3",
+    "1Ei",
+    "8Ei",
+    "9223372036854775807",
+    "9223372036854775808Ki",
+    "1" + "0" * 30 + "Gi",
+    "1.5Gi",
+    "100Mi",
+    "1Pi",
+    "0Gi",
+    "-2Gi",
+    "1.0000000001",
+    "  1Gi",
+    "1gi",
+]
+_QUANTITY = re.compile(r"^[+-]?[0-9.]+([eEinumkKMGTP]*[-+]?[0-9]*)$")
 
 
 @st.composite
@@ -351,6 +391,13 @@ def mutated(
                 parent[draw(st.sampled_from([*known, str(key).upper(), str(key) + " "]))] = parent.pop(key)
         elif operation == "wrap":
             parent[key] = [node]
+        elif operation == "edge":
+            if isinstance(node, int) and not isinstance(node, bool):
+                parent[key] = draw(st.sampled_from(EDGE_INTEGERS))
+            elif isinstance(node, str) and _QUANTITY.match(node):
+                parent[key] = draw(st.sampled_from(EDGE_QUANTITIES))
+            elif isinstance(node, str):
+                parent[key] = draw(st.sampled_from(ODD_STRINGS))
         elif operation == "empty":
             parent[key] = type(node)() if isinstance(node, dict | list | str) else None
     return root
