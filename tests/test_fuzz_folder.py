@@ -1,0 +1,95 @@
+"""Property: the folder source reads any file beside good ones without failing: a broken file is
+reported (``/readyz?verbose``) and the good files keep being served, and every VM it did read renders
+to a VM or a clean 400/422 Status.
+
+The third user of the one hardened reader (after PUT bodies and the command line): golden conformance
+cases written as YAML, their objects then their text mutated (tests/fuzzing.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from collections import defaultdict
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hypothesis import event, given
+from hypothesis import strategies as st
+
+from apiserver.sources.folder import FolderSource
+from apiserver.sources.gather import render_traced
+from tests.conformance import Case, case_files, load
+from tests.fuzzing import count, fuzz, mutated, size_of, text_mutated, unlimited_int_text
+from tests.http_helpers import EXAMPLES
+from tests.test_fuzz_engine import check_status
+
+TARGET = "folder source"
+
+_BY_AREA: dict[str, list[Path]] = defaultdict(list)
+for _path in case_files():
+    _BY_AREA[_path.stem.rsplit("-", 1)[0]].append(_path)
+AREAS = sorted(_BY_AREA)
+GOOD = ("vm-fedora.yaml", "instancetypes.yaml", "preferences.yaml")
+
+
+@cache
+def _case(path: Path) -> Case:
+    return load(path)
+
+
+@st.composite
+def folder_files(draw: st.DrawFn) -> tuple[bytes, bool, bool]:
+    """A manifest file made from a mutated case, and the presets/validate options to render with."""
+    case = _case(draw(st.sampled_from(_BY_AREA[draw(st.sampled_from(AREAS))])))
+    docs: Any = [case.input["vm"], *case.input["objects"]]
+    if case.input.get("kubevirt") is not None:
+        docs.append(
+            {"apiVersion": "kubevirt.io/v1", "kind": "KubeVirt", "metadata": {"name": "kv"}}
+            | {"spec": {"configuration": case.input["kubevirt"]}}
+        )
+    if draw(st.booleans()):
+        docs = draw(mutated(docs, deep=False))
+        docs = docs if isinstance(docs, list) else [docs]
+    with unlimited_int_text():
+        text = yaml.safe_dump_all(docs, sort_keys=False)
+    data = draw(text_mutated(text)) if draw(st.booleans()) else text.encode()
+    return data, draw(st.booleans()), draw(st.booleans())
+
+
+async def _read_and_render(folder: Path, presets: bool, validate: bool) -> tuple[FolderSource, int]:
+    source = FolderSource(folder, watch=False)
+    await source.reload()
+    rendered = 0
+    for vm in list(source._snapshot.vms.values()):
+        result = await render_traced(source, vm, presets=presets, validate=validate)
+        if result.error is not None:
+            check_status(result.error.status, size_of(vm) + 65_536)
+        else:
+            assert result.result is not None and isinstance(result.result.vm, dict)
+            rendered += 1
+    return source, rendered
+
+
+@fuzz(TARGET, ci_examples=80)
+@given(folder_files())
+def test_the_folder_source_reads_any_file_beside_good_ones(file: tuple[bytes, bool, bool]) -> None:
+    count(TARGET)
+    data, presets, validate = file
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for name in GOOD:
+            shutil.copy(EXAMPLES / name, folder / name)
+        (folder / "fuzzed.yaml").write_bytes(data)
+        source, rendered = asyncio.run(_read_and_render(folder, presets, validate))
+    (check,) = source.checks()
+    event("file refused" if not check.ok else f"file read, {rendered} VM(s) rendered")
+    if not check.ok:
+        assert check.message.startswith(str(folder / "fuzzed.yaml")), check.message
+        assert "Traceback" not in check.message
+        assert str(folder / GOOD[0]) not in check.message
+    # The good files are served whatever the other file holds.
+    assert asyncio.run(source.get_vm("default", "fedora")) is not None
