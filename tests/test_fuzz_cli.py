@@ -12,11 +12,13 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import sys
 import tempfile
 from collections import defaultdict
 from functools import cache
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import yaml
 from hypothesis import event, example, given
@@ -80,18 +82,25 @@ def runs(draw: st.DrawFn) -> dict[str, Any]:
     namespace = draw(st.sampled_from([None, "default", "other", "Not_A_Namespace", "x" * 300]))
     if namespace is not None:
         options += ["-n", namespace]
-    return {"files": files, "options": options}
+    return {"files": files, "options": options, "stdin": draw(st.booleans())}
 
 
-def run_cli(files: dict[str, bytes], options: list[str]) -> tuple[int, str, str]:
-    """``kubevirt-expand expand -f`` the first file with ``options``, in a scratch folder."""
+def run_cli(files: dict[str, bytes], options: list[str], *, stdin: bool = False) -> tuple[int, str, str]:
+    """``kubevirt-expand expand -f`` the first file (or ``-f -`` with it on stdin) with ``options``,
+    in a scratch folder."""
     out, err = io.StringIO(), io.StringIO()
+    first = next(iter(files))
+    piped = io.TextIOWrapper(io.BytesIO(files[first] if stdin else b""))
     with tempfile.TemporaryDirectory() as tmp:
         for name, data in files.items():
             (Path(tmp) / name).write_bytes(data)
-        argv = ["expand", "-f", str(Path(tmp) / next(iter(files)))]
+        argv = ["expand", "-f", "-" if stdin else str(Path(tmp) / first)]
         argv += [str(Path(tmp) / o) if o in files else o for o in options]
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with (
+            contextlib.redirect_stdout(out),
+            contextlib.redirect_stderr(err),
+            mock.patch.object(sys, "stdin", piped),
+        ):
             try:
                 code = main(argv)
             except SystemExit as exc:  # argparse's usage errors
@@ -101,12 +110,12 @@ def run_cli(files: dict[str, bytes], options: list[str]) -> tuple[int, str, str]
 
 @fuzz(TARGET, ci_examples=150)
 @given(runs())
-# Regressions fuzzing found:
+# Hazards issue 12 names (a traceback there once):
 @example({"files": {"manifests.yaml": b"kind: VirtualMachine\nspec: &r [*r]\n"}, "options": ["-o", "json"]})
 def test_the_command_line_exits_cleanly(run: dict[str, Any]) -> None:
     count(TARGET)
     size = sum(len(data) for data in run["files"].values())
-    code, out, err = run_cli(run["files"], run["options"])
+    code, out, err = run_cli(run["files"], run["options"], stdin=run.get("stdin", False))
     event(f"exit {code}")
     assert code in (0, 1, 2), (code, err[-2000:])
     assert "Traceback" not in err, err[-4000:]
@@ -124,7 +133,7 @@ def test_the_command_line_exits_cleanly(run: dict[str, Any]) -> None:
             other if o == fmt and i and run["options"][i - 1] == "-o" else o
             for i, o in enumerate(run["options"])
         ]
-        code2, out2, _ = run_cli(run["files"], options)
+        code2, out2, _ = run_cli(run["files"], options, stdin=run.get("stdin", False))
         assert code2 == 0
         as_json, as_yaml = (out, out2) if fmt == "json" else (out2, out)
         from_yaml = [doc.value for doc in read_documents(as_yaml) if doc.value is not None]
