@@ -11,8 +11,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     fuzzing = sys.modules.get("tests.fuzzing")
     if fuzzing is None or not any(fuzzing.RAN.values()):
         return
-    ran = ", ".join(f"{target}: {n}" for target, n in fuzzing.RAN.items() if n)
     terminalreporter.write_line(
-        f"fuzz: profile {fuzzing.PROFILE}, seed {fuzzing.SEED} "
-        f"(KUBEVIRT_EXPAND_FUZZ_SEED={fuzzing.SEED} repeats it); examples run: {ran}"
+        f"fuzz: profile {fuzzing.PROFILE} (KUBEVIRT_EXPAND_FUZZ_SEED=N repeats a seed)"
     )
+    for target, n in fuzzing.RAN.items():
+        if n:
+            terminalreporter.write_line(f"fuzz: {target}: {n} examples, seed {fuzzing.seed_of(target)}")

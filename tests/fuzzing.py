@@ -1,18 +1,17 @@
 """Shared pieces of the property-based tests: profiles, the seed, and hostile mutations of inputs.
 
-``KUBEVIRT_EXPAND_FUZZ`` picks the profile: ``ci`` (the default, bounded so the three fuzz targets add
-well under a minute) or ``long`` (ten times the examples). ``KUBEVIRT_EXPAND_FUZZ_SEED`` fixes the seed;
-without it one is drawn per run, and the terminal summary prints it (tests/conftest.py) so any run can
-be repeated exactly. Failures hypothesis finds are kept in ``tests/fuzz_regressions/`` (its example
-database, committed) and replayed first on every run; each bug fixed also gets an explicit
-``@example`` beside its target.
+``KUBEVIRT_EXPAND_FUZZ`` picks the profile: ``ci`` (the default, bounded so the fuzz targets add well
+under a minute) or ``long`` (ten times the examples). Hypothesis draws a seed per target and run; the
+terminal summary prints them (tests/conftest.py), and ``KUBEVIRT_EXPAND_FUZZ_SEED=N`` runs every
+target with seed N to repeat a run (hypothesis' example database is not used then). Failures
+hypothesis finds are kept in ``tests/fuzz_regressions/`` (its example database, committed) and
+replayed first on every run; each bug fixed also gets an explicit ``@example`` beside its target.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import random
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -33,7 +32,8 @@ _SCALE: Final = {"ci": 1, "long": 10}
 if PROFILE not in _SCALE:
     raise RuntimeError(f"KUBEVIRT_EXPAND_FUZZ must be one of {', '.join(_SCALE)}, not {PROFILE!r}")
 
-SEED: Final = int(os.environ.get("KUBEVIRT_EXPAND_FUZZ_SEED") or random.SystemRandom().randrange(2**32))
+_FORCED = os.environ.get("KUBEVIRT_EXPAND_FUZZ_SEED", "").strip()
+FORCED_SEED: Final = int(_FORCED) if _FORCED else None
 
 # Each example is bounded in time: generous, since two cores are shared with the rest of the suite;
 # a hang or a quadratic blow-up still fails.
@@ -68,15 +68,33 @@ RAN: dict[str, int] = {}
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def fuzz(target: str, ci_examples: int) -> Callable[[F], F]:
-    """Hypothesis settings and seed for one target: ``ci_examples`` in CI, ten times that when long."""
+def fuzz(target: str, ci_examples: int, *, keep_failures: bool = True) -> Callable[[F], F]:
+    """Hypothesis settings and seed for one target: ``ci_examples`` in CI, ten times that when long;
+    failures saved to the example database unless ``keep_failures`` is false."""
 
     def wrap(test: F) -> F:
         configured = settings(settings.get_profile(PROFILE), max_examples=ci_examples * _SCALE[PROFILE])
-        return _seed(SEED)(configured(test))  # type: ignore[no-any-return]
+        if not keep_failures:
+            configured = settings(configured, database=None)
+        wrapped: F = configured(test)
+        if FORCED_SEED is not None:  # hypothesis then leaves its example database alone
+            wrapped = _seed(FORCED_SEED)(wrapped)
+        _TESTS[target] = wrapped
+        return wrapped
 
     RAN.setdefault(target, 0)
     return wrap
+
+
+_TESTS: dict[str, Any] = {}
+
+
+def seed_of(target: str) -> int | None:
+    """The seed hypothesis used for ``target`` in this run (None before it ran)."""
+    if FORCED_SEED is not None:
+        return FORCED_SEED
+    test = _TESTS.get(target)
+    return getattr(test, "_hypothesis_internal_use_generated_seed", None)
 
 
 @contextlib.contextmanager
