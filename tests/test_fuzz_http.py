@@ -10,14 +10,17 @@ schemathesis' checks (status code, content type, response schema) and ours (a St
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import logging
 import re
+import ssl
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 import requests
@@ -238,3 +241,130 @@ def test_put_answers_any_body_with_a_status(
         expanded = response.json()  # no "kind" when the body had none, as KubeVirt encodes it
         assert expanded.get("kind", "VirtualMachine") == "VirtualMachine" and "spec" in expanded
     check_status_body(response)
+
+
+# --- any path, method and query: routing, health, discovery, OpenAPI, metrics -----------------------
+
+PATH_TARGET = "HTTP API: any path and method"
+_VERSIONS = ("v1", "v1alpha3")
+_KNOWN_PATHS = [
+    "/",
+    "/apis",
+    f"/apis/{GROUP}",
+    *(f"/apis/{GROUP}/{v}" for v in _VERSIONS),
+    *(f"/apis/{GROUP}/{v}/version" for v in _VERSIONS),
+    "/openapi/v2",
+    "/openapi/v3",
+    *(f"/openapi/v3/apis/{GROUP}/{v}" for v in _VERSIONS),
+    "/livez",
+    "/readyz",
+    "/healthz",
+    "/readyz/folder",
+    "/metrics",
+    "/version",
+    *(f"/apis/{GROUP}/{v}/namespaces/default/virtualmachines/fedora/expand-spec" for v in _VERSIONS),
+    *(f"/apis/{GROUP}/{v}/namespaces/default/expand-vm-spec" for v in _VERSIONS),
+]
+_ODD_SEGMENTS = [
+    "",
+    ".",
+    "..",
+    "%2E%2E",
+    "%2F",
+    "%00",
+    "%0A",
+    "%0D%0AX-Injected:%201",
+    "%1B%5B31m",
+    "%ZZ",
+    "%",
+    "%C3%28",
+    "%E2%80%AE",
+    "a" * 300,
+    "UPPER",
+    "fedora",
+    "default",
+    "kube-system",
+    "expand-spec",
+    "virtualmachines",
+    "namespaces",
+    GROUP,
+    "v1",
+    "v2",
+]
+_QUERIES = [
+    "",
+    "?",
+    "?presets",
+    "?presets=",
+    "?presets=TRUE",
+    "?presets=yes",
+    "?validate=1&validate=0",
+    "?fieldValidation=strict",
+    "?fieldValidation=Warn&fieldValidation=Strict",
+    "?verbose",
+    "?exclude=folder",
+    "?pretty=true",
+    "?watch=true",
+    "?timeout=1s",
+    "?%ZZ=1",
+    "?a=%00",
+    "?" + "a=1&" * 500,
+]
+
+
+@st.composite
+def raw_paths(draw: st.DrawFn) -> str:
+    """A known path, maybe with a segment replaced, dropped or added, and a query."""
+    segments = draw(st.sampled_from(_KNOWN_PATHS)).split("/")
+    for _ in range(draw(st.sampled_from([0, 0, 0, 1, 2]))):
+        at = draw(st.integers(1, len(segments)))
+        segment = draw(
+            st.one_of(st.sampled_from(_ODD_SEGMENTS), st.text(max_size=10).map(lambda t: quote(t, safe="")))
+        )
+        operation = draw(st.sampled_from(["replace", "insert", "drop"]))
+        if operation == "insert" or at == len(segments):
+            segments.insert(at, segment)
+        elif operation == "replace":
+            segments[at] = segment
+        elif len(segments) > 2:
+            del segments[at]
+    return "/".join(segments) + draw(st.sampled_from(_QUERIES))
+
+
+def raw_request(
+    server: ThreadedServer, method: str, path: str, headers: dict[str, str], body: bytes | None
+) -> tuple[int, dict[str, str], bytes]:
+    """One request sent as written (no client normalizing the path), over TLS."""
+    context = ssl.create_default_context(cafile=str(server.ca_file))
+    port = int(server.url.rsplit(":", 1)[1])
+    connection = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=TIMEOUT)
+    try:
+        connection.request(method, path, body=body, headers=headers)
+        response = connection.getresponse()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+    finally:
+        connection.close()
+
+
+@fuzz(PATH_TARGET, ci_examples=100)
+@given(
+    method=st.sampled_from(["GET", "GET", "PUT", "POST", "DELETE", "PATCH", "HEAD", "OPTIONS", "TRACE"]),
+    path=raw_paths(),
+    accept=st.sampled_from([None, "application/json", "application/yaml", "text/plain", "*/*", "a/b;q=x"]),
+    body=st.sampled_from([None, b"", b"{}", b"kind: VirtualMachine\nspec: {}\n", b"\x00\xff"]),
+)
+def test_any_path_and_method_get_a_status(
+    server: ThreadedServer, method: str, path: str, accept: str | None, body: bytes | None
+) -> None:
+    count(PATH_TARGET)
+    headers = {"Accept": accept} if accept else {}
+    code, headers_in, content = raw_request(server, method, path, headers, body)
+    event(f"{method} {code}")
+    assert code < 500, (code, content[:2000])
+    no_errors_logged(server)
+    if code >= 400 and method != "HEAD":
+        assert headers_in["content-type"].startswith("application/json"), headers_in
+        status_body = json.loads(content)
+        assert status_body["kind"] == "Status" and status_body["code"] == code, status_body
+        assert "Traceback" not in status_body["message"]
+    assert len(content) <= 4 * 1024 * 1024
