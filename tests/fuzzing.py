@@ -14,15 +14,20 @@ import contextlib
 import os
 import re
 import sys
+from collections import defaultdict
 from collections.abc import Callable, Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
+import orjson
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as _seed
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.vendor import pretty
+
+from tests.conformance import Case, case_files, load
 
 REPO: Final = Path(__file__).resolve().parents[1]
 REGRESSIONS: Final = REPO / "tests" / "fuzz_regressions"
@@ -61,6 +66,52 @@ def _pretty_int(obj: int, printer: Any, cycle: bool) -> None:
 
 # Falsifying examples with such integers must still be reported.
 pretty._type_pprinters[int] = _pretty_int
+
+# --- conformance cases, balanced over their areas ---------------------------------------------------
+
+_BY_AREA: dict[str, list[Path]] = defaultdict(list)
+for _path in case_files():
+    _BY_AREA[_path.stem.rsplit("-", 1)[0]].append(_path)
+
+case_paths: Final = st.sampled_from(sorted(_BY_AREA)).flatmap(lambda area: st.sampled_from(_BY_AREA[area]))
+"""A golden case's file: an area first (the 1,852 common-instancetypes cases are one of twelve)."""
+
+
+def first_case(area: str) -> Path:
+    return _BY_AREA[area][0]
+
+
+@cache
+def case(path: Path) -> Case:
+    """A golden case, read once per process (never changed: mutations work on copies)."""
+    return load(path)
+
+
+# --- what a failure must look like -----------------------------------------------------------------
+
+# Python's own error texts: one in a Status means an exception was dressed up, not handled.
+PYTHON_INTERNALS: Final = re.compile(
+    r"Traceback|object has no attribute|NoneType|unhashable type|not subscriptable|not iterable"
+    r"|invalid literal for|Exceeds the limit \(\d+ digits\)|maximum recursion depth|takes \d+ positional"
+    r"|unsupported operand|can't multiply|object of type|must be str, not|list indices must"
+)
+
+
+def check_status(status: dict[str, Any], input_size: int) -> None:
+    """A failure is a Kubernetes Status a client can act on, not much bigger than what was sent."""
+    assert status["kind"] == "Status" and status["apiVersion"] == "v1" and status["status"] == "Failure"
+    assert status["code"] in (400, 422), status
+    assert status["reason"] == {400: "BadRequest", 422: "Invalid"}[status["code"]]
+    message = status["message"]
+    assert isinstance(message, str) and message
+    assert not PYTHON_INTERNALS.search(message), message
+    for cause in status.get("details", {}).get("causes", []):
+        assert set(cause) <= {"reason", "message", "field"}, cause
+        assert all(isinstance(v, str) for v in cause.values()), cause
+        assert not PYTHON_INTERNALS.search(cause.get("message", "")), cause
+    encoded = orjson.dumps(status)
+    assert len(encoded) <= 4 * input_size + 65_536, f"{len(encoded)} bytes for an input of {input_size}"
+
 
 RAN: dict[str, int] = {}
 """Examples run per target in this process (printed in the terminal summary)."""

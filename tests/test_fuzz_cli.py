@@ -14,8 +14,6 @@ import io
 import json
 import sys
 import tempfile
-from collections import defaultdict
-from functools import cache
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -26,20 +24,9 @@ from hypothesis import strategies as st
 
 from apiserver.cli import main
 from apiserver.sources.documents import read_documents
-from tests.conformance import Case, case_files, load
-from tests.fuzzing import count, fuzz, mutated, text_mutated, unlimited_int_text
+from tests.fuzzing import case, case_paths, count, first_case, fuzz, mutated, text_mutated, unlimited_int_text
 
 TARGET = "command line: kubevirt-expand expand"
-
-_BY_AREA: dict[str, list[Path]] = defaultdict(list)
-for _path in case_files():
-    _BY_AREA[_path.stem.rsplit("-", 1)[0]].append(_path)
-AREAS = sorted(_BY_AREA)
-
-
-@cache
-def _case(path: Path) -> Case:
-    return load(path)
 
 
 def _write(docs: list[Any], fmt: str) -> str:
@@ -56,9 +43,8 @@ def _dump(docs: list[Any], fmt: str) -> str:
 @st.composite
 def runs(draw: st.DrawFn) -> dict[str, Any]:
     """Files for one run (name -> bytes) and the command line's options."""
-    area = draw(st.sampled_from(AREAS))
-    case = _case(draw(st.sampled_from(_BY_AREA[area])))
-    docs: list[Any] = [case.input["vm"], *case.input["objects"]]
+    golden = case(draw(case_paths))
+    docs: list[Any] = [golden.input["vm"], *golden.input["objects"]]
     if draw(st.booleans()):
         docs = draw(mutated(docs, deep=False))
         if not isinstance(docs, list):
@@ -68,7 +54,7 @@ def runs(draw: st.DrawFn) -> dict[str, Any]:
     data = draw(text_mutated(text)) if draw(st.integers(0, 3)) else text.encode()
     files = {f"manifests.{fmt}": data}
     options: list[str] = []
-    kubevirt = case.input.get("kubevirt")
+    kubevirt = golden.input.get("kubevirt")
     if kubevirt is not None:
         files["kubevirt.yaml"] = (
             draw(text_mutated(yaml.safe_dump(kubevirt)))
@@ -147,8 +133,8 @@ def test_the_command_line_exits_cleanly(run: dict[str, Any]) -> None:
 
 def test_the_fuzz_helpers_run_the_real_command_line() -> None:
     """The harness itself: a good case expands (exit 0), a file with no VM is a usage error (exit 2)."""
-    case = _case(_BY_AREA["docs"][0])
-    good = _write([case.input["vm"], *case.input["objects"]], "yaml").encode()
+    docs = case(first_case("docs"))
+    good = _write([docs.input["vm"], *docs.input["objects"]], "yaml").encode()
     code, out, err = run_cli({"m.yaml": good}, ["--field-validation", "Ignore"])
     assert (code, err) == (0, "")
     assert yaml.safe_load(out)["kind"] == "VirtualMachine"

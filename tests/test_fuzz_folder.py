@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
-from collections import defaultdict
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -22,34 +20,33 @@ from hypothesis import strategies as st
 
 from apiserver.sources.folder import FolderSource
 from apiserver.sources.gather import render_traced
-from tests.conformance import Case, case_files, load
-from tests.fuzzing import count, fuzz, mutated, size_of, text_mutated, unlimited_int_text
+from tests.fuzzing import (
+    case,
+    case_paths,
+    check_status,
+    count,
+    fuzz,
+    mutated,
+    size_of,
+    text_mutated,
+    unlimited_int_text,
+)
 from tests.http_helpers import EXAMPLES
-from tests.test_fuzz_engine import check_status
 
 TARGET = "folder source"
 
-_BY_AREA: dict[str, list[Path]] = defaultdict(list)
-for _path in case_files():
-    _BY_AREA[_path.stem.rsplit("-", 1)[0]].append(_path)
-AREAS = sorted(_BY_AREA)
 GOOD = ("vm-fedora.yaml", "instancetypes.yaml", "preferences.yaml")
-
-
-@cache
-def _case(path: Path) -> Case:
-    return load(path)
 
 
 @st.composite
 def folder_files(draw: st.DrawFn) -> tuple[bytes, bool, bool]:
     """A manifest file made from a mutated case, and the presets/validate options to render with."""
-    case = _case(draw(st.sampled_from(_BY_AREA[draw(st.sampled_from(AREAS))])))
-    docs: Any = [case.input["vm"], *case.input["objects"]]
-    if case.input.get("kubevirt") is not None:
+    golden = case(draw(case_paths))
+    docs: Any = [golden.input["vm"], *golden.input["objects"]]
+    if golden.input.get("kubevirt") is not None:
         docs.append(
             {"apiVersion": "kubevirt.io/v1", "kind": "KubeVirt", "metadata": {"name": "kv"}}
-            | {"spec": {"configuration": case.input["kubevirt"]}}
+            | {"spec": {"configuration": golden.input["kubevirt"]}}
         )
     if draw(st.booleans()):
         docs = draw(mutated(docs, deep=False))
