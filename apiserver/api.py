@@ -33,6 +33,19 @@ class Expanded:
     warnings: tuple[str, ...] = ()
 
 
+def _json_kind(value: Any) -> str:
+    """What a value is, in JSON's words (``null``, not Python's ``NoneType``)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else f"a {type(value).__name__}"
+
+
 def _inputs(
     vm: Any, objects: Iterable[Any], kubevirt: Any
 ) -> tuple[list[Mapping[str, Any]], Mapping[str, Any] | None]:
@@ -40,8 +53,9 @@ def _inputs(
     listed = []
     for index, obj in enumerate(objects):
         if not isinstance(obj, Mapping):
-            name = "a list" if isinstance(obj, list) else f"a {type(obj).__name__}"
-            raise ExpandError.bad_request(f"objects[{index}]: expected an object (a mapping), got {name}")
+            raise ExpandError.bad_request(
+                f"objects[{index}]: expected an object (a mapping), got {_json_kind(obj)}"
+            )
         check_json(obj, f"objects[{index}]")
         listed.append(obj)
     if kubevirt is not None:

@@ -1,6 +1,11 @@
-"""Suite-wide hooks: tests that read ``../shared`` skip with one reason without it (see tests/shared.py)."""
+"""Suite-wide hooks: tests that read ``../shared`` skip with one reason without it (see tests/shared.py);
+xdist work units; the fuzz profile and seeds in the terminal summary, so a run can be repeated."""
 
 from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -45,3 +50,40 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             if skip:
                 pytest.skip(why)
             pytest.fail(why, pytrace=False)
+
+
+# Fuzz figures per worker ("" without xdist): {target: (examples, seed)}. Workers send theirs with each
+# report (user_properties travel to the controller), so the summary has them in a parallel run too.
+_FUZZ_RAN: dict[str, dict[str, tuple[int, int | None]]] = {}
+
+
+def _fuzz_snapshot() -> dict[str, tuple[int, int | None]] | None:
+    fuzzing = sys.modules.get("tests.fuzzing")
+    if fuzzing is None:
+        return None
+    return {target: (n, fuzzing.seed_of(target)) for target, n in fuzzing.RAN.items() if n}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
+    outcome = yield
+    if call.when == "teardown":
+        snapshot = _fuzz_snapshot()
+        if snapshot:
+            outcome.get_result().user_properties.append(("fuzz", snapshot))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    for name, value in report.user_properties:
+        if name == "fuzz":
+            _FUZZ_RAN[str((getattr(report, "node", None) and report.node.gateway.id) or "")] = dict(value)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    ran = {target: figures for worker in _FUZZ_RAN.values() for target, figures in worker.items()}
+    if not ran:
+        return
+    profile = sys.modules["tests.fuzzing"].PROFILE if "tests.fuzzing" in sys.modules else "ci"
+    terminalreporter.write_line(f"fuzz: profile {profile} (KUBEVIRT_EXPAND_FUZZ_SEED=N repeats a seed)")
+    for target, (n, seed) in sorted(ran.items()):
+        terminalreporter.write_line(f"fuzz: {target}: {n} examples, seed {seed}")
