@@ -246,7 +246,9 @@ class RealCluster(Cluster):
         deadline = time.monotonic() + 30
         while True:
             got = await self.request("GET", f"{_CRDS}/{name}")
-            conditions = {c["type"]: c["status"] for c in got.get("status", {}).get("conditions", [])}
+            # A CRD just created has "status": {"conditions": null} until the controller first looks at it.
+            status = got.get("status") or {}
+            conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}
             if conditions.get("Established") == "True":
                 return
             assert time.monotonic() < deadline, f"CRD {name} not Established: {conditions}"
