@@ -183,7 +183,7 @@ class DeployedServer:
         message = ""
         while time.monotonic() < deadline:
             obj = self.cluster.get_json("apiservice", name)
-            for cond in obj.get("status", {}).get("conditions", []):
+            for cond in (obj.get("status") or {}).get("conditions") or []:
                 if cond["type"] == "Available":
                     if cond["status"] == "True":
                         return
@@ -334,7 +334,7 @@ class DeployedServer:
         """Whether the aggregator reports every APIService of the overlay Available right now."""
         for svc in self.apiservices():
             obj = self.cluster.get_json("apiservice", svc["metadata"]["name"])
-            conditions = obj.get("status", {}).get("conditions", [])
+            conditions = (obj.get("status") or {}).get("conditions") or []
             if not any(c["type"] == "Available" and c["status"] == "True" for c in conditions):
                 return False
         return True
