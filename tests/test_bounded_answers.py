@@ -18,6 +18,7 @@ import pytest
 from apiserver import ExpandError, expand_vm
 from apiserver.render.errors import MAX_CAUSE_TEXT, MAX_CAUSES, MAX_MESSAGE, status
 from tests.http_helpers import EXAMPLES, REPO, client_ssl, put_path, start_process
+from tests.test_http_bodies import BOMB, HEAD, TYPED_BOMB
 
 ITEMS = 300_000
 
@@ -166,3 +167,28 @@ def test_command_line_prints_a_bounded_error_for_such_a_file(tmp_path: Path) -> 
     first, second = done.stderr.decode().splitlines()
     assert first.startswith('error: default/many: VirtualMachine.kubevirt.io "many" is invalid: [')
     _assert_bounded(json.loads(second), 2 * ITEMS)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
+@pytest.mark.parametrize("name", ["alias-bomb", "typed-lists"])
+def test_server_refuses_alias_amplification_in_bounded_memory(tmp_path: Path, name: str) -> None:
+    """The issue's bodies: 605 bytes that once expanded to a 691 MB answer and 4.1 GB RSS, and typed lists
+    aliased to each other (2.4 KB -> 41 MB). Now a small 400, the server's memory barely moving."""
+    text = HEAD + "  managedFields:\n  - fieldsV1:\n      " + BOMB.replace("\n", "\n      ")
+    body = (text if name == "alias-bomb" else TYPED_BOMB).encode()
+    proc = start_process(tmp_path, "--manifests", str(EXAMPLES), "--no-gc-freeze")
+    try:
+        before = _rss_kib(proc.process.pid)
+        headers, payload = _put(proc.port, proc.ca_file, body)
+        peak = _peak_rss_kib(proc.process.pid)
+    finally:
+        proc.stop()
+    assert headers.startswith(b"HTTP/1.1 400"), headers
+    assert "too much aliasing" in orjson.loads(payload)["message"]
+    growth = (peak - before) * 1024
+    print(
+        f"\n{name}: request {len(body)} B, answer {len(payload)} B; server RSS {before / 1024:.0f} MiB "
+        f"before, peak {peak / 1024:.0f} MiB (+{growth / 1e6:.1f} MB)"
+    )
+    assert len(payload) < 4 * 1024
+    assert growth < 16 * 1024 * 1024
