@@ -9,6 +9,7 @@ unless a case file is given.
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import sys
@@ -45,7 +46,15 @@ def _median_us(fn: Callable[[], Any], rounds: int = 15, number: int = 200) -> fl
 
 
 def main() -> None:
-    path = Path(sys.argv[1]) if len(sys.argv) > 1 else _pick_case()
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0] if __doc__ else None,
+        epilog="Without CASE_FILE, a common-* vm-b case of ../shared/conformance/cases.",
+    )
+    parser.add_argument(
+        "case_file", nargs="?", type=Path, metavar="CASE_FILE", help="a conformance case (JSON)"
+    )
+    args = parser.parse_args()
+    path = args.case_file if args.case_file is not None else _pick_case()
     case = json.loads(path.read_text())
     vm_in = case["input"]["vm"]
     vm_out = case["expected"]["expanded"]

@@ -11,6 +11,7 @@ description changes:
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -70,6 +71,7 @@ def compact_ref(ref: dict[str, Any], custom: set[str]) -> dict[str, Any]:
 
 
 def main() -> int:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None).parse_args()
     fields_doc = json.loads((SHARED / "go-json-fields.json").read_text())
     swagger = json.loads((SHARED / "swagger.json").read_text())["definitions"]
     types = fields_doc["types"]

@@ -11,6 +11,7 @@ reads only the generated file; run this again when the swagger document is updat
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -53,8 +54,11 @@ def closure(definitions: dict[str, Any], roots: tuple[str, ...]) -> dict[str, An
 
 
 def main(argv: list[str]) -> int:
-    source = Path(argv[1]) if len(argv) > 1 else DEFAULT_INPUT
-    output = Path(argv[2]) if len(argv) > 2 else DEFAULT_OUTPUT
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("source", nargs="?", type=Path, default=DEFAULT_INPUT, metavar="SWAGGER_JSON")
+    parser.add_argument("output", nargs="?", type=Path, default=DEFAULT_OUTPUT, metavar="OUTPUT")
+    args = parser.parse_args(argv[1:])
+    source, output = args.source, args.output
     swagger = json.loads(source.read_text())
     kept = closure(swagger["definitions"], ROOTS)
     document = {

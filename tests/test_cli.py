@@ -650,3 +650,19 @@ def test_broken_pipe_is_quiet(tmp_path: Path) -> None:
         code = proc.wait(timeout=120)
     assert err == ""
     assert code == 1
+
+
+def test_help_warn_example_expands_only_the_given_vm(tmp_path: Path) -> None:
+    """The ``--field-validation Warn`` example of ``expand --help``, run as shown with a typo in vm.yaml,
+    prints that VM once with its warning (not also the VMs of examples/)."""
+    help_text = cli("expand", "--help").stdout
+    lines = help_text.split("# Expand a VM with unknown fields")[1].splitlines()[1:3]
+    command = " ".join(part.strip().rstrip("\\").strip() for part in lines).split()
+    assert command[:2] == ["kubevirt-expand", "expand"] and "vm.yaml" in command, command
+    vm = (EXAMPLES / "vm-fedora.yaml").read_text().replace("runStrategy:", "runStrategyy:")
+    (tmp_path / "vm.yaml").write_text(vm)
+    args = [str(tmp_path / "vm.yaml") if a == "vm.yaml" else a for a in command[1:]]
+    result = cli(*args)
+    assert result.returncode == 0, result.stderr
+    assert [d["metadata"]["name"] for d in yaml.safe_load_all(result.stdout)] == ["fedora"]
+    assert result.stderr == 'Warning: default/fedora: unknown field "spec.runStrategyy"\n'

@@ -204,5 +204,9 @@ async def test_bad_kubeconfig_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="cannot load the cluster configuration"):
         await s.start()
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
-    with pytest.raises(ValueError, match="in-cluster service account"):
+    with pytest.raises(ValueError, match="in-cluster service account") as raised:
         await load_configuration(None, environ=env)
+    # Run outside a pod without flags, the message says what to give instead.
+    assert str(raised.value).endswith(
+        "outside a pod give --kubeconfig FILE (or set $KUBECONFIG), or --manifests DIR"
+    )

@@ -149,12 +149,18 @@ async def test_broken_file_keeps_last_good_objects_and_warns(
     assert await cpu_of(source) == 2
 
 
-async def test_broken_new_file_serves_nothing_from_it(folder: tuple[Path, FolderSource]) -> None:
+async def test_broken_new_file_serves_nothing_from_it(
+    folder: tuple[Path, FolderSource], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, "apiserver.sources.folder")
     directory, source = folder
     (directory / "bad.yaml").write_text("- just\n- a list\n")
     await wait_for(lambda: warned(source))
     assert "bad.yaml" in source.checks()[0].message
     assert await source.get_vm("default", "vm1") is not None
+    # The log does not claim objects "read from it before" for a file never read.
+    (line,) = logged(caplog, "bad.yaml")
+    assert line.endswith("(nothing from it is served)"), line
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from cryptography import x509
 
 from apiserver.http.server import CERT_NAME, ServeError, Server, generate_self_signed
 from apiserver.http.settings import Settings
+from apiserver.sources.manifests import read_manifest_paths
 from tests.http_helpers import (
     EXAMPLES,
     REPO,
@@ -257,3 +258,34 @@ def test_a_log_written_into_the_manifests_folder_does_not_wake_the_server(tmp_pa
             time.sleep(0.1)
     finally:
         assert proc.stop() == 0
+
+
+def test_cli_names_the_flag_when_the_port_is_taken(tmp_path: Path) -> None:
+    """A second server on a busy port says how to pick another one, without a traceback."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = _cli(
+            "serve", "--manifests", str(EXAMPLES), "--secure-port", str(port), "--cert-dir", str(tmp_path)
+        )
+    assert result.returncode == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert "choose another port with --secure-port" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_cli_help_example_names_a_vm_of_the_examples() -> None:
+    """The curl line of ``serve --help`` works against the folder its other line serves."""
+    result = _cli("serve", "--help")
+    vms = {
+        obj["metadata"]["name"]
+        for _, obj in read_manifest_paths([str(EXAMPLES)])
+        if obj.get("kind") == "VirtualMachine"
+    }
+    named = [
+        line.split("/virtualmachines/")[1].split("/")[0]
+        for line in result.stdout.splitlines()
+        if line.strip().startswith("curl ")
+    ]
+    assert named and set(named) <= vms, (named, vms)

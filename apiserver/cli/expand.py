@@ -56,7 +56,8 @@ examples:
   kubevirt-expand expand -f examples/ --presets --validate
 
   # Expand a VM with unknown fields, warning about them instead of refusing it
-  kubevirt-expand expand -f vm.yaml -f examples/ --field-validation Warn
+  kubevirt-expand expand -f vm.yaml -f examples/instancetypes.yaml -f examples/preferences.yaml \
+      --field-validation Warn
 
 exit status: 0 every VM expanded, 1 some VM failed (its Status is on stderr), 2 usage error
 """

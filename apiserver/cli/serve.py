@@ -32,7 +32,7 @@ cluster of the in-cluster config or kubeconfig.
 EPILOG = """\
 examples:
   kubevirt-expand serve --manifests examples/
-  curl -k https://127.0.0.1:8443/apis/subresources.kubevirt.io/v1/namespaces/default/virtualmachines/my-vm/expand-spec
+  curl -k https://127.0.0.1:8443/apis/subresources.kubevirt.io/v1/namespaces/default/virtualmachines/fedora/expand-spec
 """
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import errno
 import ipaddress
 import logging
 import signal
@@ -207,7 +208,11 @@ class Server:
         except OSError as err:
             await runner.cleanup()
             where = f"{self.settings.bind_address}:{self.settings.secure_port}"
-            raise ServeError(f"cannot listen on {where}: {err.strerror or err}") from None
+            hint = ""
+            if err.errno == errno.EADDRINUSE:
+                # What a newcomer meets when a second server (or another program) holds the port.
+                hint = "; stop what listens there or choose another port with --secure-port"
+            raise ServeError(f"cannot listen on {where}: {err.strerror or err}{hint}") from None
         self._runner = runner
         address = runner.addresses[0]
         self.port = int(address[1])

@@ -125,7 +125,11 @@ class FolderSource:
             except (ManifestError, OSError) as err:
                 problem = str(err) if isinstance(err, ManifestError) else f"{name}: {err.strerror or err}"
                 kept = old.objects if old is not None else ()
-                _log.error("%s (serving the %d object(s) read from it before)", problem, len(kept))
+                if not kept:
+                    # A new file: "serving the 0 object(s) read from it before" suggested it had been read.
+                    _log.error("%s (nothing from it is served)", problem)
+                else:
+                    _log.error("%s (serving the %d object(s) read from it before)", problem, len(kept))
                 files[name] = _FileState(stamp, kept, problem)
                 continue
             if old is not None and old.error:

@@ -81,7 +81,13 @@ async def load_configuration(
             loader.load_and_set(config)
     except (ConfigException, OSError) as err:
         where = f"kubeconfig {path}" if path else "in-cluster service account"
-        raise ValueError(f"cannot load the cluster configuration ({where}): {err}") from err
+        # Outside a pod, the in-cluster error alone does not say what to give instead (~/.kube/config is
+        # not read, as k8s.io/apiserver servers do not read it).
+        hint = (
+            "" if path else "; outside a pod give --kubeconfig FILE (or set $KUBECONFIG), or --manifests DIR"
+        )
+        detail = str(err).rstrip(".") if hint else str(err)
+        raise ValueError(f"cannot load the cluster configuration ({where}): {detail}{hint}") from err
     return config
 
 
