@@ -22,6 +22,7 @@ from apiserver.auth.requestheader import (
 from apiserver.auth.reviews import KubeReviewClient
 from apiserver.auth.tls import TLS_VERSIONS
 from apiserver.auth.tokenreview import DEFAULT_TTL, TokenAuthenticator
+from apiserver.render.gojson.goscalars import format_duration, parse_duration
 
 READINESS_CHECK = "authentication-config"
 
@@ -47,37 +48,23 @@ class AuthOptions:
     kube_timeout: float = 5.0
 
 
-def _duration(text: str) -> float:
-    """Go durations as k8s flags take them (``10s``, ``1m``, ``500ms``) or plain seconds."""
-    units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+def duration(text: str) -> float:
+    """A Go duration as Kubernetes flags take them (``10s``, ``1m30s``, ``500ms``), or plain seconds."""
     raw = text.strip()
-    for suffix in ("ms", "s", "m", "h"):
-        if raw.endswith(suffix):
-            number = raw[: -len(suffix)]
-            try:
-                value = float(number) * units[suffix]
-            except ValueError:
-                break
-            return value
     try:
         return float(raw)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (use e.g. 10s, 1m)") from None
+        pass
+    try:
+        return parse_duration(raw) / 1e9
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 10s, 1m30s)") from None
 
 
-def _go_duration(seconds: float) -> str:
+def go_duration(seconds: float) -> str:
     """Seconds as Go's ``time.Duration`` prints them (``10s``, ``1m0s``, ``500ms``): defaults given as
     text, which argparse parses with the flag's type, so ``--help`` shows them in that notation."""
-    if seconds < 1:
-        return f"{seconds * 1000:g}ms"
-    minutes, rest = divmod(seconds, 60)
-    hours, minutes = divmod(int(minutes), 60)
-    text = f"{rest:g}s"
-    if minutes or hours:
-        text = f"{minutes}m" + text
-    if hours:
-        text = f"{hours}h" + text
-    return text
+    return format_duration(round(seconds * 1e9))
 
 
 def _tls_version(text: str) -> ssl.TLSVersion:
@@ -145,22 +132,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add(
         "--authentication-token-webhook-cache-ttl",
-        type=_duration,
-        default=_go_duration(DEFAULT_TTL),
+        type=duration,
+        default=go_duration(DEFAULT_TTL),
         metavar="DURATION",
         help="how long to keep TokenReview answers for bearer tokens",
     )
     add(
         "--authorization-webhook-cache-authorized-ttl",
-        type=_duration,
-        default=_go_duration(DEFAULT_ALLOWED_TTL),
+        type=duration,
+        default=go_duration(DEFAULT_ALLOWED_TTL),
         metavar="DURATION",
         help="how long to keep 'allowed' SubjectAccessReview answers",
     )
     add(
         "--authorization-webhook-cache-unauthorized-ttl",
-        type=_duration,
-        default=_go_duration(DEFAULT_DENIED_TTL),
+        type=duration,
+        default=go_duration(DEFAULT_DENIED_TTL),
         metavar="DURATION",
         help="how long to keep 'denied' SubjectAccessReview answers",
     )

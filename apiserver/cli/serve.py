@@ -53,30 +53,13 @@ def _positive(value: str) -> float:
     return number
 
 
-_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
 def _duration(value: str) -> float:
     """A positive Go duration as Kubernetes flags take them (``32s``, ``2m0s``, ``1m30s``, ``500ms``),
     or plain seconds."""
-    text = value.strip()
-    try:
-        seconds = float(text)
-    except ValueError:
-        parts = list(_DURATION.finditer(text))
-        if not parts or "".join(p.group() for p in parts) != text:
-            raise argparse.ArgumentTypeError(f"not a duration: {value!r} (e.g. 32s, 2m0s)") from None
-        seconds = sum(float(p.group(1)) * _UNITS[p.group(2)] for p in parts)
+    seconds = auth_options.duration(value)
     if not seconds > 0:
         raise argparse.ArgumentTypeError("must be greater than 0")
     return seconds
-
-
-def _go_text(seconds: float) -> str:
-    """How Go prints a duration of whole seconds (``32s``, ``2m0s``), for help texts."""
-    minutes, rest = divmod(int(seconds), 60)
-    return f"{minutes}m{rest}s" if minutes else f"{rest}s"
 
 
 def _count(value: str) -> int:
@@ -215,7 +198,7 @@ def add_parser(sub: Any) -> None:
         metavar="DURATION",
         help="close a connection whose request line and headers have not all arrived this long after "
         "it opened (TLS handshake included) or after the first byte of its next request, as "
-        f"k8s.io/apiserver's ReadHeaderTimeout (default {_go_text(defaults.header_timeout)})",
+        f"k8s.io/apiserver's ReadHeaderTimeout (default {auth_options.go_duration(defaults.header_timeout)})",
     )
     tls.add_argument(
         "--idle-timeout",
@@ -224,7 +207,7 @@ def add_parser(sub: Any) -> None:
         metavar="DURATION",
         help="close a keep-alive connection idle this long; keep it above the 90s for which the "
         "aggregator keeps its idle connections, so that the aggregator closes first "
-        f"(default {_go_text(defaults.idle_timeout)})",
+        f"(default {auth_options.go_duration(defaults.idle_timeout)})",
     )
     tls.add_argument(
         "--max-connections",
