@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import socket
 import ssl
 import subprocess
@@ -29,6 +30,7 @@ from apiserver.http.server import CERT_NAME, Server
 from apiserver.http.settings import Settings
 from apiserver.render.objects import PRESET, ObjectRef, ref_of
 from apiserver.sources.base import Check, SourceUnavailable
+from apiserver.sources.folder import FolderSource
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -244,3 +246,12 @@ def start_process(tmp_path: Path, *args: str, ready_timeout: float = 30) -> Serv
         time.sleep(0.1)
     running.stop()
     raise RuntimeError(f"server did not become ready:\n{running.log()}")
+
+
+@asynccontextmanager
+async def examples_server(tmp_path: Path, **settings: Any) -> AsyncIterator[RunningServer]:
+    """The real server on a copy of examples/ (a folder source, not watched): what the README serves."""
+    directory = tmp_path / "examples"
+    shutil.copytree(EXAMPLES, directory)
+    async with running_server(FolderSource(directory, watch=False), tmp_path, **settings) as running:
+        yield running

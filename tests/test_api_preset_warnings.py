@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import shutil
 import warnings
 from pathlib import Path
 from typing import Any
@@ -11,9 +10,8 @@ from typing import Any
 import pytest
 
 from apiserver import ExpandWarning, expand, expand_vm
-from apiserver.sources.folder import FolderSource
 from apiserver.sources.manifests import read_manifest_paths
-from tests.http_helpers import EXAMPLES, put_path, running_server
+from tests.http_helpers import EXAMPLES, examples_server, put_path
 
 OBJECTS = [obj for _, obj in read_manifest_paths([str(EXAMPLES)])]
 PINNED = next(o for o in OBJECTS if o["metadata"]["name"] == "fedora-pinned")
@@ -48,9 +46,7 @@ def test_expand_vm_issues_them_as_warnings() -> None:
 
 
 async def test_same_texts_as_the_servers_warning_headers(tmp_path: Path) -> None:
-    directory = tmp_path / "examples"
-    shutil.copytree(EXAMPLES, directory)
-    async with running_server(FolderSource(directory, watch=False), tmp_path) as srv:
+    async with examples_server(tmp_path) as srv:
         reply = await srv.put(put_path() + "?presets=true", json_body=conflicting_vm())
     assert reply.status == 200, reply.body
     headers = reply.header_lists["warning"]

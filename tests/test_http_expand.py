@@ -18,7 +18,7 @@ import yaml
 from apiserver import ExpandError, expand, expand_vm
 from apiserver.sources.folder import FolderSource
 from apiserver.sources.manifests import read_manifest_paths
-from tests.http_helpers import EXAMPLES, RunningServer, put_path, running_server, vm_path
+from tests.http_helpers import EXAMPLES, RunningServer, examples_server, put_path, running_server, vm_path
 
 OBJECTS = [obj for _, obj in read_manifest_paths([str(EXAMPLES)])]
 KUBEVIRT = next(o for o in OBJECTS if o["kind"] == "KubeVirt")
@@ -31,9 +31,7 @@ def expected(name: str, **kw: Any) -> dict[str, Any]:
 
 @pytest.fixture
 async def srv(tmp_path: Path) -> AsyncIterator[RunningServer]:
-    directory = tmp_path / "examples"
-    shutil.copytree(EXAMPLES, directory)
-    async with running_server(FolderSource(directory, watch=False), tmp_path) as running:
+    async with examples_server(tmp_path) as running:
         yield running
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -12,8 +11,7 @@ import orjson
 import pytest
 
 from apiserver.http.media import indent_json
-from apiserver.sources.folder import FolderSource
-from tests.http_helpers import EXAMPLES, RunningServer, put_path, running_server, vm_path
+from tests.http_helpers import EXAMPLES, RunningServer, examples_server, put_path, vm_path
 
 CURL = {"User-Agent": "curl/8.5.0"}
 
@@ -25,9 +23,7 @@ def go_indented(value: Any) -> bytes:
 
 @pytest.fixture
 async def srv(tmp_path: Path) -> AsyncIterator[RunningServer]:
-    directory = tmp_path / "examples"
-    shutil.copytree(EXAMPLES, directory)
-    async with running_server(FolderSource(directory, watch=False), tmp_path) as running:
+    async with examples_server(tmp_path) as running:
         yield running
 
 

@@ -3,7 +3,6 @@ per test. Skipped, with the reason, where the binaries are missing (see controlp
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -81,10 +80,7 @@ def deployed(
 
 @pytest.fixture
 def namespace(control_plane: ControlPlane) -> str:
-    """A fresh namespace for one test (never deleted: without a controller-manager it would stay Terminating)."""
-    name = f"t-{uuid.uuid4().hex[:10]}"
-    control_plane.kubectl("create", "namespace", name)
-    return name
+    return control_plane.new_namespace("t")
 
 
 @pytest.hookimpl(hookwrapper=True)

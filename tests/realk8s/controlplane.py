@@ -24,6 +24,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -391,6 +392,13 @@ class ControlPlane:
             return False
 
     # -- kubectl -----------------------------------------------------------------------------
+
+    def new_namespace(self, prefix: str) -> str:
+        """A fresh namespace for one test (never deleted: without a controller-manager it would stay
+        Terminating)."""
+        name = f"{prefix}-{uuid.uuid4().hex[:10]}"
+        self.kubectl("create", "namespace", name)
+        return name
 
     def kubectl(
         self,

@@ -288,14 +288,8 @@ class DeployedServer:
         timeout: float = 10,
     ) -> tuple[int, bytes]:
         """One HTTPS request to the process; (status, body), or (0, b"") when nothing answered."""
-        request = urllib.request.Request(self.url + path, data=body, method=method, headers=headers or {})
-        try:
-            with urllib.request.urlopen(request, timeout=timeout, context=self.ssl_context(cert)) as resp:
-                return resp.status, resp.read()
-        except urllib.error.HTTPError as err:
-            return err.code, err.read()
-        except (OSError, urllib.error.URLError):
-            return 0, b""
+        reply = self.call(path, method=method, headers=headers, body=body, cert=cert, timeout=timeout)
+        return (0, b"") if reply is None else (reply.status, reply.body)
 
     def call(
         self,

@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -94,9 +93,7 @@ def recovered(isolated_plane: ControlPlane, faulty: DeployedServer) -> Iterator[
 
 @pytest.fixture
 def namespace(isolated_plane: ControlPlane) -> str:
-    name = f"f-{uuid.uuid4().hex[:10]}"
-    isolated_plane.kubectl("create", "namespace", name)
-    return name
+    return isolated_plane.new_namespace("f")
 
 
 @dataclass(frozen=True)
