@@ -54,10 +54,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 # Fuzz figures per worker ("" without xdist): {target: (examples, seed)}. Workers send theirs with each
 # report (user_properties travel to the controller), so the summary has them in a parallel run too.
-_FUZZ_RAN: dict[str, dict[str, tuple[int, int | None]]] = {}
+_FUZZ_RAN: dict[str, dict[str, tuple[int, int | str | None]]] = {}
 
 
-def _fuzz_snapshot() -> dict[str, tuple[int, int | None]] | None:
+def _fuzz_snapshot() -> dict[str, tuple[int, int | str | None]] | None:
     fuzzing = sys.modules.get("tests.fuzzing")
     if fuzzing is None:
         return None

@@ -3,7 +3,9 @@
 ``KUBEVIRT_EXPAND_FUZZ`` picks the profile: ``ci`` (the default, bounded so the fuzz targets add well
 under a minute) or ``long`` (ten times the examples). Hypothesis draws a seed per target and run; the
 terminal summary prints them (tests/conftest.py), and ``KUBEVIRT_EXPAND_FUZZ_SEED=N`` runs every
-target with seed N to repeat a run (hypothesis' example database is not used then). Failures
+target with seed N to repeat a run (hypothesis' example database is not used then). Where ``CI`` is
+set, hypothesis derandomizes by itself (the same examples every run, so a CI verdict does not depend on
+luck); the summary then says "derandomized". Failures
 hypothesis finds are kept in ``tests/fuzz_regressions/`` (its example database, committed) and
 replayed first on every run; each bug fixed also gets an explicit ``@example`` beside its target.
 """
@@ -140,11 +142,16 @@ def fuzz(target: str, ci_examples: int, *, keep_failures: bool = True) -> Callab
 _TESTS: dict[str, Any] = {}
 
 
-def seed_of(target: str) -> int | None:
-    """The seed hypothesis used for ``target`` in this run (None before it ran)."""
+def seed_of(target: str) -> int | str | None:
+    """The seed hypothesis used for ``target`` in this run (None before it ran), or "derandomized"
+    where hypothesis' CI profile is in force (it loads it by itself when ``CI`` and the like are set):
+    then every run tries the same examples, chosen from the test's own code."""
     if FORCED_SEED is not None:
         return FORCED_SEED
     test = _TESTS.get(target)
+    configured = getattr(test, "_hypothesis_internal_use_settings", None)
+    if configured is not None and configured.derandomize:
+        return "derandomized"
     return getattr(test, "_hypothesis_internal_use_generated_seed", None)
 
 

@@ -141,3 +141,38 @@ def test_xdist_keeps_each_group_on_one_worker() -> None:
     assert all(len(used) == 1 for used in workers.values()), workers
     assert groups == {module: {f"{module}#0"} for module in files}
     assert len(ran) > 200
+
+
+FUZZ_PROBE = """
+from hypothesis import given, strategies as st
+
+from tests.fuzzing import count, fuzz
+
+
+@fuzz("probe", 5, keep_failures=False)
+@given(st.integers())
+def test_probe(n: int) -> None:
+    count("probe")
+"""
+
+
+def test_the_summary_says_how_to_repeat_each_fuzz_run(tmp_path: Path) -> None:
+    """A seed where hypothesis drew one, the forced seed when given, "derandomized" under ``CI`` (where
+    hypothesis picks the examples from the test's code), also from xdist workers."""
+    root = project_copy(tmp_path)
+    (root / "tests" / "test_probe_fuzz.py").write_text(FUZZ_PROBE)
+    (tmp_path / "shared").mkdir()  # with CI set, a missing ../shared would stop the run before the test
+    summaries = {}
+    for label, env in (
+        ("drawn", {}),
+        ("forced", {"KUBEVIRT_EXPAND_FUZZ_SEED": "1234"}),
+        ("ci", {"CI": "true"}),
+    ):
+        proc = run(root, "-n", "2", "tests/test_probe_fuzz.py", **env)
+        assert proc.returncode == 0, proc.stdout[-2000:]
+        lines = [line for line in proc.stdout.splitlines() if line.startswith("fuzz: probe: ")]
+        assert len(lines) == 1, proc.stdout[-2000:]
+        summaries[label] = lines[0]
+    assert re.fullmatch(r"fuzz: probe: 5 examples, seed \d{6,}", summaries["drawn"]), summaries
+    assert summaries["forced"] == "fuzz: probe: 5 examples, seed 1234"
+    assert summaries["ci"] == "fuzz: probe: 5 examples, seed derandomized"

@@ -105,7 +105,8 @@ def test_registered_from_scratch_without_complaint(
 ) -> None:
     """The APIServices deleted and registered again, as a first deployment does it: Available, then
     discovery and both OpenAPI documents merged, each within moments, and kube-apiserver's log has no
-    warning or error about our group or service meanwhile. (The aggregator downloads everything at
+    warning or error about our group or service meanwhile, but for the aggregator's own "not yet
+    available" placeholder while its first download is pending. (The aggregator downloads everything at
     registration; later it only re-polls every minute.)"""
     names = [svc["metadata"]["name"] for svc in deployed.apiservices()]
     log_start = control_plane.apiserver_log.stat().st_size
@@ -123,12 +124,22 @@ def test_registered_from_scratch_without_complaint(
     ):
         poll(what, probe, bool, timeout=30)
         timings[what] = time.monotonic() - started
+    merged_at = control_plane.apiserver_log.stat().st_size
     print("after registering: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
     with control_plane.apiserver_log.open("rb") as fh:
         fh.seek(log_start)
-        lines = fh.read().decode(errors="replace").splitlines()
-    complaints = [line for line in lines if line[:1] in "WE" and (GROUP in line or "kubevirt-expand" in line)]
-    assert complaints == []
+        before_merged = fh.read(merged_at - log_start).decode(errors="replace").splitlines()
+        after_merged = fh.read().decode(errors="replace").splitlines()
+    complaints = [line for line in before_merged if NOT_YET_DOWNLOADED not in line] + after_merged
+    assert [
+        line for line in complaints if line[:1] in "WE" and (GROUP in line or "kubevirt-expand" in line)
+    ] == []
+
+
+# kube-aggregator logs this warning from any read of /openapi/v2 (ours, polling above, or another
+# client's) between an APIService's registration and the first download of its spec; it says nothing
+# about our server. Once /openapi/v2 lists our group it must not appear again.
+NOT_YET_DOWNLOADED = "is not yet available"
 
 
 def group_listed(cluster: ControlPlane) -> bool:
