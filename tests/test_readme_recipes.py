@@ -1,4 +1,5 @@
-"""The README's recipes, run as written, so the README cannot rot.
+"""The recipes of README.md and docs/**/*.md, run as written where they live, so the docs cannot rot;
+and every relative link among them checked (file and anchor).
 
 Each fenced block preceded by ``<!-- recipe: KIND -->`` is run:
 
@@ -35,6 +36,8 @@ import pytest
 from tests.http_helpers import EXAMPLES, REPO, ServerProcess, start_process
 
 README = REPO / "README.md"
+# Every page a recipe or a link may live on, README first.
+PAGES = [README, *sorted((REPO / "docs").rglob("*.md"))]
 BLOCK = re.compile(r"^<!-- recipe: (\w+) -->\n```(\w+)\n(.*?)^```$", re.M | re.S)
 KUBECTL = shutil.which("kubectl")
 CURL = shutil.which("curl")
@@ -50,34 +53,47 @@ EXPECTED = {
 }
 
 
+KINDS = ("server", "offline", "python", "output")
+
+
 @dataclass(frozen=True)
 class Recipe:
+    page: str  # relative to the repository root
     kind: str
     line: int
     code: str
 
     @property
     def id(self) -> str:
-        return f"{self.kind}-line{self.line}"
+        return f"{self.page}:{self.line}-{self.kind}"
+
+    @property
+    def where(self) -> str:
+        return f"{self.page} line {self.line}"
 
 
-def recipes(*kinds: str) -> list[Recipe]:
-    text = README.read_text()
+def page_recipes(page: Path, *kinds: str) -> list[Recipe]:
+    text = page.read_text()
+    name = page.relative_to(REPO).as_posix()
     return [
-        Recipe(m.group(1), text.count("\n", 0, m.start()) + 1, m.group(3))
+        Recipe(name, m.group(1), text.count("\n", 0, m.start()) + 1, m.group(3))
         for m in BLOCK.finditer(text)
         if m.group(1) in kinds
     ]
 
 
-def test_the_readme_marks_its_recipes() -> None:
-    """The kinds this module runs, each at least once (so a renamed marker does not skip silently)."""
-    found = {r.kind for r in recipes("server", "offline", "python", "output")}
-    assert found == {"server", "offline", "python", "output"}
-    text = README.read_text()
-    assert len(re.findall(r"<!-- recipe: \w+ -->", text)) == len(
-        recipes("server", "offline", "python", "output")
-    )
+def recipes(*kinds: str) -> list[Recipe]:
+    return [recipe for page in PAGES for recipe in page_recipes(page, *kinds)]
+
+
+def test_the_docs_mark_their_recipes() -> None:
+    """The kinds this module runs, each at least once (so a renamed marker does not skip silently), and
+    every marker on every page followed by a block this module runs."""
+    assert len(PAGES) > 5, "docs/ should hold the guide's pages"
+    assert {r.kind for r in recipes(*KINDS)} == set(KINDS)
+    for page in PAGES:
+        markers = len(re.findall(r"<!-- recipe: \w+ -->", page.read_text()))
+        assert markers == len(page_recipes(page, *KINDS)), f"{page}: a recipe marker with no block it runs"
 
 
 @dataclass
@@ -131,7 +147,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
     (root / "apiserver.local.config" / "certificates").symlink_to(tmp / "proc-certs")
     server = start_process(tmp, "--manifests", str(EXAMPLES))
     env = _env(root)
-    # For the recipes that use the kubeconfig the README writes first (the cluster section's).
+    # For the recipes that use a kubeconfig for this server without writing one (docs/kubectl.md's cluster
+    # section, whose kubeconfig would be the user's own).
     kubeconfig = root / "expand.kubeconfig"
     kubeconfig.write_text(
         "apiVersion: v1\nkind: Config\n"
@@ -172,7 +189,7 @@ def check_expected(code: str, result: subprocess.CompletedProcess[str]) -> None:
 @pytest.mark.parametrize("recipe", recipes("server"), ids=lambda r: r.id)
 def test_server_recipe(served: Workspace, recipe: Recipe) -> None:
     result = run_shell(served, recipe.code)
-    assert result.returncode == 0, f"README line {recipe.line}:\n{result.stdout[-3000:]}\n{result.stderr}"
+    assert result.returncode == 0, f"{recipe.where}:\n{result.stdout[-3000:]}\n{result.stderr}"
     assert result.stdout.strip()
     assert "Traceback" not in result.stdout + result.stderr
     check_expected(recipe.code, result)
@@ -182,7 +199,7 @@ def test_server_recipe(served: Workspace, recipe: Recipe) -> None:
 @pytest.mark.parametrize("recipe", recipes("offline"), ids=lambda r: r.id)
 def test_offline_recipe(offline: Workspace, recipe: Recipe) -> None:
     result = run_shell(offline, recipe.code)
-    assert result.returncode == 0, f"README line {recipe.line}:\n{result.stdout[-3000:]}\n{result.stderr}"
+    assert result.returncode == 0, f"{recipe.where}:\n{result.stdout[-3000:]}\n{result.stderr}"
     assert result.stdout.strip()
     check_expected(recipe.code, result)
 
@@ -212,7 +229,7 @@ def python_with_checks(code: str) -> str:
 
 
 def test_python_checks_catch_a_wrong_value() -> None:
-    """The rewriting above can fail a recipe (a README value that is not what the code gives)."""
+    """The rewriting above can fail a recipe (a documented value that is not what the code gives)."""
     wrong = python_with_checks("x = {'a': 1}\nx['a']    # 2\n")
     assert "assert (x['a']) == 2" in wrong
     with pytest.raises(AssertionError):
@@ -231,7 +248,7 @@ def test_python_recipe(offline: Workspace, recipe: Recipe) -> None:
         timeout=120,
         check=False,
     )
-    assert result.returncode == 0, f"README line {recipe.line}:\n{result.stderr}"
+    assert result.returncode == 0, f"{recipe.where}:\n{result.stderr}"
 
 
 @pytest.mark.skipif(not IN_A_VENV, reason="the recipes use the kubevirt-expand of .venv")
@@ -249,3 +266,80 @@ def test_output_recipe(offline: Workspace, recipe: Recipe) -> None:
         check=False,
     )
     assert (result.stdout + result.stderr).splitlines() == shown
+
+
+# Links: [text](target) outside code; inline code is blanked first, so `a[0](b)` is no link.
+_FENCE = re.compile(r"^```.*?^```$", re.M | re.S)
+_INLINE_CODE = re.compile(r"`[^`\n]*`")
+_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+_HEADING = re.compile(r"^#{1,6} +(.+?) *#*$", re.M)
+
+
+def _prose(text: str) -> str:
+    return _INLINE_CODE.sub("``", _FENCE.sub("", text))
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, code marks and punctuation dropped, spaces to hyphens."""
+    text = heading.strip().lower().replace("`", "")
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    """The anchors of a page's headings (a repeated heading gets -1, -2, ... as on GitHub)."""
+    seen: dict[str, int] = {}
+    found: set[str] = set()
+    text = _FENCE.sub("", page.read_text())
+    for heading in _HEADING.findall(text):
+        base = slug(heading)
+        count = seen.get(base, 0)
+        seen[base] = count + 1
+        found.add(base if count == 0 else f"{base}-{count}")
+    found.update(re.findall(r'<a (?:id|name)="([^"]+)"', text))
+    return found
+
+
+def test_slugs_are_githubs() -> None:
+    """Anchors as GitHub makes them (the ones this repository's links rely on)."""
+    assert slug("Field validation (`?fieldValidation=`, `--field-validation`, `field_validation=`)") == (
+        "field-validation-fieldvalidation---field-validation-field_validation"
+    )
+    assert slug("On a cluster (through the aggregator)") == "on-a-cluster-through-the-aggregator"
+    assert slug("Legacy ControllerRevisions and flavors") == "legacy-controllerrevisions-and-flavors"
+
+
+def links(page: Path) -> list[str]:
+    return [
+        target
+        for target in _LINK.findall(_prose(page.read_text()))
+        if not re.match(r"[a-z][a-z0-9+.-]*:", target)  # http:, https:, mailto:
+    ]
+
+
+def broken_links(page: Path) -> list[str]:
+    broken = []
+    for target in links(page):
+        file_part, _, anchor = target.partition("#")
+        path = (page.parent / file_part).resolve() if file_part else page
+        if not path.exists():
+            broken.append(f"{target}: no file {path}")
+        elif anchor and path.suffix == ".md" and anchor not in anchors(path):
+            broken.append(f"{target}: no heading with anchor #{anchor} in {path.name}")
+    return broken
+
+
+def test_the_link_check_catches_a_broken_link(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "# Title\n\n## A part\n\n[ok](#a-part) [bad](#no-part) [gone](missing.md) `[code](x.md)`\n"
+    )
+    assert broken_links(page) == [
+        "#no-part: no heading with anchor #no-part in page.md",
+        f"missing.md: no file {tmp_path / 'missing.md'}",
+    ]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_relative_links_reach_a_file_and_heading(page: Path) -> None:
+    assert broken_links(page) == []
