@@ -6,7 +6,7 @@
 Starts ``kubevirt-expand serve --manifests examples/`` as a subprocess (``--max-connections`` above the
 count), opens the connections from this process over TLS, sends one GET /livez on each and keeps them
 open and idle, then reads the server's resident memory (VmRSS from /proc) before, with the connections
-open, and once they are closed. Prints the growth per connection in KB; the README quotes it for
+open, and once they are closed. Prints the growth per connection in KB; docs/http-api.md (Limits) quotes it for
 ``--max-connections``.
 """
 

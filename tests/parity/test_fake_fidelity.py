@@ -3,7 +3,7 @@
 The same objects are written to both, the same request is sent to both, and what our clients depend on
 is compared: status code, Content-Type, the Status' kind/reason/code/details and message (namespace,
 names and numbers made neutral), list metadata, watch events. Each behaviour here was once a difference
-(see the README's "The fake API server" section), fixed in the fake.
+(see "The fake API server and the real one" in docs/development.md), fixed in the fake.
 """
 
 from __future__ import annotations
