@@ -26,6 +26,12 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get(SHARED_ENV) or REPO.parent / "shared").absolute()
 # KUBEVIRT_EXPAND_CONFORMANCE points at another cases folder (the held-back cases, built the same way).
 CASES_DIR = Path(os.environ.get(CASES_ENV) or SHARED / "conformance" / "cases").absolute()
+CASES_DIR_IS_SHARED = not os.environ.get(CASES_ENV)
+# KUBEVIRT_EXPAND_ADMISSION_CASES points at another folder of admission cases (the held-back ones).
+ADMISSION_CASES_ENV = "KUBEVIRT_EXPAND_ADMISSION_CASES"
+ADMISSION_CASES_DIR = Path(
+    os.environ.get(ADMISSION_CASES_ENV) or SHARED / "conformance-admission" / "cases"
+).absolute()
 TYPES_DIR = SHARED / "spec" / "kubevirt-types"
 K8S_DIR = SHARED / "k8s"
 
@@ -55,6 +61,8 @@ def problem(path: Path) -> tuple[bool, str] | None:
         return True, MISSING
     if path == CASES_DIR and os.environ.get(CASES_ENV):
         return False, f"{CASES_ENV} names {path}, which does not exist"
+    if path == ADMISSION_CASES_DIR and os.environ.get(ADMISSION_CASES_ENV):
+        return False, f"{ADMISSION_CASES_ENV} names {path}, which does not exist"
     return False, f"{path} not found, although {SHARED} is there (an incomplete shared/?)"
 
 

@@ -11,8 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from apiserver.render import gojson
-from apiserver.render.admission import check_requirements, check_spread
+from apiserver.render import admission, gojson
 from apiserver.render.apply_instancetype import apply_instancetype
 from apiserver.render.apply_preference import apply_preference
 from apiserver.render.config import cluster_config
@@ -81,6 +80,9 @@ def expand(
     Raises :class:`~apiserver.render.errors.ExpandError` with the Status to send, or
     :class:`~apiserver.render.objects.LookupPending` when ``lookup`` must fetch an object first.
     """
+    if validate and isinstance(vm, Mapping):
+        # The webhook's first stage reads the VM as sent, before anything decodes it.
+        admission.check_schema(vm, str((vm.get("metadata") or {}).get("name") or ""))
     warnings = admit(vm, field_validation, duplicates)
     decoded = decode_vm(vm, exact_names=exact_names)
     meta = decoded.get("metadata") or {}
@@ -88,15 +90,31 @@ def expand(
     namespace = meta.get("namespace", "")
     spec = decoded.get("spec") or {}
 
-    if spec.get("instancetype") is not None or spec.get("preference") is not None:
-        # KubeVirt's mutating webhook resolves inferFromVolume before a VM is stored; a VM sent to
-        # expand-vm-spec has not been through it, so we resolve it here (KubeVirt's expand fails).
-        try:
+    matched = spec.get("instancetype") is not None or spec.get("preference") is not None
+    try:
+        if matched:
+            # KubeVirt's mutating webhook resolves inferFromVolume before a VM is stored; a VM sent to
+            # expand-vm-spec has not been through it, so we resolve it here (KubeVirt's expand fails).
             infer_matchers(decoded, lookup)
-            _expand_in_place(decoded, lookup, kubevirt, validate=validate, name=name)
-        except ExpandError as err:
-            _name_the_vm(err, name)
-            raise
+        if validate:
+            # The webhook runs on the VM as sent; where it refuses, its verdict is the answer. Where it
+            # admits a VM that cannot be rendered (a missing instancetype), the rendering error is.
+            verdict = admission.admit(
+                vm,
+                decoded,
+                lookup,
+                admission.admission_config(kubevirt),
+                namespace=namespace or "default",
+                schema_checked=True,
+            )
+            if not verdict.allowed:
+                raise admission.AdmissionDenied(verdict, name)
+            warnings.extend(verdict.warnings)
+        if matched:
+            _expand_in_place(decoded, lookup, kubevirt, name=name)
+    except ExpandError as err:
+        _name_the_vm(err, name)
+        raise
 
     out: JSON = gojson.encode(decoded, "VirtualMachine")
     result = ExpandResult(out, warnings)
@@ -121,7 +139,6 @@ def _expand_in_place(
     lookup: ObjectLookup,
     kubevirt: Mapping[str, Any] | None,
     *,
-    validate: bool,
     name: str,
 ) -> None:
     spec: JSON = vm["spec"]
@@ -157,7 +174,3 @@ def _expand_in_place(
     if status is not None:
         status.pop("instancetypeRef", None)
         status.pop("preferenceRef", None)
-
-    if validate:
-        check_spread(instancetype, preference)
-        check_requirements(instancetype, preference, tspec)

@@ -152,8 +152,12 @@ def _str(value: Any) -> str:
     return value if type(value) is str else ""
 
 
-def find_spec(family: _Family, vm: JSON, lookup: ObjectLookup) -> JSON | None:
-    """The v1beta1 spec (JSON names) the VM's matcher selects, or None when the VM has no such matcher."""
+def find_spec(family: _Family, vm: JSON, lookup: ObjectLookup, *, head: bool = False) -> JSON | None:
+    """The v1beta1 spec (JSON names) the VM's matcher selects, or None when the VM has no such matcher.
+
+    ``head``: decode ControllerRevisions as KubeVirt at the matched commit does (whole v1beta1 objects
+    only), not as v1.6 did; the VM webhook's view (:mod:`apiserver.render.admission`).
+    """
     spec = vm.get("spec") or _NO_META
     matcher = spec.get(family.matcher)
     if matcher is None:
@@ -165,7 +169,7 @@ def find_spec(family: _Family, vm: JSON, lookup: ObjectLookup) -> JSON | None:
 
     revision_name = matcher.get("revisionName")
     if revision_name and type(revision_name) is str:
-        return _from_revision(family, lookup, namespace, revision_name, family.revision_field)
+        return _from_revision(family, lookup, namespace, revision_name, family.revision_field, head)
 
     name = matcher.get("name")
     if type(name) is not str:
@@ -180,7 +184,7 @@ def find_spec(family: _Family, vm: JSON, lookup: ObjectLookup) -> JSON | None:
         rev = _get(lookup, _ref(CONTROLLER_REVISION, namespace, ref_revision), field)
         labels = (rev.get("metadata") or {}).get("labels") or {}
         if isinstance(labels, Mapping) and labels.get(OBJECT_NAME_LABEL) == name:
-            return _decode_revision(family, rev, field)
+            return _decode_revision(family, rev, field, head)
 
     kind = matcher.get("kind")
     if type(kind) is not str:
@@ -209,21 +213,26 @@ def _get(lookup: ObjectLookup, ref: ObjectRef, field: str) -> Mapping[str, Any]:
     return obj
 
 
-def _from_revision(family: _Family, lookup: ObjectLookup, namespace: str, name: str, field: str) -> JSON:
+def _from_revision(
+    family: _Family, lookup: ObjectLookup, namespace: str, name: str, field: str, head: bool = False
+) -> JSON:
     rev = _get(lookup, _ref(CONTROLLER_REVISION, namespace, name), field)
-    return _decode_revision(family, rev, field)
+    return _decode_revision(family, rev, field, head)
 
 
-def _decode_revision(family: _Family, rev: Mapping[str, Any], field: str) -> JSON:
+def _decode_revision(family: _Family, rev: Mapping[str, Any], field: str, head: bool = False) -> JSON:
+    if head and not revision.is_v1beta1_object(rev):
+        message = "failed to decode object in ControllerRevision: not a whole v1beta1 object"
+        raise ExpandError.invalid(message, Cause(field, message, CAUSE_INVALID))
     try:
         return _cached_spec(family, rev, "revision", family.from_revision)
     except revision.RevisionError as err:
         raise ExpandError.invalid(err.message, Cause(field, err.message, CAUSE_INVALID)) from None
 
 
-def find_instancetype(vm: JSON, lookup: ObjectLookup) -> JSON | None:
-    return find_spec(INSTANCETYPE_FAMILY, vm, lookup)
+def find_instancetype(vm: JSON, lookup: ObjectLookup, *, head: bool = False) -> JSON | None:
+    return find_spec(INSTANCETYPE_FAMILY, vm, lookup, head=head)
 
 
-def find_preference(vm: JSON, lookup: ObjectLookup) -> JSON | None:
-    return find_spec(PREFERENCE_FAMILY, vm, lookup)
+def find_preference(vm: JSON, lookup: ObjectLookup, *, head: bool = False) -> JSON | None:
+    return find_spec(PREFERENCE_FAMILY, vm, lookup, head=head)

@@ -27,6 +27,8 @@ PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
 DATA_VOLUME = "DataVolume"
 DATA_SOURCE = "DataSource"
 VOLUME_SNAPSHOT = "VolumeSnapshot"
+# Read only by validate=true, for a VM with status.volumeRequests that says it is ready (render/admission).
+VIRTUAL_MACHINE_INSTANCE = "VirtualMachineInstance"
 
 INSTANCETYPE_GROUP = "instancetype.kubevirt.io"
 FLAVOR_GROUP = "flavor.kubevirt.io"
@@ -51,6 +53,7 @@ RESOURCE_NAMES: Mapping[str, str] = {
     DATA_VOLUME: "datavolumes.cdi.kubevirt.io",
     DATA_SOURCE: "datasources.cdi.kubevirt.io",
     VOLUME_SNAPSHOT: "volumesnapshots.snapshot.storage.k8s.io",
+    VIRTUAL_MACHINE_INSTANCE: "virtualmachineinstances.kubevirt.io",
 }
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "decode_revision",
     "instancetype_spec_from_object",
     "instancetype_spec_from_revision",
+    "is_v1beta1_object",
     "preference_spec_from_object",
     "preference_spec_from_revision",
 ]
@@ -135,6 +136,24 @@ def decode_revision(rev: Mapping[str, Any]) -> DecodedRevision:
     if decoded is not None:
         return decoded
     return _decode_object(parsed.value, text)
+
+
+def is_v1beta1_object(rev: Mapping[str, Any]) -> bool:
+    """Whether a revision holds a whole ``instancetype.kubevirt.io/v1beta1`` object: all that KubeVirt v1.7+
+    decodes (its universal deserializer, without the v1.6 wrappers and conversions)."""
+    data = rev.get("data")
+    if isinstance(data, bytes | bytearray):
+        try:
+            data = parse(bytes(data)).value
+        except ValueError:
+            return False
+    if not isinstance(data, Mapping) or _decode_spec_revision(Parsed(data, duplicates=False)) is not None:
+        return False
+    try:
+        api_version, _ = _interpret(data)
+    except RevisionError:
+        return False
+    return api_version == V1BETA1
 
 
 def instancetype_spec_from_object(obj: Mapping[str, Any], *, exact_names: bool = False) -> InstancetypeSpec:

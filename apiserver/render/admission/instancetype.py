@@ -1,16 +1,17 @@
-"""The instancetype/preference checks of KubeVirt's VM validating webhook (``validate=true``).
+"""The instancetype/preference checks of KubeVirt's VM webhook (stages 3 and 5 of ``VMsAdmitter.Admit``).
 
 Expand itself checks neither preference requirements nor spread divisibility, so a VM can expand and
-still be refused at creation. Running the webhook's checks here lets automation learn that first.
-Mirrors ``pkg/instancetype/webhooks/vm`` (``ApplyToVM``), ``pkg/instancetype/preference/validation``
-and ``pkg/instancetype/preference/requirements``.
+still be refused at creation. Mirrors ``pkg/instancetype/preference/validation``
+(``CheckSpreadCPUTopology``) and ``pkg/instancetype/preference/requirements`` (``Check``); the stage that
+calls them is :func:`apiserver.render.admission.pipeline.admit` (``ApplyToVM``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from apiserver.render.errors import CAUSE_INVALID, CAUSE_NOT_FOUND, Cause, ExpandError
+from apiserver.render.admission._go import KubeVirtPanic
+from apiserver.render.errors import CAUSE_INVALID, CAUSE_NOT_FOUND, Cause
 from apiserver.render.quantity import parse_quantity
 from apiserver.render.topology import (
     ACROSS_CORES_THREADS,
@@ -29,23 +30,16 @@ _RATIO_TEXT = "Spec.PreferSpreadSocketToCoreRatio or Spec.CPU.PreferSpreadOption
 _CPU = "spec.template.spec.domain.cpu"
 
 
-def _denied(causes: list[Cause]) -> ExpandError:
-    message = "admission webhook would deny the VirtualMachine: " + "; ".join(c.message for c in causes)
-    return ExpandError.invalid(message, *causes)
-
-
-def check_spread(instancetype: JSON | None, preference: JSON | None) -> None:
-    """CheckSpreadCPUTopology: the instancetype's vCPUs must divide over the preferred spread."""
+def spread_causes(instancetype: JSON | None, preference: JSON | None) -> list[Cause]:
+    """``CheckSpreadCPUTopology``: the instancetype's vCPUs must divide over the preferred spread."""
     if instancetype is None or preference is None or preferred_topology(preference) not in SPREAD:
-        return
+        return []
     guest = int((instancetype.get("cpu") or {}).get("guest") or 0)
     ratio, across = spread_options(preference)
     message = None
     if ratio == 0 and across in (ACROSS_SOCKETS_CORES, ACROSS_CORES_THREADS, ACROSS_SOCKETS_CORES_THREADS):
-        message = (
-            f"{guest} vCPUs cannot be spread with a ratio of 0 (KubeVirt panics: integer divide by zero)"
-        )
-    elif across == ACROSS_SOCKETS_CORES and guest % ratio:
+        raise KubeVirtPanic(f"{guest} vCPUs cannot be spread with a ratio of 0: integer divide by zero")
+    if across == ACROSS_SOCKETS_CORES and guest % ratio:
         message = (
             f"{guest} vCPUs provided by the instance type are not divisible by the {_RATIO_TEXT} of {ratio} "
             "provided by the preference"
@@ -59,14 +53,13 @@ def check_spread(instancetype: JSON | None, preference: JSON | None) -> None:
             f"{guest} vCPUs provided by the instance type are not divisible by the number of threads per core "
             f"{THREADS_PER_CORE} and {_RATIO_TEXT} of {ratio}"
         )
-    if message:
-        raise _denied([Cause(_GUEST_PATH, message, CAUSE_INVALID)])
+    return [Cause(_GUEST_PATH, message, CAUSE_INVALID)] if message else []
 
 
-def check_requirements(instancetype: JSON | None, preference: JSON | None, tspec: JSON) -> None:
+def requirement_causes(instancetype: JSON | None, preference: JSON | None, tspec: JSON) -> list[Cause]:
     """The preference's requirements against the applied and defaulted template: first failure wins."""
     if preference is None or preference.get("requirements") is None:
-        return
+        return []
     requirements = preference["requirements"]
     failure = None
     if requirements.get("cpu") is not None:
@@ -81,10 +74,10 @@ def check_requirements(instancetype: JSON | None, preference: JSON | None, tspec
                 ["spec.template.spec.architecture"],
                 f"preference requires architecture {required} but {actual} is being requested",
             )
-    if failure is not None:
-        paths, error = failure
-        message = f"failure checking preference requirements: {error}"
-        raise _denied([Cause(", ".join(paths), message, CAUSE_NOT_FOUND)])
+    if failure is None:
+        return []
+    paths, error = failure
+    return [Cause(", ".join(paths), f"failure checking preference requirements: {error}", CAUSE_NOT_FOUND)]
 
 
 def _check_cpu(instancetype: JSON | None, preference: JSON, tspec: JSON) -> tuple[list[str], str] | None:

@@ -1,0 +1,252 @@
+"""Rules of KubeVirt's VM webhook that the golden admission cases do not pin: cluster state (a running VMI),
+panics, Go's pattern and MAC syntax, base64, paths, feature-gate precedence, the ten-cause cut.
+
+Each expectation was checked against KubeVirt's own webhook (the expand-admit oracle) when written.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from apiserver import expand
+from apiserver.render import ObjectIndex, ObjectRef
+from apiserver.render import expand as render_expand
+from apiserver.render.admission import AdmissionDenied
+from apiserver.render.admission.clusterconfig import admission_config
+from apiserver.render.admission.disks import validate_path
+from apiserver.render.admission.firmware import validate_emulated_machine
+
+BASE: dict[str, Any] = {
+    "apiVersion": "kubevirt.io/v1",
+    "kind": "VirtualMachine",
+    "metadata": {"name": "vm", "namespace": "default"},
+    "spec": {
+        "runStrategy": "Always",
+        "template": {
+            "metadata": {},
+            "spec": {
+                "domain": {
+                    "resources": {"requests": {"memory": "1Gi"}},
+                    "devices": {
+                        "disks": [{"name": "root", "disk": {"bus": "virtio"}}],
+                        "interfaces": [{"name": "default", "masquerade": {}}],
+                    },
+                },
+                "networks": [{"name": "default", "pod": {}}],
+                "volumes": [{"name": "root", "containerDisk": {"image": "quay.io/containerdisks/fedora:42"}}],
+            },
+        },
+    },
+}
+
+
+def vm(**changes: Any) -> dict[str, Any]:
+    out = copy.deepcopy(BASE)
+    for path, value in changes.items():
+        cur = out
+        keys = path.split("__")
+        for key in keys[:-1]:
+            cur = cur.setdefault(key, {})
+        cur[keys[-1]] = value
+    return out
+
+
+def refusal(
+    body: Mapping[str, Any], objects: list[Any] | None = None, kubevirt: Any = None
+) -> AdmissionDenied:
+    with pytest.raises(AdmissionDenied) as err:
+        expand(body, objects or [], kubevirt, validate=True, field_validation="Ignore")
+    return err.value
+
+
+def test_the_base_vm_is_admitted() -> None:
+    assert expand(vm(), validate=True).warnings == ()
+
+
+# --- cluster state: the running VMI ----------------------------------------------------------------
+
+REQUESTED = {
+    "ready": True,
+    "volumeRequests": [
+        {
+            "addVolumeOptions": {
+                "name": "hp",
+                "disk": {"disk": {"bus": "scsi"}},
+                "volumeSource": {"persistentVolumeClaim": {"claimName": "hp"}},
+            }
+        }
+    ],
+}
+
+
+def running_vmi(volumes: list[Any], migrating: bool = False) -> dict[str, Any]:
+    vmi: dict[str, Any] = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachineInstance",
+        "metadata": {"name": "vm", "namespace": "default"},
+        "spec": copy.deepcopy(BASE["spec"]["template"]["spec"]),
+    }
+    vmi["spec"]["volumes"] += volumes
+    if migrating:
+        vmi["status"] = {"migrationState": {"startTimestamp": "2026-01-01T00:00:00Z"}}
+    return vmi
+
+
+def test_a_volume_request_is_checked_against_the_running_vmi() -> None:
+    other = [{"name": "hp", "persistentVolumeClaim": {"claimName": "another"}}]
+    err = refusal(vm(status=REQUESTED), [running_vmi(other)])
+    assert err.verdict.stage == "volumerequests"
+    assert err.causes == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": "AddVolume request for [hp] conflicts with an existing volume of the same name on "
+            "currently running vmi",
+            "field": "Status.volumeRequests",
+        }
+    ]
+
+
+def test_no_volume_request_while_the_vmi_migrates() -> None:
+    err = refusal(vm(status=REQUESTED), [running_vmi([], migrating=True)])
+    assert err.causes[0]["message"] == "Cannot handle volume requests while VMI migration is in progress"
+    assert err.causes[0]["field"] == "spec"
+
+
+def test_a_volume_request_without_a_running_vmi_is_admitted() -> None:
+    expand(vm(status=REQUESTED), validate=True, field_validation="Ignore")
+
+
+class Recording(ObjectIndex):
+    """An ObjectIndex that remembers what the renderer asked for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[ObjectRef] = []
+
+    def get(self, ref: ObjectRef) -> Mapping[str, Any] | None:
+        self.asked.append(ref)
+        return super().get(ref)
+
+
+@pytest.mark.parametrize(
+    ("status", "reads"),
+    [(REQUESTED, True), ({**REQUESTED, "ready": False}, False), ({"ready": True}, False)],
+    ids=["ready-with-requests", "not-ready", "no-requests"],
+)
+def test_the_vmi_is_read_only_when_kubevirt_reads_it(status: dict[str, Any], reads: bool) -> None:
+    lookup = Recording()
+    render_expand(vm(status=status), lookup, validate=True)
+    assert (ObjectRef("VirtualMachineInstance", "default", "vm") in lookup.asked) is reads
+
+
+# --- KubeVirt's panics -----------------------------------------------------------------------------
+
+
+def test_a_panic_of_kubevirts_webhook_is_a_refusal_without_causes() -> None:
+    body = vm()
+    body["spec"]["template"]["spec"]["domain"]["memory"] = {"hugepages": {"pageSize": "0"}}
+    err = refusal(body)
+    assert err.verdict.panic and err.code == 422 and err.causes == []
+    assert "panics" in err.message
+
+
+# --- Go's syntaxes ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("machine", "patterns", "ok"),
+    [
+        ("q35", ["q35*"], True),
+        ("pc-q35-rhel9.6.0", ["q35*", "pc-q35*"], True),
+        ("pc-i440fx-2.12", ["q35*", "pc-q35*"], False),
+        ("q35", ["q3?"], True),
+        ("q35", ["q[0-9]5"], True),
+        ("q35", ["q[^0-9]5"], False),
+        ("a/b", ["*"], False),
+    ],
+)
+def test_emulated_machines_match_as_go_filepath_match(machine: str, patterns: list[str], ok: bool) -> None:
+    config = admission_config({"emulatedMachines": patterns})
+    spec = {"architecture": "amd64", "domain": {"machine": {"type": machine}}}
+    assert (validate_emulated_machine("spec", spec, config) == []) is ok
+
+
+@pytest.mark.parametrize(
+    ("mac", "problem"),
+    [
+        ("aa:bb:cc:dd:ee:ff", None),
+        ("AA-BB-CC-DD-EE-FF", None),
+        ("aabb.ccdd.eeff", None),
+        ("aa:bb-cc:dd:ee:ff", "malformed"),
+        ("aa:bb:cc:dd:ee", "malformed"),
+        ("aa:bb:cc:dd:ee:ff:00:11", "too long"),
+        ("02:00:00:00:00:00", "reserved"),
+    ],
+)
+def test_mac_addresses_parse_as_go_parsemac(mac: str, problem: str | None) -> None:
+    body = vm()
+    body["spec"]["template"]["spec"]["domain"]["devices"]["interfaces"][0]["macAddress"] = mac
+    if problem is None:
+        expand(body, validate=True)
+        return
+    err = refusal(body)
+    assert problem in err.causes[0]["message"]
+
+
+@pytest.mark.parametrize(
+    ("data", "ok"), [("I2Nsb3VkLWNvbmZpZw==", True), ("I2Nsb3VkLWNvbmZpZw", False), ("not base64!", False)]
+)
+def test_cloud_init_base64_is_gos_standard_encoding(data: str, ok: bool) -> None:
+    body = vm()
+    body["spec"]["template"]["spec"]["volumes"].append(
+        {"name": "ci", "cloudInitNoCloud": {"userDataBase64": data}}
+    )
+    body["spec"]["template"]["spec"]["domain"]["devices"]["disks"].append({"name": "ci"})
+    if ok:
+        expand(body, validate=True)
+        return
+    assert refusal(body).causes[0]["message"].endswith("userDataBase64 is not a valid base64 value.")
+
+
+@pytest.mark.parametrize(
+    ("path", "ok"),
+    [("/a/b", True), ("/a/b/", True), ("a/b", False), ("/a/../b", False), ("/a//b", False), ("/", False)],
+)
+def test_paths_are_absolute_and_clean(path: str, ok: bool) -> None:
+    assert (validate_path("f", path) == []) is ok
+
+
+# --- feature gates ----------------------------------------------------------------------------------
+
+
+def test_a_beta_gate_is_on_unless_disabled() -> None:
+    body = vm()
+    body["spec"]["template"]["spec"]["domain"]["devices"]["interfaces"][0] = {
+        "name": "default",
+        "passtBinding": {},
+    }
+    expand(body, validate=True)
+    err = refusal(body, kubevirt={"developerConfiguration": {"disabledFeatureGates": ["PasstBinding"]}})
+    assert err.causes[0]["message"] == "PasstBinding feature gate is not enabled"
+
+
+def test_an_alpha_gate_is_off_unless_enabled() -> None:
+    body = vm()
+    body["spec"]["template"]["spec"]["domain"]["devices"]["autoattachVSOCK"] = True
+    assert refusal(body).causes[0]["message"] == "VSOCK feature gate is not enabled in kubevirt-config"
+    expand(body, kubevirt={"developerConfiguration": {"featureGates": ["VSOCK"]}}, validate=True)
+
+
+# --- the webhook's answer --------------------------------------------------------------------------
+
+
+def test_at_most_ten_causes_and_the_rest_counted() -> None:
+    body = vm()
+    body["spec"]["template"]["spec"]["domain"]["devices"]["inputs"] = [{"type": "mouse"} for _ in range(12)]
+    err = refusal(body)
+    assert len(err.causes) == 10 and len(err.verdict.causes) == 12
+    assert err.message.endswith("Input device can have only tablet type., and 2 more validation errors")
