@@ -239,3 +239,61 @@ async def test_infer_from_volume_reads_the_pvc_labels(fake: FakeKube, tmp_path: 
         assert gone.status == 422
         assert gone.json()["message"] == 'persistentvolumeclaims "root" not found'
         assert gone.json()["details"]["causes"][0]["field"] == "spec.instancetype.inferFromVolume"
+
+
+async def test_validate_reads_the_running_vmi_of_a_ready_vm_with_volume_requests(
+    fake: FakeKube, tmp_path: Path
+) -> None:
+    """KubeVirt's webhook checks a ready VM's volume requests against its running VMI: so does validate=true,
+    reading the VMI by name, and only for such a VM."""
+    spec = {
+        "domain": {
+            "resources": {"requests": {"memory": "1Gi"}},
+            "devices": {
+                "disks": [{"name": "root", "disk": {}}],
+                "interfaces": [{"name": "default", "masquerade": {}}],
+            },
+        },
+        "networks": [{"name": "default", "pod": {}}],
+        "volumes": [{"name": "root", "containerDisk": {"image": "quay.io/containerdisks/fedora:42"}}],
+    }
+    fake.create(
+        {
+            "apiVersion": "kubevirt.io/v1",
+            "kind": "VirtualMachineInstance",
+            "metadata": {"name": "hot", "namespace": "default"},
+            "spec": {
+                **spec,
+                "volumes": [*spec["volumes"], {"name": "hp", "persistentVolumeClaim": {"claimName": "x"}}],
+            },
+        }
+    )
+    request = {
+        "addVolumeOptions": {
+            "name": "hp",
+            "disk": {"name": "hp", "disk": {"bus": "scsi"}},
+            "volumeSource": {"persistentVolumeClaim": {"claimName": "hp"}},
+        }
+    }
+    vm: dict[str, Any] = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachine",
+        "metadata": {"name": "hot", "namespace": "default"},
+        "spec": {"runStrategy": "Always", "template": {"spec": spec}},
+        "status": {"ready": True, "volumeRequests": [request]},
+    }
+    source = ClusterSource(kubeconfig=kubeconfig(fake, tmp_path / "kc"), **FAST)  # type: ignore[arg-type]
+    async with running_server(source, tmp_path) as srv:
+        await synced(source, fake)
+        fake.reset_log()
+        refused = await srv.put(put_path() + "?validate=true", json_body=vm)
+        assert refused.status == 422, refused.body
+        assert refused.json()["details"]["causes"][0]["message"] == (
+            "AddVolume request for [hp] conflicts with an existing volume of the same name on currently running vmi"
+        )
+        assert [(r.verb, r.resource) for r in fake.log] == [("get", "virtualmachineinstances")]
+        fake.reset_log()
+        vm["status"]["ready"] = False
+        admitted = await srv.put(put_path() + "?validate=true", json_body=vm)
+        assert admitted.status == 200, admitted.body
+        assert [(r.verb, r.resource) for r in fake.log] == []

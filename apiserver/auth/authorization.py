@@ -21,6 +21,7 @@ from apiserver.render.objects import (
     INSTANCETYPE,
     INSTANCETYPE_GROUP,
     PREFERENCE,
+    VIRTUAL_MACHINE_INSTANCE,
     ObjectRef,
 )
 
@@ -115,11 +116,12 @@ _REFERENCE_RESOURCES = {
     INSTANCETYPE: (INSTANCETYPE_GROUP, "virtualmachineinstancetypes"),
     PREFERENCE: (INSTANCETYPE_GROUP, "virtualmachinepreferences"),
     CONTROLLER_REVISION: ("apps", "controllerrevisions"),
+    VIRTUAL_MACHINE_INSTANCE: ("kubevirt.io", "virtualmachineinstances"),
 }
 
 
 def reference_attributes(refs: Iterable[ObjectRef]) -> list[Attributes]:
-    """``get`` attributes for each namespaced instancetype, preference or revision a rendering read."""
+    """``get`` attributes for each namespaced instancetype, preference, revision or VMI a rendering read."""
     out: list[Attributes] = []
     for ref in refs:
         target = _REFERENCE_RESOURCES.get(ref.kind)

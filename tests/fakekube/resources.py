@@ -37,6 +37,9 @@ DEFAULT_RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("apps", "v1", "controllerrevisions", "ControllerRevision", True),
     ResourceType("kubevirt.io", "v1", "virtualmachines", "VirtualMachine", True, ("vm", "vms")),
     ResourceType(
+        "kubevirt.io", "v1", "virtualmachineinstances", "VirtualMachineInstance", True, ("vmi", "vmis")
+    ),
+    ResourceType(
         "kubevirt.io",
         "v1",
         "virtualmachineinstancepresets",

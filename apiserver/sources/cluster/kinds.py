@@ -53,10 +53,14 @@ PVC = Resource("", "v1", "persistentvolumeclaims", o.PERSISTENT_VOLUME_CLAIM, Tr
 DATA_VOLUME = Resource("cdi.kubevirt.io", "v1beta1", "datavolumes", o.DATA_VOLUME, True)
 DATA_SOURCE = Resource("cdi.kubevirt.io", "v1beta1", "datasources", o.DATA_SOURCE, True)
 VOLUME_SNAPSHOT = Resource("snapshot.storage.k8s.io", "v1", "volumesnapshots", o.VOLUME_SNAPSHOT, True)
+VIRTUAL_MACHINE_INSTANCE = Resource(
+    "kubevirt.io", "v1", "virtualmachineinstances", o.VIRTUAL_MACHINE_INSTANCE, True
+)
 
 # Watched and cached: what nearly every expand reads.
 CACHED = (INSTANCETYPE, CLUSTER_INSTANCETYPE, PREFERENCE, CLUSTER_PREFERENCE, PRESET, KUBEVIRT)
 # Watched too when their CRDs exist: the pre-rename kinds, found under the instancetype refs.
 FLAVORS = {o.INSTANCETYPE: FLAVOR, o.CLUSTER_INSTANCETYPE: CLUSTER_FLAVOR}
-# Read by name on demand, never cached (labels on volumes decide inferFromVolume; they must be fresh).
-DIRECT = {r.kind: r for r in (PVC, DATA_VOLUME, DATA_SOURCE, VOLUME_SNAPSHOT)}
+# Read by name on demand, never cached (labels on volumes decide inferFromVolume; they must be fresh; a
+# VM's running VMI is read by validate=true for a ready VM with status.volumeRequests).
+DIRECT = {r.kind: r for r in (PVC, DATA_VOLUME, DATA_SOURCE, VOLUME_SNAPSHOT, VIRTUAL_MACHINE_INSTANCE)}

@@ -28,7 +28,7 @@ RULES: tuple[Rule, ...] = (
     Rule(kinds.VIRTUAL_MACHINE.group, kinds.VIRTUAL_MACHINE.plural, _WATCH),
     # Immutable, read by name on first use.
     Rule(kinds.CONTROLLER_REVISION.group, kinds.CONTROLLER_REVISION.plural, ("get",)),
-    # inferFromVolume: the labels of the volume a VM names.
+    # inferFromVolume: the labels of the volume a VM names; validate=true: a ready VM's running VMI.
     *(Rule(r.group, r.plural, ("get",)) for r in kinds.DIRECT.values()),
 )
 
