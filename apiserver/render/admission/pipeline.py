@@ -20,13 +20,12 @@ KubeVirt's service accounts (they alone may set the reserved ``kubevirt.io/`` la
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from apiserver.render.admission import featuregates, instancetype, network, schema, volumerequests
-from apiserver.render.admission._go import KubeVirtPanic, obj, text
+from apiserver.render.admission._go import KubeVirtPanic, clone, obj, text
 from apiserver.render.admission.clusterconfig import AdmissionConfig
 from apiserver.render.admission.vm_spec import validate_data_volume_template_namespaces, validate_vm_spec
 from apiserver.render.admission.vmi_spec import validate_vmi_spec
@@ -106,7 +105,7 @@ def _admit(
     if obj(vm, "metadata") is not None and vm["metadata"].get("deletionTimestamp") is not None:
         return Verdict(True)
 
-    vm_copy = copy.deepcopy(vm)
+    vm_copy = clone(vm)
     spec = vm_copy.setdefault("spec", {})
     template = spec.get("template")
     if template is None:  # the schema requires a template; kept for a VM that bypassed it

@@ -125,6 +125,8 @@ class _Validator:
 
 def _json_kind(data: Any) -> tuple[str, str]:
     """go-openapi's JSON type and format of a decoded value (numbers are float64)."""
+    if type(data) is dict:
+        return "object", ""
     if isinstance(data, bool):
         return "boolean", ""
     if isinstance(data, str):

@@ -8,12 +8,11 @@ does not hold one answers "none running", which is what KubeVirt concludes when 
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from apiserver.render import gojson
-from apiserver.render.admission._go import Causes, has, invalid, items, obj, text
+from apiserver.render.admission._go import Causes, clone, has, invalid, items, obj, text
 from apiserver.render.admission.disks import validate_hotplug_disk
 from apiserver.render.errors import Cause
 
@@ -27,9 +26,7 @@ SpecValidator = Callable[[str, Mapping[str, Any]], Causes]
 def _same_volume(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """``equality.Semantic.DeepEqual`` of two volumes: equal as Go values (zero members do not count)."""
     try:
-        return bool(
-            gojson.encode(copy.deepcopy(dict(a)), _VOLUME) == gojson.encode(copy.deepcopy(dict(b)), _VOLUME)
-        )
+        return bool(gojson.encode(clone(dict(a)), _VOLUME) == gojson.encode(clone(dict(b)), _VOLUME))
     except Exception:
         return False
 
@@ -46,11 +43,11 @@ def _apply(spec: JSON, request: Mapping[str, Any]) -> None:
         source = obj(add, "volumeSource") or {}
         for kind in ("persistentVolumeClaim", "dataVolume"):
             if has(source, kind):
-                volume[kind] = {**copy.deepcopy(source[kind]), "hotpluggable": True}
+                volume[kind] = {**clone(source[kind]), "hotpluggable": True}
                 break
         volumes.append(volume)
         if add.get("disk") is not None:
-            disk = {**copy.deepcopy(add["disk"]), "name": name}
+            disk = {**clone(add["disk"]), "name": name}
             devices = spec.setdefault("domain", {}).setdefault("devices", {})
             devices.setdefault("disks", []).append(disk)
         return
@@ -85,9 +82,9 @@ def validate_volume_requests(
         vmi = None
     tspec = obj(vm, "spec", "template", "spec") or {}
     vm_volumes = {text(v, "name"): v for v in items(tspec, "volumes")}
-    vmi_spec: JSON | None = copy.deepcopy(obj(vmi, "spec") or {}) if vmi is not None else None
+    vmi_spec: JSON | None = clone(obj(vmi, "spec") or {}) if vmi is not None else None
     vmi_volumes = {text(v, "name"): v for v in items(vmi_spec, "volumes")} if vmi_spec is not None else {}
-    new_spec: JSON = copy.deepcopy(tspec)
+    new_spec: JSON = clone(tspec)
     added: set[str] = set()
     removed: set[str] = set()
     for request in requests:
