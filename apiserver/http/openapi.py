@@ -33,9 +33,9 @@ PRESETS_HELP = (
     "and reported in Warning response headers. Accepts true/false/1/0; default false."
 )
 VALIDATE_HELP = (
-    "Also run the checks KubeVirt's VM admission webhook runs on instancetypes and preferences "
-    "(preference requirements, spread-topology divisibility); failures are 422 Invalid with the "
-    "webhook's causes. Accepts true/false/1/0; default false."
+    "Also run KubeVirt's VM validating admission webhook (as for a CREATE: schema, instancetype and "
+    "preference, requirements, the whole VM and VMI spec, storage, volume requests); a VM it would refuse "
+    "is answered 422 Invalid with the webhook's causes in its order. Accepts true/false/1/0; default false."
 )
 
 PRETTY_HELP = (
