@@ -47,7 +47,11 @@ class _Validator:
 
     def __init__(self, closed: bool) -> None:
         self.closed = closed
-        self.errors: list[str] = []
+        # go-openapi's Result.AddErrors drops a message it already holds (a doubled list item errs once).
+        self.errors: dict[str, None] = {}
+
+    def error(self, message: str) -> None:
+        self.errors.setdefault(message, None)
 
     def resolve(self, schema: JSON) -> tuple[JSON, bool]:
         """The schema to apply and whether it is a (closed, in the spec pass) definition."""
@@ -62,7 +66,7 @@ class _Validator:
         fmt: str = schema.get("format", "")
         if data is None:
             if types and "null" not in types and not schema.get("nullable"):
-                self.errors.append(f'{path} in body must be of type {",".join(types)}: "null"')
+                self.error(f'{path} in body must be of type {",".join(types)}: "null"')
             return
         kind, data_format = _json_kind(data)
         if types or fmt:
@@ -74,19 +78,19 @@ class _Validator:
                 self.validate(schema["items"], item, path)
         enum = schema.get("enum")
         if enum and data not in enum:
-            self.errors.append(f"{path} in body should be one of [{' '.join(str(v) for v in enum)}]")
+            self.error(f"{path} in body should be one of [{' '.join(str(v) for v in enum)}]")
         if kind == "object":
             self._object(schema, data, path, closed=self.closed and is_definition)
 
     def _type_ok(self, types: list[str], fmt: str, data: Any, kind: str, data_format: str, path: str) -> bool:
         float_int = kind == "number" and float(data).is_integer() and "integer" in types
         if kind not in ("string", "array") and fmt and not (kind in types or data_format == fmt or float_int):
-            self.errors.append(f"{path} in body must be of type {fmt}: {_go_string(data_format)}")
+            self.error(f"{path} in body must be of type {fmt}: {_go_string(data_format)}")
             return False
         if not ("number" in types or "integer" in types) and fmt and kind in ("string", "array"):
             return True
         if types and not (kind in types or float_int):
-            self.errors.append(f"{path} in body must be of type {','.join(types)}: {_go_string(kind)}")
+            self.error(f"{path} in body must be of type {','.join(types)}: {_go_string(kind)}")
             return False
         return True
 
@@ -95,12 +99,12 @@ class _Validator:
             try:
                 goscalars.parse_time(data)
             except goscalars.ScalarError:
-                self.errors.append(f"{path} in body must be of type date-time: {_go_string(data)}")
+                self.error(f"{path} in body must be of type date-time: {_go_string(data)}")
         elif fmt == "byte":
             try:
                 base64.b64decode(data, validate=True)
             except (binascii.Error, ValueError):
-                self.errors.append(f"{path} in body must be of type byte: {_go_string(data)}")
+                self.error(f"{path} in body must be of type byte: {_go_string(data)}")
 
     def _object(self, schema: JSON, data: Mapping[str, Any], path: str, *, closed: bool) -> None:
         props: Mapping[str, JSON] = schema.get("properties") or {}
@@ -108,7 +112,7 @@ class _Validator:
         if closed or extra is False:
             for key in data:
                 if key not in props and key not in ("$schema", "id"):
-                    self.errors.append(f"{path}.{key} in body is a forbidden property")
+                    self.error(f"{path}.{key} in body is a forbidden property")
         elif isinstance(extra, dict):
             for key, value in data.items():
                 if key not in props:
@@ -120,7 +124,7 @@ class _Validator:
         for key in schema.get("required") or ():
             prop = props.get(key) or {}
             if key not in data and not (prop.get("default") and "$ref" not in prop):
-                self.errors.append(f"{path}.{key} in body is required")
+                self.error(f"{path}.{key} in body is required")
 
 
 def _json_kind(data: Any) -> tuple[str, str]:
@@ -149,4 +153,4 @@ def validate_schema(vm: Mapping[str, Any]) -> list[str]:
     spec_pass.validate({"$ref": "v1.VirtualMachineSpec"}, vm.get("spec"), "spec")
     status_pass = _Validator(closed=False)
     status_pass.validate({"$ref": "v1.VirtualMachineStatus"}, vm.get("status"), "status")
-    return errors + spec_pass.errors + status_pass.errors
+    return errors + list(spec_pass.errors) + list(status_pass.errors)
