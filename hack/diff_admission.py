@@ -41,6 +41,7 @@ DEFAULT_ORACLE = os.environ.get("KUBEVIRT_EXPAND_ADMIT_ORACLE") or str(
     REPO.parent / "oracle" / "bin" / "expand-admit"
 )
 CASES = REPO.parent / "shared" / "conformance-admission" / "cases"
+EXPAND_CASES = REPO.parent / "shared" / "conformance" / "cases"
 BOGUS: list[Any] = [
     "",
     "bogus",
@@ -148,11 +149,17 @@ def mutate(inp: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     return out
 
 
-def generate(per_case: int, seed: int, limit: int | None, depth: int = 1) -> list[dict[str, Any]]:
+def generate(
+    per_case: int, seed: int, limit: int | None, depth: int = 1, cases: Path = CASES
+) -> list[dict[str, Any]]:
+    """``per_case`` inputs from each case of ``cases``: with 1 to ``depth`` changes each (0: the case as is)."""
     rng = random.Random(seed)
     inputs = []
-    for path in sorted(CASES.glob("*.json")):
+    for path in sorted(cases.glob("*.json")):
         base = json.loads(path.read_text())["input"]
+        if depth == 0:
+            inputs.append(base)
+            continue
         for _ in range(per_case):
             inp = base
             for _ in range(rng.randint(1, depth)):
@@ -184,13 +191,25 @@ def main() -> int:
     parser.add_argument("--per-case", type=int, default=3, help="mutations of each golden case (default 3)")
     parser.add_argument("--seed", type=int, default=20261125)
     parser.add_argument("--limit", type=int, default=None, help="run at most this many inputs")
-    parser.add_argument("--depth", type=int, default=1, help="changes per input: 1 to this many (default 1)")
+    parser.add_argument(
+        "--depth",
+        type=int,
+        default=1,
+        help="changes per input: 1 to this many (default 1; 0: the cases as they are)",
+    )
+    parser.add_argument(
+        "--corpus",
+        choices=("admission", "expand"),
+        default="admission",
+        help="the cases to start from: ../shared/conformance-admission (default) or ../shared/conformance",
+    )
     parser.add_argument("--out", type=Path, default=None, help="write the differing inputs here (JSON lines)")
     args = parser.parse_args()
     if not Path(args.oracle).exists():
         print(f"no oracle at {args.oracle} (build it: ../shared/oracle/README.md)", file=sys.stderr)
         return 2
-    inputs = generate(args.per_case, args.seed, args.limit, args.depth)
+    cases = CASES if args.corpus == "admission" else EXPAND_CASES
+    inputs = generate(args.per_case, args.seed, args.limit, args.depth, cases)
     differ = run(args.oracle, inputs)
     for _inp, theirs, mine in differ[:20]:
         print("KubeVirt:", json.dumps(theirs)[:400])

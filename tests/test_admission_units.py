@@ -250,3 +250,51 @@ def test_at_most_ten_causes_and_the_rest_counted() -> None:
     err = refusal(body)
     assert len(err.causes) == 10 and len(err.verdict.causes) == 12
     assert err.message.endswith("Input device can have only tablet type., and 2 more validation errors")
+
+
+# --- the schema stage (go-openapi's words) ---------------------------------------------------------
+
+
+def schema_messages(body: Mapping[str, Any]) -> list[str]:
+    from apiserver.render.admission.schema import validate_schema
+
+    return validate_schema(body)
+
+
+def test_schema_numbers_are_float64_and_integers_need_no_fraction() -> None:
+    body = vm()
+    body["spec"]["template"]["spec"]["domain"]["cpu"] = {"cores": 2}
+    assert schema_messages(body) == []
+    body["spec"]["template"]["spec"]["domain"]["cpu"] = {"cores": 2.5}
+    assert schema_messages(body) == [
+        'spec.template.spec.domain.cpu.cores in body must be of type int64: "float64"'
+    ]
+
+
+def test_schema_a_ref_member_with_a_default_is_still_required() -> None:
+    body = vm(spec__dataVolumeTemplates=[{"metadata": {"name": "x"}}])
+    assert schema_messages(body) == ["spec.dataVolumeTemplates.spec in body is required"]
+
+
+def test_schema_status_is_open_but_typed() -> None:
+    body = vm(status={"anything": 1})
+    assert schema_messages(body) == []
+    body = vm(status={"created": "yes"})
+    assert schema_messages(body) == ['status.created in body must be of type boolean: "string"']
+
+
+def test_schema_without_spec_and_with_unknown_top_level_members() -> None:
+    body = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "metadata": {"name": "x"}, "extra": 1}
+    assert schema_messages(body) == [
+        ".extra in body is a forbidden property",
+        "spec in body is required",
+        'spec in body must be of type object: "null"',
+    ]
+
+
+def test_schema_reports_a_message_once_and_items_under_the_lists_path() -> None:
+    body = vm()
+    body["spec"]["template"]["spec"]["volumes"] += [{"name": 1}, {"name": 1}]
+    assert schema_messages(body) == [
+        'spec.template.spec.volumes.name in body must be of type string: "number"'
+    ]
