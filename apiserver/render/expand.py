@@ -82,7 +82,9 @@ def expand(
     """
     if validate and isinstance(vm, Mapping):
         # The webhook's first stage reads the VM as sent, before anything decodes it.
-        admission.check_schema(vm, str((vm.get("metadata") or {}).get("name") or ""))
+        raw_meta = vm.get("metadata")
+        raw_name = raw_meta.get("name") if isinstance(raw_meta, Mapping) else None
+        admission.check_schema(vm, raw_name if isinstance(raw_name, str) else "")
     warnings = admit(vm, field_validation, duplicates)
     decoded = decode_vm(vm, exact_names=exact_names)
     meta = decoded.get("metadata") or {}

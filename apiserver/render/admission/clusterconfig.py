@@ -85,7 +85,8 @@ def _build(kubevirt: Mapping[str, Any] | None) -> AdmissionConfig:
     if not kubevirt:
         return AdmissionConfig(render=render)
     is_cr = isinstance(kubevirt.get("spec"), Mapping) or kubevirt.get("kind") == "KubeVirt"
-    raw = ((kubevirt.get("spec") or {}).get("configuration") if is_cr else kubevirt) or {}
+    spec = kubevirt.get("spec")
+    raw = ((spec.get("configuration") if isinstance(spec, Mapping) else None) if is_cr else kubevirt) or {}
     conf = gojson.roundtrip(raw, "KubeVirtConfiguration")  # cluster_config above refused a bad one
     values: dict[str, Any] = {"render": render}
     dev = conf.get("developerConfiguration")
