@@ -298,3 +298,12 @@ def test_schema_reports_a_message_once_and_items_under_the_lists_path() -> None:
     assert schema_messages(body) == [
         'spec.template.spec.volumes.name in body must be of type string: "number"'
     ]
+
+
+def test_schema_a_null_is_checked_against_the_type_and_the_enum() -> None:
+    body = vm()
+    body["spec"]["template"]["spec"]["dnsPolicy"] = None
+    assert schema_messages(body) == [
+        'spec.template.spec.dnsPolicy in body must be of type string: "null"',
+        "spec.template.spec.dnsPolicy in body should be one of [ClusterFirst ClusterFirstWithHostNet Default None]",
+    ]

@@ -64,9 +64,12 @@ class _Validator:
         schema, is_definition = self.resolve(schema)
         types: list[str] = schema.get("type") or []
         fmt: str = schema.get("format", "")
-        if data is None:
+        enum = schema.get("enum")
+        if data is None:  # go-openapi runs only the type and the enum checks on a null
             if types and "null" not in types and not schema.get("nullable"):
                 self.error(f'{path} in body must be of type {",".join(types)}: "null"')
+            if enum and None not in enum:
+                self.error(f"{path} in body should be one of [{' '.join(str(v) for v in enum)}]")
             return
         kind, data_format = _json_kind(data)
         if types or fmt:
@@ -76,7 +79,6 @@ class _Validator:
         if kind == "array" and "items" in schema:
             for item in data:
                 self.validate(schema["items"], item, path)
-        enum = schema.get("enum")
         if enum and data not in enum:
             self.error(f"{path} in body should be one of [{' '.join(str(v) for v in enum)}]")
         if kind == "object":
