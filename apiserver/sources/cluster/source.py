@@ -29,6 +29,7 @@ from apiserver.sources.cluster.cache import Backoff, WatchCache, deployed, slim
 from apiserver.sources.cluster.client import ApiError, JSONDict, KubeClient, load_configuration
 from apiserver.sources.cluster.kinds import Resource
 from apiserver.sources.cluster.revisions import ABSENT, RevisionCache
+from apiserver.sources.collection.store import RenderedStore
 
 log = logging.getLogger("apiserver.sources.cluster")
 
@@ -71,6 +72,8 @@ class ClusterSource:
         self._tasks: list[asyncio.Task[None]] = []
         self._inflight: dict[Hashable, asyncio.Future[Any]] = {}
         self.coalesced = 0
+        # The rendered VMs (list, watch, and GET expand-spec's answers): only over the VM cache.
+        self.collection: RenderedStore | None = RenderedStore(self) if vm_cache else None
 
     @classmethod
     def from_options(
@@ -107,6 +110,9 @@ class ClusterSource:
             cache = WatchCache(self.client, resource, backoff=Backoff(*self._backoff), **self._cache_options)
             self.caches[resource.kind] = cache
             self._tasks.append(asyncio.create_task(cache.run(), name=f"watch {resource.plural}"))
+        if self.collection is not None:
+            self.collection.attach(self.caches, self.wait_synced)
+            self._tasks.append(asyncio.create_task(self.collection.run(), name="render the collection"))
 
     async def close(self) -> None:
         for task in self._tasks:
@@ -233,6 +239,10 @@ class ClusterSource:
             if cache.last_error:
                 message += f"; last error: {cache.last_error}"
             out.append(Check(f"cache-{cache.name}", cache.synced.is_set(), message))
+        if self.collection is not None:
+            ready = self.collection.ready.is_set()
+            message = f"{len(self.collection.items)} VMs rendered" if ready else "rendering the VMs"
+            out.append(Check("collection", ready, message))
         return out
 
     def cache_stats(self) -> Sequence[CacheStats]:
@@ -240,6 +250,8 @@ class ClusterSource:
         stats.append(
             CacheStats("controllerrevisions", len(self.revisions), self.revisions.hits, self.revisions.misses)
         )
+        if self.collection is not None:
+            stats.append(CacheStats("expandedvirtualmachines", len(self.collection.items)))
         return stats
 
     # ------------------------------------------------------------------ reads
