@@ -31,12 +31,14 @@ COLLECTION_VERBS = ["get", "list", "watch"]
 
 def _groups(settings: Settings, with_collection: bool) -> dict[str, tuple[str, ...]]:
     """Every group served, with its versions (preferred first): the configured one, and the
-    collection's when it is served (the same group when the own-group overlay runs)."""
+    collection's (the same group when the own-group overlay runs). The collection's group-version is
+    served even when the collection is not (no VM cache; then it lists no resource), so that its
+    APIService, which every overlay registers, stays Available."""
+    del with_collection
     groups = {settings.api_group: settings.api_versions}
-    if with_collection:
-        versions = groups.get(evm.GROUP, ())
-        if evm.VERSION not in versions:
-            groups[evm.GROUP] = (*versions, evm.VERSION)
+    versions = groups.get(evm.GROUP, ())
+    if evm.VERSION not in versions:
+        groups[evm.GROUP] = (*versions, evm.VERSION)
     return groups
 
 

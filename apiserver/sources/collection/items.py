@@ -117,7 +117,7 @@ def _cells(summary: Mapping[str, Any], condition: Mapping[str, Any]) -> tuple[An
     return (
         _matcher_cell(summary.get("instancetype")),
         _matcher_cell(summary.get("preference")),
-        cpu["vcpus"] if cpu else None,
+        cpu["vcpus"] if cpu else "<none>",
         memory.get("guest") or "<none>",
         "Rendered" if ok else str(condition.get("reason") or "Failed"),
         f"{cpu['sockets']}/{cpu['cores']}/{cpu['threads']}" if cpu else "<none>",
