@@ -415,6 +415,69 @@ class WatchCache:
             for listener in self.listeners:
                 listener.progressed(self.resource.kind, version)
 
+    async def probe_progress(self, every: float = 5.0, per_object: float = 0.01) -> None:
+        """Tell the listeners how far this cache is current even while nothing changes.
+
+        kube-apiserver sends a quiet kind's watch no bookmark for minutes (its own watch cache does not
+        advance without changes), so a listener could not tell "nothing happened" from "not heard yet".
+        Now and then (every ``every`` seconds, longer for a large cache: ``per_object`` seconds per
+        object) a quorum list shows the state at the current revision; merged into the store (only an
+        object newer than the one held changes it), the cache has every change up to that revision.
+        Only while the watch is quiet: its own events say as much.
+        """
+        last_rv = self.rv
+        while True:
+            await asyncio.sleep(max(every, per_object * len(self.store)) * random.uniform(0.9, 1.1))
+            if not self.synced.is_set() or self.missing is not False or self.rv != last_rv:
+                last_rv = self.rv
+                continue
+            try:
+                await self._confirm()
+            except (ApiError, SourceUnavailable, ValueError) as err:
+                log.debug("cache %s: progress probe failed: %s", self.name, err)
+            last_rv = self.rv
+
+    async def _confirm(self) -> None:
+        watched = self.rv
+        listed: dict[Key, JSONDict] = {}
+        query: dict[str, str] = {"limit": "500"}
+        while True:
+            page = await self.client.get(self.resource.path(), query, verb="list", seconds=self.list_timeout)
+            for item in page.get("items") or ():
+                obj = slim(item, self.resource)
+                listed[key_of(obj)] = obj
+            meta = page.get("metadata") or {}
+            if not meta.get("continue"):
+                break
+            query = {"limit": "500", "continue": str(meta["continue"])}
+        text = str(meta.get("resourceVersion") or "")
+        if not text.isdigit() or self.rv != watched or not self.synced.is_set():
+            return  # the watch moved meanwhile (its events say how far it is) or the cache was reset
+        version = int(text)
+        if watched and watched.isdigit() and int(watched) >= version:
+            return
+        # The watch has seen everything up to ``watched`` and nothing since; the list is the state at
+        # ``version``: what differs changed in between, and the watch will bring the same versions.
+        changes: list[Change] = []
+        for key, obj in listed.items():
+            current = self.store.get(key)
+            cur_rv, new_rv = (rv_of(current) if current is not None else None), rv_of(obj)
+            if current is None or (new_rv is not None and cur_rv is not None and new_rv > cur_rv):
+                self.store[key] = obj
+                changes.append((current, obj))
+        for key in [k for k in self.store if k not in listed]:
+            current = self.store[key]
+            cur_rv = rv_of(current)
+            if cur_rv is not None and cur_rv <= version:  # gone by the listed revision
+                del self.store[key]
+                changes.append((current, None))
+        if changes:
+            self._changed()
+            log.info("cache %s: %d changes the watch had not delivered yet", self.name, len(changes))
+            self._tell(changes, version)
+        for listener in self.listeners:
+            listener.progressed(self.resource.kind, version)
+
     async def _watch(self) -> None:
         self.watches += 1
         query = {

@@ -54,6 +54,7 @@ class ClusterSource:
         watch_seconds: tuple[int, int] = (300, 600),
         watch_idle_timeout: float = 120.0,
         recheck_missing: float = 60.0,
+        progress_every: float = 5.0,
     ) -> None:
         self.client = client
         self.configuration = configuration
@@ -68,6 +69,7 @@ class ClusterSource:
             "recheck_missing": recheck_missing,
         }
         self._backoff = backoff
+        self._probe = {"every": progress_every}
         self.caches: dict[str, WatchCache] = {}  # by kind
         self._tasks: list[asyncio.Task[None]] = []
         self._inflight: dict[Hashable, asyncio.Future[Any]] = {}
@@ -112,6 +114,9 @@ class ClusterSource:
             self._tasks.append(asyncio.create_task(cache.run(), name=f"watch {resource.plural}"))
         if self.collection is not None:
             self.collection.attach(self.caches, self.wait_synced)
+            for cache in self.caches.values():
+                name = f"progress of {cache.resource.plural}"
+                self._tasks.append(asyncio.create_task(cache.probe_progress(**self._probe), name=name))
             self._tasks.append(asyncio.create_task(self.collection.run(), name="render the collection"))
 
     async def close(self) -> None:
