@@ -193,3 +193,21 @@ async def test_not_served_without_vm_cache(fake: FakeKube, tmp_path: Path) -> No
         # The group-version is there (its APIService stays Available), without the resource.
         doc = (await srv.get(BASE)).json()
         assert doc["resources"] == []
+
+
+async def test_expand_spec_answers_from_the_store(server: tuple[RunningServer, ClusterSource]) -> None:
+    """One store for GET expand-spec, list and watch: a warm GET renders nothing, answers the item's
+    rendered VM with its ETag, and 304 to that ETag."""
+    srv, source = server
+    assert source.collection is not None
+    item = source.collection.items[("default", "vm-2")]
+    renders = source.collection.renders
+    path = "/apis/subresources.kubevirt.io/v1/namespaces/default/virtualmachines/vm-2/expand-spec"
+    for _ in range(3):
+        reply = await srv.get(path)
+        assert reply.status == 200 and reply.body == item.rendered
+        assert reply.headers["etag"] == item.etag
+    assert (await srv.get(path, headers={"If-None-Match": item.etag})).status == 304
+    broken = await srv.get("/apis/subresources.kubevirt.io/v1/namespaces/ns2/virtualmachines/broken/expand-spec")
+    assert broken.status == 422 and "missing" in broken.json()["message"]
+    assert source.collection.renders == renders

@@ -64,6 +64,8 @@ class Item:
     # Objects the rendering read that the caller must be allowed to get to see it (not instancetypes or
     # preferences: PVCs and the like for inferFromVolume, a ControllerRevision behind a failure).
     guarded: tuple[ObjectRef, ...]
+    # GET expand-spec's headers (ETag, Content-Type, Warning), built on first use by the HTTP layer.
+    headers: Any = None
 
     @property
     def rendered(self) -> bytes | None:
