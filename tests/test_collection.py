@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 
 from apiserver.sources.cluster import ClusterSource
@@ -23,7 +22,9 @@ BASE = "/apis/expand.kubevirt-expand.io/v1"
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 
 
-def vm(name: str, ns: str = "default", it: str | None = "small", labels: dict[str, str] | None = None) -> dict[str, Any]:
+def vm(
+    name: str, ns: str = "default", it: str | None = "small", labels: dict[str, str] | None = None
+) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "running": False,
         "template": {"spec": {"domain": {"devices": {}}}},
@@ -70,7 +71,11 @@ async def test_list_all_namespaces(server: tuple[RunningServer, ClusterSource]) 
     first = doc["items"][0]
     assert first["summary"]["cpu"] == {"sockets": 1, "cores": 2, "threads": 1, "vcpus": 2}
     assert first["summary"]["memory"] == {"guest": "1Gi"}
-    assert first["summary"]["instancetype"] == {"kind": "VirtualMachineInstancetype", "name": "small", "source": "Object"}
+    assert first["summary"]["instancetype"] == {
+        "kind": "VirtualMachineInstancetype",
+        "name": "small",
+        "source": "Object",
+    }
     broken = next(i for i in doc["items"] if i["metadata"]["name"] == "broken")
     cond = broken["status"]["conditions"][0]
     assert cond["status"] == "False" and cond["reason"] == "Invalid"
@@ -80,7 +85,9 @@ async def test_list_all_namespaces(server: tuple[RunningServer, ClusterSource]) 
 async def test_item_equals_expand_spec(server: tuple[RunningServer, ClusterSource]) -> None:
     srv, _ = server
     item = (await srv.get(f"{BASE}/namespaces/default/expandedvirtualmachines/vm-1")).json()
-    spec = await srv.get("/apis/subresources.kubevirt.io/v1/namespaces/default/virtualmachines/vm-1/expand-spec")
+    spec = await srv.get(
+        "/apis/subresources.kubevirt.io/v1/namespaces/default/virtualmachines/vm-1/expand-spec"
+    )
     assert spec.status == 200
     assert item["virtualMachine"] == spec.json()
 
@@ -99,7 +106,9 @@ async def test_pages_and_selectors(server: tuple[RunningServer, ClusterSource]) 
         if not token:
             break
     assert len(seen) == 7 and len(versions) == 1
-    web = (await srv.get(f"{BASE}/namespaces/default/expandedvirtualmachines?labelSelector=tier%3Dweb")).json()
+    web = (
+        await srv.get(f"{BASE}/namespaces/default/expandedvirtualmachines?labelSelector=tier%3Dweb")
+    ).json()
     assert [i["metadata"]["name"] for i in web["items"]] == ["vm-1", "vm-3"]
     named = (await srv.get(f"{BASE}/expandedvirtualmachines?fieldSelector=metadata.name%3Dother")).json()
     assert [i["metadata"]["namespace"] for i in named["items"]] == ["ns2"]
@@ -158,7 +167,12 @@ async def test_watch_instancetype_edit(fake: FakeKube, server: tuple[RunningServ
     # unchanged re-renders make no events
     assert source.collection is not None
     before = len(source.collection.log)
-    fake.update({**instancetype("small", cpus=4), "metadata": {"name": "small", "namespace": "default", "labels": {"x": "y"}}})
+    fake.update(
+        {
+            **instancetype("small", cpus=4),
+            "metadata": {"name": "small", "namespace": "default", "labels": {"x": "y"}},
+        }
+    )
     await asyncio.sleep(0.3)
     assert len(source.collection.log) == before
 
@@ -208,6 +222,22 @@ async def test_expand_spec_answers_from_the_store(server: tuple[RunningServer, C
         assert reply.status == 200 and reply.body == item.rendered
         assert reply.headers["etag"] == item.etag
     assert (await srv.get(path, headers={"If-None-Match": item.etag})).status == 304
-    broken = await srv.get("/apis/subresources.kubevirt.io/v1/namespaces/ns2/virtualmachines/broken/expand-spec")
+    broken = await srv.get(
+        "/apis/subresources.kubevirt.io/v1/namespaces/ns2/virtualmachines/broken/expand-spec"
+    )
     assert broken.status == 422 and "missing" in broken.json()["message"]
     assert source.collection.renders == renders
+
+
+async def test_a_long_list_is_streamed_whole(
+    server: tuple[RunningServer, ClusterSource], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A list longer than one write goes out in pieces under an exact Content-Length."""
+    from apiserver.http import collection as module
+
+    srv, _ = server
+    whole = (await srv.get(f"{BASE}/expandedvirtualmachines")).body
+    monkeypatch.setattr(module, "_CHUNK", 100)
+    streamed = await srv.get(f"{BASE}/expandedvirtualmachines")
+    assert streamed.status == 200 and streamed.body == whole
+    assert int(streamed.headers["content-length"]) == len(whole)

@@ -463,7 +463,7 @@ class CollectionHandlers:
             return web.Response(body=encode(doc, YAML), content_type=YAML)
         head = orjson.dumps({"apiVersion": it.API_VERSION, "kind": it.LIST_KIND, "metadata": meta})
         head = head[:-1] + b',"items":['
-        total = len(head) + sum(len(b) + 1 for b in bodies) + 2
+        total = len(head) + sum(len(b) for b in bodies) + max(0, len(bodies) - 1) + 2
         if total <= _CHUNK:
             return web.Response(body=head + b",".join(bodies) + b"]}", content_type=JSON)
         response = web.StreamResponse(headers={"Content-Type": JSON})

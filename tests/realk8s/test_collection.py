@@ -74,8 +74,14 @@ def test_kubectl_get_table_wide_yaml_selectors_chunks(
     assert by_name["broken"][1:6] == ["absent", "<none>", "<none>", "<none>", "Invalid"]
 
     wide = rows(control_plane.kubectl("get", "evm", "-n", namespace, "-o", "wide").stdout)
-    assert wide[0][:7] == table[0] and wide[0][7:10] == ["TOPOLOGY", "INSTANCETYPE-SOURCE", "PREFERENCE-SOURCE"]
-    assert {r[0]: r[7] for r in wide[1:]}["big"] == "1/8/1" or {r[0]: r[7] for r in wide[1:]}["big"] == "8/1/1"
+    assert wide[0][:7] == table[0] and wide[0][7:10] == [
+        "TOPOLOGY",
+        "INSTANCETYPE-SOURCE",
+        "PREFERENCE-SOURCE",
+    ]
+    assert {r[0]: r[7] for r in wide[1:]}["big"] == "1/8/1" or {r[0]: r[7] for r in wide[1:]}[
+        "big"
+    ] == "8/1/1"
 
     web = rows(control_plane.kubectl("get", RESOURCE, "-n", namespace, "-l", "tier=web").stdout)
     assert sorted(r[0] for r in web[1:]) == ["broken", "vm-1", "vm-3"]
@@ -87,7 +93,9 @@ def test_kubectl_get_table_wide_yaml_selectors_chunks(
     doc = json.loads(control_plane.kubectl("get", RESOURCE, "-n", namespace, "vm-1", "-o", "json").stdout)
     expand = json.loads(
         control_plane.kubectl(
-            "get", "--raw", f"/apis/subresources.kubevirt.io/v1/namespaces/{namespace}/virtualmachines/vm-1/expand-spec"
+            "get",
+            "--raw",
+            f"/apis/subresources.kubevirt.io/v1/namespaces/{namespace}/virtualmachines/vm-1/expand-spec",
         ).stdout
     )
     assert doc["virtualMachine"] == expand
@@ -97,7 +105,8 @@ def test_kubectl_get_table_wide_yaml_selectors_chunks(
 
     chunked = control_plane.kubectl("get", RESOURCE, "-n", namespace, "--chunk-size=2", "-o", "name", "-v=6")
     assert sorted(chunked.stdout.split()) == sorted(
-        f"expandedvirtualmachine.expand.kubevirt-expand.io/{n}" for n in ["big", "broken", "vm-0", "vm-1", "vm-2", "vm-3"]
+        f"expandedvirtualmachine.expand.kubevirt-expand.io/{n}"
+        for n in ["big", "broken", "vm-0", "vm-1", "vm-2", "vm-3"]
     )
     assert chunked.stderr.count("limit=2") >= 3  # three pages of two
 
@@ -109,8 +118,18 @@ def test_kubectl_get_watch_shows_an_instancetype_edit(
     wait_listed(control_plane, namespace, 6)
     assert KUBECTL is not None
     watch = subprocess.Popen(
-        [KUBECTL, "--kubeconfig", str(control_plane.admin_kubeconfig), "get", RESOURCE, "-n", namespace,
-         "-w", "--output-watch-events", "--no-headers"],
+        [
+            KUBECTL,
+            "--kubeconfig",
+            str(control_plane.admin_kubeconfig),
+            "get",
+            RESOURCE,
+            "-n",
+            namespace,
+            "-w",
+            "--output-watch-events",
+            "--no-headers",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -144,7 +163,9 @@ def test_kubectl_explain(deployed: DeployedServer, control_plane: ControlPlane) 
     assert "KIND:" in out and "ExpandedVirtualMachine" in out and "vcpus" in out
 
 
-def test_rbac_refused_then_granted(deployed: DeployedServer, control_plane: ControlPlane, namespace: str) -> None:
+def test_rbac_refused_then_granted(
+    deployed: DeployedServer, control_plane: ControlPlane, namespace: str
+) -> None:
     populate(control_plane, namespace)
     wait_listed(control_plane, namespace, 6)
     carol = f"carol-{namespace}"
@@ -157,7 +178,9 @@ def test_rbac_refused_then_granted(deployed: DeployedServer, control_plane: Cont
     control_plane.apply(binding(namespace, "carol", {"kind": "ClusterRole", "name": ROLE}, user(carol)))
     granted = poll(
         "carol may list",
-        lambda: control_plane.kubectl("get", RESOURCE, "-n", namespace, f"--as={carol}", "-o", "name", check=False),
+        lambda: control_plane.kubectl(
+            "get", RESOURCE, "-n", namespace, f"--as={carol}", "-o", "name", check=False
+        ),
         lambda result: result.returncode == 0,
         timeout=30,
     )

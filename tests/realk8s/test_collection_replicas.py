@@ -91,7 +91,10 @@ def balanced(deployed: DeployedServer, replica: DeployedServer) -> Iterator[Roun
 
 def _resumable(server: DeployedServer, namespace: str, version: str) -> bool:
     events = _watch(
-        server, f"{BASE}/namespaces/{namespace}/{RESOURCE}?watch=true&resourceVersion={version}&timeoutSeconds=1", 1, 5
+        server,
+        f"{BASE}/namespaces/{namespace}/{RESOURCE}?watch=true&resourceVersion={version}&timeoutSeconds=1",
+        1,
+        5,
     )
     return not any(e["type"] == "ERROR" for e in events)
 
@@ -115,7 +118,10 @@ def _watch(server: DeployedServer, path: str, want: int, timeout: float = 30) ->
     """The first ``want`` events of a watch straight to ``server``."""
     creds = server.cluster.pki.front_proxy_client
     conn = http.client.HTTPSConnection(
-        "127.0.0.1", server.port, context=server.ssl_context((creds.cert_file, creds.key_file)), timeout=timeout
+        "127.0.0.1",
+        server.port,
+        context=server.ssl_context((creds.cert_file, creds.key_file)),
+        timeout=timeout,
     )
     conn.request("GET", path, headers={"X-Remote-User": "replica-test", "X-Remote-Group": "system:masters"})
     resp = conn.getresponse()
@@ -154,13 +160,19 @@ def test_list_on_one_replica_watch_on_the_other(
         assert len(listed["items"]) == 6
         # The other replica reaches the same version (it saw the same changes) and takes it.
         same = _direct(replica, f"{BASE}/namespaces/{namespace}/{RESOURCE}?resourceVersion={version}")
-        assert [i["metadata"]["name"] for i in same["items"]] == [i["metadata"]["name"] for i in listed["items"]]
+        assert [i["metadata"]["name"] for i in same["items"]] == [
+            i["metadata"]["name"] for i in listed["items"]
+        ]
         # The same items; each item's own resourceVersion says when this replica last rendered it.
         assert _unversioned(same["items"]) == _unversioned(listed["items"])
         events: list[dict[str, Any]] = []
         watcher = threading.Thread(
             target=lambda: events.extend(
-                _watch(replica, f"{BASE}/namespaces/{namespace}/{RESOURCE}?watch=true&resourceVersion={version}", 4)
+                _watch(
+                    replica,
+                    f"{BASE}/namespaces/{namespace}/{RESOURCE}?watch=true&resourceVersion={version}",
+                    4,
+                )
             )
         )
         watcher.start()
@@ -171,7 +183,12 @@ def test_list_on_one_replica_watch_on_the_other(
         assert {e["type"] for e in events} == {"MODIFIED"}
         # And the first replica, watched from the last event's version, has nothing more to send.
         last = events[-1]["object"]["metadata"]["resourceVersion"]
-        more = _watch(deployed, f"{BASE}/namespaces/{namespace}/{RESOURCE}?watch=true&resourceVersion={last}&timeoutSeconds=2", 1, timeout=10)
+        more = _watch(
+            deployed,
+            f"{BASE}/namespaces/{namespace}/{RESOURCE}?watch=true&resourceVersion={last}&timeoutSeconds=2",
+            1,
+            timeout=10,
+        )
         assert more == []
 
         # Through the aggregator, every connection to a replica of its own: list and watch with kubectl.
@@ -180,7 +197,14 @@ def test_list_on_one_replica_watch_on_the_other(
                 out = control_plane.kubectl("get", RESOURCE, "-n", namespace, "-o", "name").stdout.split()
                 assert len(out) == 6
             cycle = control_plane.kubectl(
-                "get", RESOURCE, "-n", namespace, "-w", "--request-timeout=3s", "--output-watch-events", check=False
+                "get",
+                RESOURCE,
+                "-n",
+                namespace,
+                "-w",
+                "--request-timeout=3s",
+                "--output-watch-events",
+                check=False,
             )
             assert cycle.stdout.count("ADDED") == 6, cycle.stderr
             assert balancer.count >= 2, "every request went to one replica"
