@@ -198,10 +198,10 @@ async def instancetype_edit(
     return took
 
 
-async def idle_watchers(
-    http: aiohttp.ClientSession, server: Server, n: int, seconds: float
-) -> tuple[float, float]:
+async def idle_watchers(ctx: ssl.SSLContext, server: Server, n: int, seconds: float) -> tuple[float, float]:
     pid = server.process.pid
+    # A session of their own: each watch holds its connection for as long as it lasts.
+    http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, limit=0))
     before = cpu_seconds(pid)
     await asyncio.sleep(seconds)
     baseline = cpu_seconds(pid) - before
@@ -218,6 +218,7 @@ async def idle_watchers(
     watched = cpu_seconds(pid) - before
     for resp in responses:
         resp.close()
+    await http.close()
     return baseline, watched
 
 
@@ -266,7 +267,7 @@ async def measure(plane: ControlPlane, workdir: Path, size: int, seconds: float,
                 await instancetype_edit(http, plane, server, min(1000, size), cpus), 3
             )
             note("idle watchers")
-            baseline, watched = await idle_watchers(http, server, 100, seconds)
+            baseline, watched = await idle_watchers(ctx, server, 100, seconds)
             out["cpu_idle_seconds"] = round(baseline, 3)
             out["cpu_100_idle_watchers_seconds"] = round(watched, 3)
             out["rss_mib"] = round(rss_mib(server.process.pid), 1)

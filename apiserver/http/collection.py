@@ -548,7 +548,10 @@ class CollectionHandlers:
                     wait = min(wait, max(0.05, BOOKMARK_EVERY - (now - last_bookmark)))
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(store.next_change(cursor), wait)
-        except (ConnectionResetError, asyncio.CancelledError):
+        except ConnectionResetError:  # the client went away: a watch's usual end
+            self.metrics_watchers(-1)
+            return response
+        except asyncio.CancelledError:
             self.metrics_watchers(-1)
             raise
         self.metrics_watchers(-1)

@@ -10,7 +10,6 @@ from apiserver.sources.collection import items as evm
 PREFIX = "io.kubevirt-expand.expand.v1."
 ITEM = PREFIX + evm.KIND
 LIST = PREFIX + evm.LIST_KIND
-WATCH_EVENT = "io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent"
 OBJECT_META = "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 LIST_META = "k8s.io.apimachinery.pkg.apis.meta.v1.ListMeta"
 VM = "v1.VirtualMachine"
@@ -137,15 +136,6 @@ def definitions() -> dict[str, Any]:
                 "status": _string("True, False or Unknown."),
                 "reason": _string("Rendered, the failure Status' reason, or Forbidden."),
                 "message": _string("The failure Status' message."),
-            },
-        },
-        WATCH_EVENT: {
-            "description": "Event represents a single event to a watched resource.",
-            "type": "object",
-            "required": ["type", "object"],
-            "properties": {
-                "type": _string("ADDED, MODIFIED, DELETED, BOOKMARK or ERROR."),
-                "object": {"type": "object", "description": "The object (a Status for ERROR)."},
             },
         },
     }
