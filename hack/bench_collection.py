@@ -77,8 +77,8 @@ class Server:
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=workdir)
 
-    async def wait_ready(self, http: aiohttp.ClientSession, timeout: float = 600) -> float:
-        deadline = time.monotonic() + timeout
+    async def wait_ready(self, http: aiohttp.ClientSession, seconds: float = 600) -> float:
+        deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             try:
                 async with http.get(self.url + "/readyz") as resp:
