@@ -241,3 +241,18 @@ async def test_a_long_list_is_streamed_whole(
     streamed = await srv.get(f"{BASE}/expandedvirtualmachines")
     assert streamed.status == 200 and streamed.body == whole
     assert int(streamed.headers["content-length"]) == len(whole)
+
+
+async def test_a_kind_looked_for_again_keeps_versions_resumable(
+    fake: FakeKube, server: tuple[RunningServer, ClusterSource]
+) -> None:
+    """The legacy flavor kinds are not installed and are looked for again now and then: that must not
+    make every version 410 (it once reset the log each time)."""
+    srv, source = server
+    version = (await srv.get(f"{BASE}/expandedvirtualmachines?limit=1")).json()["metadata"]["resourceVersion"]
+    flavor = next(c for c in source.caches.values() if c.missing is True)
+    await flavor._discover()
+    reply = await srv.get(
+        f"{BASE}/expandedvirtualmachines?watch=true&resourceVersion={version}&timeoutSeconds=1"
+    )
+    assert reply.status == 200 and b'"ERROR"' not in reply.body

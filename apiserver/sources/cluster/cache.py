@@ -349,7 +349,8 @@ class WatchCache:
             self.store.clear()
             self._changed()
             self.rv = None
-            self._tell(gone, None, reset=True)
+            if gone:  # the kind went away with objects in it (a CRD removed while cached)
+                self._tell(gone, None, reset=True)
             return False
         if self.missing is True:
             log.info("%s is served now; caching it", self.name)

@@ -296,7 +296,7 @@ class RenderedStore:
         for n, (kind, item, labels) in enumerate(changed):
             last = n == len(changed) - 1
             self._append(kind, item, after if last else before, cause, labels)
-        if batch.reset:
+        if batch.reset and batch.changes:
             self._reset_log()
         self._publish(Vector(self._progress))
 
@@ -404,8 +404,8 @@ class RenderedStore:
         """History before now cannot be replayed (a kind went away): every resume lists again."""
         self.resets += 1
         self.log.clear()
+        # A version from before now lacks the state the reset made: it cannot be resumed from.
         self._dropped = [max(a, b) for a, b in zip(self._progress, self._dropped, strict=True)]
-        self._dropped = [v + 1 for v in self._dropped]
 
     def _publish(self, version: Vector) -> None:
         if version != self.version:
