@@ -185,7 +185,8 @@ for a in $apiservices; do
     exit 1
   fi
 done
-group=$(awk '/^kind: APIService$/ {a=1} a && /^  group: / {print $2; exit}' "$rendered")
+group=$(sed -n 's/^ *- --api-group=//p' "$rendered" | head -n 1)
 echo "== ready. Try:"
 echo "   kubectl get --raw /apis/$group"
 echo "   kubectl get --raw /apis/$group/v1/namespaces/NAMESPACE/virtualmachines/NAME/expand-spec"
+echo "   kubectl get expandedvirtualmachines -A   (the rendered VMs; -o wide, -w, -o yaml)"

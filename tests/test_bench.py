@@ -46,7 +46,8 @@ def test_bench_measures_every_source_and_endpoint_against_the_ceiling(tmp_path: 
     reads = notes["cluster+vm-cache upstream reads per request"]
     assert set(reads) == {f"{e} {t}" for e in ("GET", "GET (revision)", "PUT") for t in ("cold", "warm")}
     assert reads["GET cold"]["total"] >= 1  # the first request authenticates and authorizes upstream
-    assert reads["GET (revision) cold"].get("get controllerrevisions") == 1
+    # Read once: by the request, or before it by the rendered VMs' store (--vm-cache renders every VM).
+    assert reads["GET (revision) cold"].get("get controllerrevisions", 0) <= 1
     assert "get controllerrevisions" not in reads["GET (revision) warm"]  # immutable: kept
     # The printed table names each row.
     assert "cluster+vm-cache  PUT expand-vm-spec" in proc.stdout

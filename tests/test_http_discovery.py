@@ -22,7 +22,9 @@ async def test_legacy_discovery_documents(tmp_path: Path) -> None:
         v1 = (await srv.get(f"/apis/{GROUP}/v1")).json()
         v1alpha3 = (await srv.get(f"/apis/{GROUP}/v1alpha3")).json()
     assert apis["kind"] == "APIGroupList"
-    assert [g["name"] for g in apis["groups"]] == [GROUP]
+    # The collection's group-version is always there (its APIService stays Available); without the VM
+    # cache it lists no resource (tests/test_collection.py has it with one).
+    assert [g["name"] for g in apis["groups"]] == [GROUP, "expand.kubevirt-expand.io"]
     assert group["kind"] == "APIGroup"
     assert group["name"] == GROUP  # virt-api misspells it "subresource.kubevirt.io"
     assert [v["version"] for v in group["versions"]] == ["v1", "v1alpha3"]
@@ -52,7 +54,9 @@ async def test_aggregated_discovery_by_content_negotiation(tmp_path: Path, accep
     doc = reply.json()
     assert doc["kind"] == "APIGroupDiscoveryList"
     assert doc["apiVersion"] == f"apidiscovery.k8s.io/{version}"
-    (item,) = doc["items"]
+    item, collection = doc["items"]
+    assert collection["metadata"]["name"] == "expand.kubevirt-expand.io"
+    assert collection["versions"] == [{"version": "v1", "resources": [], "freshness": "Current"}]
     assert item["metadata"]["name"] == GROUP
     assert [v["version"] for v in item["versions"]] == ["v1", "v1alpha3"]
     resources = {r["resource"]: r for r in item["versions"][0]["resources"]}

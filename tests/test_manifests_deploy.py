@@ -166,16 +166,18 @@ def test_apiservices_route_exactly_the_group_versions_the_server_serves(overlay:
     options = serve_options(container(objects)["args"])
     versions = served_versions(options)
     apiservices = of_kind(objects, "APIService")
-    assert sorted(a["metadata"]["name"] for a in apiservices) == sorted(
-        f"{v}.{options.api_group}" for v in versions
-    )
+    expected = {f"{v}.{options.api_group}" for v in versions}
+    if options.vm_cache:  # the rendered VMs' collection, always in the server's own group
+        expected.add("v1.expand.kubevirt-expand.io")
+    assert sorted(a["metadata"]["name"] for a in apiservices) == sorted(expected)
     for a in apiservices:
         spec = a["spec"]
         assert a["metadata"]["name"] == f"{spec['version']}.{spec['group']}"
         assert not spec.get("insecureSkipTLSVerify"), "the caBundle must verify the server"
         assert spec["groupPriorityMinimum"] > 0 and spec["versionPriority"] > 0
     # The preferred (first) version the server lists is the one discovery ranks highest.
-    ranked = sorted(apiservices, key=lambda a: -a["spec"]["versionPriority"])
+    ours = [a for a in apiservices if a["spec"]["group"] == options.api_group]
+    ranked = sorted(ours, key=lambda a: -a["spec"]["versionPriority"])
     assert ranked[0]["spec"]["version"] == versions[0]
 
 
@@ -722,11 +724,13 @@ def test_deploy_applies_then_waits_for_the_rollout_and_every_apiservice(
     assert {o["metadata"]["name"] for o in of_kind(objects, "APIService")} == {
         "v1.subresources.kubevirt.io",
         "v1alpha3.subresources.kubevirt.io",
+        "v1.expand.kubevirt-expand.io",
     }
     rest = calls[calls.index(applied[0]) + 1 :]
     assert rest[0].startswith("-n kubevirt-expand rollout status deploy/kubevirt-expand")
     waited = sorted(c.split()[2] for c in rest if c.startswith("wait --for=condition=Available"))
     assert waited == [
+        "apiservice/v1.expand.kubevirt-expand.io",
         "apiservice/v1.subresources.kubevirt.io",
         "apiservice/v1alpha3.subresources.kubevirt.io",
     ]
@@ -766,8 +770,9 @@ def test_deploy_delete_removes_the_apiservices_before_the_server(repo_copy: Path
     proc, calls = _deploy(repo_copy, tmp_path, "--delete", "kubevirt-group")
     assert proc.returncode == 0, proc.stderr
     deletes = [c for c in calls if c.startswith("delete")]
-    assert deletes[:2] == [
+    assert deletes[:3] == [
+        "delete apiservice v1.expand.kubevirt-expand.io --ignore-not-found",
         "delete apiservice v1.subresources.kubevirt.io --ignore-not-found",
         "delete apiservice v1alpha3.subresources.kubevirt.io --ignore-not-found",
     ]
-    assert deletes[2].startswith("delete -f ") and len(deletes) == 3
+    assert deletes[3].startswith("delete -f ") and len(deletes) == 4

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,8 +79,24 @@ class Attributes:
         return f"{self.verb} {what}.{self.group} {self.name!r} in namespace {self.namespace!r}"
 
 
+WATCH_SUFFIX = "?watch"
+
+
+def authorization_path(method: str, path: str, query: Mapping[str, str]) -> str:
+    """The path as authorization tells requests apart: a GET with ``?watch`` (true, as kube-apiserver
+    reads the flag: present and neither "0" nor "false") is a watch, not a list, so it is decided (and
+    its decision remembered) apart from the list of the same path."""
+    if method == "GET" and "watch" in query and query.get("watch", "").lower() not in ("0", "false"):
+        return path + WATCH_SUFFIX
+    return path
+
+
 def request_attributes(method: str, path: str) -> Attributes:
-    """The attributes kube-apiserver would authorize for ``method path`` (path without the query)."""
+    """The attributes kube-apiserver would authorize for ``method path`` (path without the query, but
+    for :data:`WATCH_SUFFIX`, see :func:`authorization_path`)."""
+    watch = path.endswith(WATCH_SUFFIX)
+    if watch:
+        path = path[: -len(WATCH_SUFFIX)]
     parts = [p for p in path.strip("/").split("/")] if path.strip("/") else []
     if len(parts) < 4 or parts[0] != "apis":
         return Attributes(verb=method.lower(), resource_request=False, path=path)
@@ -94,7 +110,9 @@ def request_attributes(method: str, path: str) -> Attributes:
     resource = rest[0]
     name = rest[1] if len(rest) >= 2 else ""
     subresource = rest[2] if len(rest) >= 3 else ""
-    if not name and verb == "get":
+    if watch and verb == "get":
+        verb = "watch"
+    elif not name and verb == "get":
         verb = "list"
     elif not name and verb == "delete":
         verb = "deletecollection"
@@ -109,6 +127,40 @@ def request_attributes(method: str, path: str) -> Attributes:
         subresource=subresource,
         name=name,
     )
+
+
+# Every kind a rendering may read, as (group, resource): what a caller must be allowed to get to see a
+# rendering that read it (the collection's guarded items).
+_READ_RESOURCES = {
+    INSTANCETYPE: (INSTANCETYPE_GROUP, "virtualmachineinstancetypes"),
+    "VirtualMachineClusterInstancetype": (INSTANCETYPE_GROUP, "virtualmachineclusterinstancetypes"),
+    PREFERENCE: (INSTANCETYPE_GROUP, "virtualmachinepreferences"),
+    "VirtualMachineClusterPreference": (INSTANCETYPE_GROUP, "virtualmachineclusterpreferences"),
+    CONTROLLER_REVISION: ("apps", "controllerrevisions"),
+    "PersistentVolumeClaim": ("", "persistentvolumeclaims"),
+    "DataVolume": ("cdi.kubevirt.io", "datavolumes"),
+    "DataSource": ("cdi.kubevirt.io", "datasources"),
+    "VolumeSnapshot": ("snapshot.storage.k8s.io", "volumesnapshots"),
+    "VirtualMachineInstancePreset": ("kubevirt.io", "virtualmachineinstancepresets"),
+}
+
+
+def read_attributes(refs: Iterable[ObjectRef]) -> list[Attributes]:
+    """``get`` attributes for each object in ``refs`` (unknown kinds: a rule nobody can hold)."""
+    out: list[Attributes] = []
+    for ref in refs:
+        group, resource = _READ_RESOURCES.get(ref.kind, ("kubevirt-expand.invalid", ref.kind.lower()))
+        attrs = Attributes(
+            verb="get",
+            resource_request=True,
+            namespace=ref.namespace,
+            group=group,
+            resource=resource,
+            name=ref.name,
+        )
+        if attrs not in out:
+            out.append(attrs)
+    return out
 
 
 # Kinds a request may reference whose read --authorize-references checks, as (group, resource).

@@ -23,6 +23,7 @@ from apiserver.auth.authorization import (
     Decision,
     SubjectAccessReviewer,
     forbidden_status,
+    read_attributes,
     reference_attributes,
     request_attributes,
 )
@@ -340,6 +341,19 @@ class AuthGate:
             return Verdict(user=user)
         log.info("forbidden: %r may not %s (%s)", user.name, attrs.describe(), decision.reason or "no reason")
         return Verdict(user=user, status=forbidden_status(user, attrs, decision.reason))
+
+    async def may_read(self, user: UserInfo, refs: Iterable[ObjectRef]) -> bool:
+        """Whether ``user`` may get every object in ``refs`` (a review each, cached); a review that
+        cannot be made counts as a no."""
+        for attrs in read_attributes(refs):
+            try:
+                decision = await self.authorize(user, attrs)
+            except ReviewError as exc:
+                log.warning("cannot authorize %s for %r: %s", attrs.describe(), user.name, exc)
+                return False
+            if not decision.allowed:
+                return False
+        return True
 
     async def check_references(self, user: UserInfo, refs: Iterable[ObjectRef]) -> Verdict:
         """With ``--authorize-references``: may ``user`` read what the rendering read on their behalf?"""

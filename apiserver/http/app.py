@@ -18,7 +18,8 @@ from typing import cast
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from apiserver.http import discovery, health, openapi, routes, version
+from apiserver.http import collection, discovery, health, openapi, routes, version
+from apiserver.http.authn import may_read
 from apiserver.http.deadlines import Deadlines
 from apiserver.http.dispatch import Admission, Dispatcher, FrontLayer
 from apiserver.http.errors import StatusError, from_http_exception, internal_error, status_response, too_large
@@ -82,6 +83,8 @@ def _front(
         started()
         code = 500
         deadline = register()
+        if deadline is not None:
+            request[collection.DEADLINE] = deadline
         try:
             try:
                 try:
@@ -194,9 +197,13 @@ def build_app(
     expand = routes.add_routes(app, settings, source, metrics, authenticated=bool(middlewares))
     app[DISPATCHER] = Dispatcher(expand, front, middlewares, admission=admission)
     app[FRONT] = front
+    store = getattr(source, "collection", None)
+    collection.add_routes(
+        app, collection.CollectionHandlers(store, metrics, may_read if middlewares else None)
+    )
     expand_api = {resource.canonical for resource in app.router.resources()}
-    discovery.add_routes(app, settings)
-    openapi.add_routes(app, settings)
+    discovery.add_routes(app, settings, collection=store is not None)
+    openapi.add_routes(app, settings, collection=store is not None)
     version.add_routes(app)
     extra_checks = tuple(checks)  # readiness beyond the source's (authentication's trust settings)
     health.add_routes(app, state, lambda: [*source.checks(), *(c for fn in extra_checks for c in fn())])

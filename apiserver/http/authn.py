@@ -7,13 +7,14 @@ not, so nothing downstream can mistake them for an identity. The caller is left 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 from multidict import CIMultiDict, CIMultiDictProxy
 
+from apiserver.auth.authorization import authorization_path
 from apiserver.auth.identity import UserInfo
 from apiserver.auth.middleware import AuthGate, RequestInfo, Verdict
 from apiserver.auth.requestheader import RawHeaders
@@ -84,10 +85,13 @@ def auth_middleware(gate: AuthGate) -> Middleware:
         transport = request.transport
         der = peer_certificate_der(transport.get_extra_info("ssl_object")) if transport is not None else None
         raw = request.raw_headers
-        admission = gate.admitted(request.method, request.path, raw, der)
+        path = request.path
+        if request.query_string:
+            path = authorization_path(request.method, path, request.query)
+        admission = gate.admitted(request.method, path, raw, der)
         if admission is None:
             info = RequestInfo(
-                method=request.method, path=request.path, headers=request.headers, peer_certificate=der
+                method=request.method, path=path, headers=request.headers, peer_certificate=der
             )
             admission = await gate.admit(info, raw)
         verdict = admission.verdict
@@ -101,6 +105,18 @@ def auth_middleware(gate: AuthGate) -> Middleware:
         return await handler(request)
 
     return authenticate
+
+
+async def may_read(request: web.Request, refs: Sequence[ObjectRef]) -> bool:
+    """Whether the caller may get every object in ``refs`` (True without authentication: no tenancy)."""
+    gate = request.get(GATE_KEY)
+    user = request.get(USER_KEY)
+    if gate is None:
+        return True
+    if not isinstance(user, UserInfo):
+        return False
+    allowed: bool = await gate.may_read(user, refs)
+    return allowed
 
 
 async def check_references(request: web.Request, refs: Iterable[ObjectRef]) -> None:

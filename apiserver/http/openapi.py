@@ -18,9 +18,11 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from apiserver.http import openapi_collection as evm_api
 from apiserver.http.errors import not_found
 from apiserver.http.media import JSON, YAML, negotiate, respond_cacheable
 from apiserver.http.settings import Settings
+from apiserver.sources.collection import items as evm
 from apiserver.version import package_version
 
 VM = "v1.VirtualMachine"
@@ -54,6 +56,7 @@ FIELD_VALIDATION_HELP = (
 
 # Error responses each operation can give (every one is a Status).
 _ERRORS = {
+    "410": "Expired: the resourceVersion or continue token is older than this server can answer from",
     "400": "Bad Request: malformed body or query parameter",
     "401": "Unauthorized",
     "403": "Forbidden",
@@ -185,7 +188,30 @@ def _response_headers2(op: dict[str, Any], code: str) -> dict[str, Any]:
     return headers
 
 
-def openapi_v2(settings: Settings) -> dict[str, Any]:
+_LIST_MEDIA = [JSON, YAML, "application/json;stream=watch"]
+
+
+def _collection_v2(paths: dict[str, Any]) -> None:
+    for op in evm_api.operations():
+        responses: dict[str, Any] = {"200": {"description": "OK", "schema": _ref2(op["response"])}}
+        responses.update({c: {"description": _ERRORS[c], "schema": _ref2(STATUS)} for c in evm_api.ERRORS})
+        paths[op["path"]] = {
+            "get": {
+                "description": op["description"],
+                "operationId": op["operationId"],
+                "produces": _LIST_MEDIA if op["action"] == "list" else MEDIA_TYPES,
+                "schemes": ["https"],
+                "tags": [_tag(evm.GROUP, evm.VERSION)],
+                "parameters": [dict(p) for p in op["parameters"]],
+                "responses": responses,
+                "x-kubernetes-action": op["action"],
+                "x-kubernetes-group-version-kind": dict(evm_api.GVK),
+            }
+        }
+
+
+def openapi_v2(settings: Settings, collection: bool = False) -> dict[str, Any]:
+    """``collection``: include ``expandedvirtualmachines`` (served only with the VM cache)."""
     paths: dict[str, Any] = {}
     for version in settings.api_versions:
         for op in _operations(settings, version):
@@ -215,11 +241,15 @@ def openapi_v2(settings: Settings) -> dict[str, Any]:
             if op["body"]:
                 operation["consumes"] = MEDIA_TYPES
             paths.setdefault(op["path"], {})[op["method"]] = operation
+    defs = copy.deepcopy(definitions())
+    if collection:
+        _collection_v2(paths)
+        defs.update(evm_api.definitions())
     return {
         "swagger": "2.0",
         "info": {"title": "kubevirt-expand-apiserver", "version": package_version()},
         "paths": paths,
-        "definitions": _schema_v2(copy.deepcopy(definitions())),
+        "definitions": _schema_v2(defs),
         "securityDefinitions": {"BearerToken": dict(_BEARER_TOKEN)},
         "security": [{"BearerToken": []}],
     }
@@ -303,9 +333,31 @@ def _content(name: str, media_types: list[str]) -> dict[str, Any]:
     return {media: {"schema": {"$ref": f"#/components/schemas/{name}"}} for media in media_types}
 
 
-def openapi_v3(settings: Settings, version: str) -> dict[str, Any]:
+def _collection_v3(paths: dict[str, Any]) -> None:
+    for op in evm_api.operations():
+        media = _LIST_MEDIA if op["action"] == "list" else MEDIA_TYPES
+        responses: dict[str, Any] = {"200": {"description": "OK", "content": _content(op["response"], media)}}
+        for code in evm_api.ERRORS:
+            responses[code] = {"description": _ERRORS[code], "content": _content(STATUS, [JSON])}
+        paths[op["path"]] = {
+            "get": {
+                "description": op["description"],
+                "operationId": op["operationId"],
+                "tags": [_tag(evm.GROUP, evm.VERSION)],
+                "parameters": [_param_v3(p) for p in op["parameters"]],
+                "responses": responses,
+                "x-kubernetes-action": op["action"],
+                "x-kubernetes-group-version-kind": dict(evm_api.GVK),
+            }
+        }
+
+
+def openapi_v3(settings: Settings, version: str, group: str = "", collection: bool = False) -> dict[str, Any]:
+    """The document of one group-version: the configured group's, and/or the collection's."""
+    group = group or settings.api_group
     paths: dict[str, Any] = {}
-    for op in _operations(settings, version):
+    ours = group == settings.api_group and version in settings.api_versions
+    for op in _operations(settings, version) if ours else ():
         responses: dict[str, Any] = {"200": {"description": "OK", "content": _content(VM, MEDIA_TYPES)}}
         if op["etag"]:
             responses["304"] = {"description": "Not Modified: the If-None-Match ETag is current"}
@@ -330,23 +382,31 @@ def openapi_v3(settings: Settings, version: str) -> dict[str, Any]:
         if op["body"]:
             operation["requestBody"] = {"required": True, "content": _content(VM, MEDIA_TYPES)}
         paths[op["path"]] = {op["method"]: operation}
+    defs = copy.deepcopy(definitions())
+    if collection and group == evm.GROUP and version == evm.VERSION:
+        _collection_v3(paths)
+        defs.update(evm_api.definitions())
     return {
         "openapi": "3.0.0",
         "info": {"title": "kubevirt-expand-apiserver", "version": package_version()},
         "paths": paths,
         "components": {
-            "schemas": _schema_v3(copy.deepcopy(definitions())),
+            "schemas": _schema_v3(defs),
             "securitySchemes": {"BearerToken": dict(_BEARER_TOKEN)},
         },
         "security": [{"BearerToken": []}],
     }
 
 
-def add_routes(app: web.Application, settings: Settings) -> None:
-    v2_body = orjson.dumps(openapi_v2(settings))
+def add_routes(app: web.Application, settings: Settings, *, collection: bool = False) -> None:
+    """``collection``: the rendered VMs are served, so the documents describe them too."""
+    v2_body = orjson.dumps(openapi_v2(settings, collection))
+    group_versions = [(settings.api_group, v) for v in settings.api_versions]
+    if collection and (evm.GROUP, evm.VERSION) not in group_versions:
+        group_versions.append((evm.GROUP, evm.VERSION))
     v3_bodies = {
-        f"apis/{settings.api_group}/{version}": orjson.dumps(openapi_v3(settings, version))
-        for version in settings.api_versions
+        f"apis/{group}/{version}": orjson.dumps(openapi_v3(settings, version, group, collection))
+        for group, version in group_versions
     }
     hashes = {path: hashlib.sha256(body).hexdigest().upper() for path, body in v3_bodies.items()}
     v3_index = orjson.dumps(

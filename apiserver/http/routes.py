@@ -32,14 +32,16 @@ from apiserver.http.bodies import (
     read_body,
 )
 from apiserver.http.errors import StatusError, bad_request, unavailable
-from apiserver.http.media import encode, etag_of, negotiate, respond_tagged, tagged_headers
+from apiserver.http.media import JSON, encode, etag_of, negotiate, respond_tagged, tagged_headers
 from apiserver.http.metrics import Metrics
 from apiserver.http.respcache import Entry, ResponseCache, vm_token
 from apiserver.http.settings import Settings
 from apiserver.render import ExpandError
 from apiserver.render.errors import VM_GROUP, status
-from apiserver.sources.base import MISSING, Missing, Peekable, Source, SourceUnavailable
-from apiserver.sources.gather import render_traced
+from apiserver.sources.base import MISSING, Missing, Source, SourceUnavailable
+from apiserver.sources.collection.items import Item
+from apiserver.sources.collection.store import RenderedStore
+from apiserver.sources.gather import peekable, render_traced
 
 # kube-apiserver reads a boolean query parameter with k8s.io/apimachinery's
 # Convert_Slice_string_To_bool: absent, "0" or "false" (any case) is false, any other value true
@@ -142,7 +144,9 @@ class ExpandHandlers:
         self.source = source
         self.metrics = metrics
         # Responses are cached only over a source that can confirm them without I/O.
-        self.peekable = source if isinstance(source, Peekable) else None
+        self.peekable = peekable(source)
+        # With the VM cache, GET expand-spec (the default answer) comes from the rendered VMs' store.
+        self.store: RenderedStore | None = getattr(source, "collection", None)
         self._checks_references = _checks_references if authenticated else _unauthenticated
         self.cache = cache or ResponseCache()
         self.bodies = BodyBudget(settings.max_body_bytes_in_flight)
@@ -263,6 +267,34 @@ class ExpandHandlers:
             )
         return web.Response(body=entry.body, headers=headers)
 
+    def _stored(
+        self,
+        request: web.Request,
+        vm: Mapping[str, Any],
+        params: Mapping[str, str],
+        media_type: str,
+        flags: tuple[bool, bool],
+    ) -> Item | None:
+        """The store's item for GET expand-spec's default answer (JSON, no presets, no validate) when it
+        is current for ``vm`` and shows nothing beyond the VM's instancetype and preference."""
+        store = self.store
+        if store is None or media_type != JSON or flags != (False, False):
+            return None
+        item = store.current(params["namespace"], params["name"], vm)
+        if item is None or item.guarded:
+            return None
+        return item
+
+    def _from_store(self, request: web.Request, item: Item) -> web.Response:
+        if item.error is not None:
+            raise self._failed(item.error, get=True)
+        headers = item.headers
+        if headers is None:
+            headers = item.headers = tagged_headers(item.etag, JSON, warning_headers(item.warnings))
+        body = item.rendered
+        assert body is not None
+        return respond_tagged(request, body, JSON, item.etag, prebuilt=headers)
+
     def get_cached(self, request: web.Request, params: Mapping[str, str]) -> web.Response | None:
         """:meth:`get`'s answer when it is a current cached 200 for the VM the source holds; None for
         anything else (then :meth:`get` decides it all). Called only when no middleware has anything
@@ -279,6 +311,9 @@ class ExpandHandlers:
         if vm is None or vm is MISSING:
             return None
         assert not isinstance(vm, Missing)
+        item = self._stored(request, vm, params, media_type, (presets, validate))
+        if item is not None:
+            return None if item.error is not None else self._from_store(request, item)
         key = _get_key(request, presets, validate, media_type, vm_token(vm, held=True))
         entry = self.cache.get(key, source)
         if entry is None or entry.error is not None:
@@ -302,6 +337,10 @@ class ExpandHandlers:
         if vm is None:
             raise self._vm_not_found(name)
         assert not isinstance(vm, Missing)
+        if held and not self._checks_references(request):
+            item = self._stored(request, vm, params, media_type, (presets, validate))
+            if item is not None:
+                return self._from_store(request, item)
         token = vm_token(vm, held=held)
         key = None if token is None else _get_key(request, presets, validate, media_type, token)
         return await self._answer(

@@ -97,7 +97,15 @@ class SecretVolume:
 class DeployedServer:
     """``kubevirt-expand serve`` with the Deployment's arguments, registered through the overlay's APIServices."""
 
-    def __init__(self, cluster: ControlPlane, workdir: Path, *, extra_args: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        cluster: ControlPlane,
+        workdir: Path,
+        *,
+        extra_args: Sequence[str] = (),
+        without_args: Sequence[str] = (),
+    ) -> None:
+        """``extra_args`` are added to the container's; ``without_args`` are left out of them."""
         self.cluster = cluster
         self.workdir = workdir
         workdir.mkdir(parents=True, exist_ok=True)
@@ -117,6 +125,7 @@ class DeployedServer:
         serving_mount = next(m for m in self.container["volumeMounts"] if m["name"] == "serving-cert")
         self.serving_volume = SecretVolume(self.mounts[serving_mount["mountPath"]])
         self.extra_args = list(extra_args)
+        self.without_args = set(without_args)
         self.process: subprocess.Popen[bytes] | None = None
 
     # -- set-up ------------------------------------------------------------------------------
@@ -200,6 +209,8 @@ class DeployedServer:
         the listener on loopback at a free port, and the ServiceAccount's kubeconfig."""
         result = []
         for arg in self.container.get("args", []):
+            if arg in self.without_args:
+                continue
             name, sep, value = arg.partition("=")
             if name == "--bind-address":
                 value = "127.0.0.1"

@@ -59,9 +59,13 @@ def faulty(
         f"--authorization-webhook-cache-authorized-ttl={REVIEW_TTL}",
         f"--authentication-token-webhook-cache-ttl={REVIEW_TTL}",
     ]
-    if request.param:
-        args.append("--vm-cache")
-    server = DeployedServer(isolated_plane, tmp_path_factory.mktemp("faulty"), extra_args=args)
+    # The Deployment runs with --vm-cache; the fresh-VMs server runs without it.
+    server = DeployedServer(
+        isolated_plane,
+        tmp_path_factory.mktemp("faulty"),
+        extra_args=args,
+        without_args=() if request.param else ("--vm-cache",),
+    )
     server.install()
     server.start()
     try:
@@ -71,7 +75,7 @@ def faulty(
 
 
 def vm_cache(server: DeployedServer) -> bool:
-    return "--vm-cache" in server.extra_args
+    return "--vm-cache" in server.args()
 
 
 def label(server: DeployedServer) -> str:

@@ -15,16 +15,35 @@ import random
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from apiserver.render import objects as o
 from apiserver.sources.base import SourceUnavailable
 from apiserver.sources.cluster.client import ApiError, JSONDict, KubeClient
+from apiserver.sources.cluster.heap import freeze_loaded
 from apiserver.sources.cluster.kinds import Resource
 
 log = logging.getLogger("apiserver.sources.cluster")
 
 Key = tuple[str, str]  # (namespace, name)
+Change = tuple[JSONDict | None, JSONDict | None]  # (before, after); None: absent
+
+# Caches this large freeze what a list page left in them (see heap.py); small ones need not.
+_FREEZE_FROM = 2000
+
+
+class CacheListener(Protocol):
+    """Told of every change of a cache, synchronously, after the cache has applied it."""
+
+    def changed(
+        self, kind: str, changes: Sequence[Change], version: int | None, *, reset: bool = False
+    ) -> None:
+        """``changes`` took the cache to ``version`` (kube-apiserver's resourceVersion of the event or
+        list; None when unknown). ``reset``: the cache was emptied or replaced without a version
+        (its kind went away), so history before it means nothing."""
+
+    def progressed(self, kind: str, version: int) -> None:
+        """The cache has seen every change up to ``version`` (a bookmark, a list)."""
 
 
 def rv_of(obj: Mapping[str, Any]) -> int | None:
@@ -137,15 +156,22 @@ def deployed(crs: Sequence[JSONDict]) -> JSONDict | None:
 
 
 class Backoff:
-    """Exponential backoff with "equal jitter": half fixed, half random, capped."""
+    """Exponential backoff with "equal jitter": half fixed, half random, capped.
 
-    def __init__(self, base: float = 0.2, cap: float = 30.0) -> None:
+    ``unreachable_cap`` caps the delay after failures that cost kube-apiserver nothing (it could not be
+    reached, or answered 5xx/429 while starting): retrying about once a second finds it within a
+    second of its readiness, where the 30 s cap made recovery after an outage take up to 30 s more.
+    """
+
+    def __init__(self, base: float = 0.2, cap: float = 30.0, unreachable_cap: float = 1.0) -> None:
         self.base = base
         self.cap = cap
+        self.unreachable_cap = unreachable_cap
         self.failures = 0
 
-    def next_delay(self) -> float:
-        ceiling = min(self.cap, self.base * 2**self.failures)
+    def next_delay(self, *, unreachable: bool = False) -> float:
+        cap = min(self.cap, self.unreachable_cap) if unreachable else self.cap
+        ceiling = min(cap, self.base * 2**self.failures)
         self.failures += 1
         delay: float = ceiling / 2 + random.uniform(0, ceiling / 2)
         return delay
@@ -203,6 +229,11 @@ class WatchCache:
         # Bumped whenever the store changes; answers derived from the store are memoized under it.
         self.generation = 0
         self._memo: dict[tuple[str, str], tuple[int, Any]] = {}
+        self.listeners: list[CacheListener] = []
+
+    def _tell(self, changes: Sequence[Change], version: int | None, *, reset: bool = False) -> None:
+        for listener in self.listeners:
+            listener.changed(self.resource.kind, changes, version, reset=reset)
 
     # ------------------------------------------------------------------ reads
 
@@ -269,13 +300,15 @@ class WatchCache:
         if current is not None:
             cur_rv = rv_of(current)
             if cur_rv is None or new_rv > cur_rv:
-                self.store[key] = slim(obj, self.resource)
+                new = self.store[key] = slim(obj, self.resource)
                 self._changed()
+                self._tell([(current, new)], new_rv)
             return
         known = int(self.rv) if self.rv and self.rv.isdigit() else None
         if known is None or new_rv > known:
-            self.store[key] = slim(obj, self.resource)
+            new = self.store[key] = slim(obj, self.resource)
             self._changed()
+            self._tell([(None, new)], new_rv)
 
     # ------------------------------------------------------------------ the loop
 
@@ -300,7 +333,9 @@ class WatchCache:
                     await asyncio.sleep(self.backoff.next_delay())
                     continue
                 await self._failed(err)
-            except (SourceUnavailable, ValueError) as err:
+            except SourceUnavailable as err:
+                await self._failed(err, unreachable=True, retry_after=err.retry_after)
+            except ValueError as err:
                 await self._failed(err)
 
     async def _discover(self) -> bool:
@@ -310,43 +345,139 @@ class WatchCache:
                 log.info("%s is not served by this cluster (CRD not installed); not caching it", self.name)
             self.missing = True
             self.ready.set()
+            gone = [(obj, None) for obj in self.store.values()]
             self.store.clear()
             self._changed()
             self.rv = None
+            if gone:  # the kind went away with objects in it (a CRD removed while cached)
+                self._tell(gone, None, reset=True)
             return False
         if self.missing is True:
             log.info("%s is served now; caching it", self.name)
         self.missing = False
         return True
 
-    async def _failed(self, err: Exception) -> None:
+    async def _failed(self, err: Exception, *, unreachable: bool = False, retry_after: int = 1) -> None:
         self.last_error = str(err)
         self.last_error_at = time.time()
-        delay = self.backoff.next_delay()
+        delay = self.backoff.next_delay(unreachable=unreachable)
+        if unreachable and retry_after > 1:  # kube-apiserver asked for a pause (429, 503 with Retry-After)
+            delay = max(delay, min(float(retry_after), self.backoff.cap))
         log.warning("cache %s: %s (retrying in %.1fs)", self.name, err, delay)
         await asyncio.sleep(delay)
 
     async def _list(self) -> None:
+        """List every object, page by page, into the store in place.
+
+        A relist (after a 410, or a CRD that came back) keeps the instance it holds for every object
+        whose resourceVersion is unchanged and drops the fresh copy at once, so memory stays near one
+        store and one page instead of two stores, and whoever renders from these objects sees only
+        the objects that really changed. Objects the list no longer has are removed at the end.
+        Listeners hear of every change at once, when the list is complete, under its resourceVersion.
+        """
         self.lists += 1
-        store: dict[Key, JSONDict] = {}
+        store = self.store
+        first = not self.synced.is_set()
+        seen: set[Key] = set()
+        changes: list[Change] = []
         query: dict[str, str] = {"limit": "500"}
         while True:
             page = await self.client.get(self.resource.path(), query, verb="list", seconds=self.list_timeout)
             for item in page.get("items") or ():
                 obj = slim(item, self.resource)
-                store[key_of(obj)] = obj
+                key = key_of(obj)
+                seen.add(key)
+                current = store.get(key)
+                if current is not None and rv_of(current) == rv_of(obj) and rv_of(obj) is not None:
+                    continue
+                store[key] = obj
+                changes.append((current, obj))
+            if len(store) >= _FREEZE_FROM:
+                freeze_loaded()
             meta = page.get("metadata") or {}
             if not meta.get("continue"):
                 break
             query = {"limit": "500", "continue": str(meta["continue"])}
-        self.store = store
+        if len(seen) != len(store):
+            for key in [k for k in store if k not in seen]:
+                changes.append((store.pop(key), None))
         self._changed()
         self.rv = str(meta.get("resourceVersion") or "")
         self.last_error = ""
-        if not self.synced.is_set():
+        if first:
             log.info("cache %s synced: %d objects at resourceVersion %s", self.name, len(store), self.rv)
+        elif changes:
+            log.info("cache %s listed again: %d objects changed while not watched", self.name, len(changes))
         self.synced.set()
         self.ready.set()
+        version = int(self.rv) if self.rv.isdigit() else None
+        self._tell(changes, version)
+        if version is not None:
+            for listener in self.listeners:
+                listener.progressed(self.resource.kind, version)
+
+    async def probe_progress(self, every: float = 5.0, per_object: float = 0.01) -> None:
+        """Tell the listeners how far this cache is current even while nothing changes.
+
+        kube-apiserver sends a quiet kind's watch no bookmark for minutes (its own watch cache does not
+        advance without changes), so a listener could not tell "nothing happened" from "not heard yet".
+        Now and then (every ``every`` seconds, longer for a large cache: ``per_object`` seconds per
+        object) a quorum list shows the state at the current revision; merged into the store (only an
+        object newer than the one held changes it), the cache has every change up to that revision.
+        Only while the watch is quiet: its own events say as much.
+        """
+        last_rv = self.rv
+        while True:
+            await asyncio.sleep(max(every, per_object * len(self.store)) * random.uniform(0.9, 1.1))
+            if not self.synced.is_set() or self.missing is not False or self.rv != last_rv:
+                last_rv = self.rv
+                continue
+            try:
+                await self._confirm()
+            except (ApiError, SourceUnavailable, ValueError) as err:
+                log.debug("cache %s: progress probe failed: %s", self.name, err)
+            last_rv = self.rv
+
+    async def _confirm(self) -> None:
+        watched = self.rv
+        listed: dict[Key, JSONDict] = {}
+        query: dict[str, str] = {"limit": "500"}
+        while True:
+            page = await self.client.get(self.resource.path(), query, verb="list", seconds=self.list_timeout)
+            for item in page.get("items") or ():
+                obj = slim(item, self.resource)
+                listed[key_of(obj)] = obj
+            meta = page.get("metadata") or {}
+            if not meta.get("continue"):
+                break
+            query = {"limit": "500", "continue": str(meta["continue"])}
+        text = str(meta.get("resourceVersion") or "")
+        if not text.isdigit() or self.rv != watched or not self.synced.is_set():
+            return  # the watch moved meanwhile (its events say how far it is) or the cache was reset
+        version = int(text)
+        if watched and watched.isdigit() and int(watched) >= version:
+            return
+        # The watch has seen everything up to ``watched`` and nothing since; the list is the state at
+        # ``version``: what differs changed in between, and the watch will bring the same versions.
+        changes: list[Change] = []
+        for key, obj in listed.items():
+            current = self.store.get(key)
+            cur_rv, new_rv = (rv_of(current) if current is not None else None), rv_of(obj)
+            if current is None or (new_rv is not None and cur_rv is not None and new_rv > cur_rv):
+                self.store[key] = obj
+                changes.append((current, obj))
+        for key in [k for k in self.store if k not in listed]:
+            current = self.store[key]
+            cur_rv = rv_of(current)
+            if cur_rv is not None and cur_rv <= version:  # gone by the listed revision
+                del self.store[key]
+                changes.append((current, None))
+        if changes:
+            self._changed()
+            log.info("cache %s: %d changes the watch had not delivered yet", self.name, len(changes))
+            self._tell(changes, version)
+        for listener in self.listeners:
+            listener.progressed(self.resource.kind, version)
 
     async def _watch(self) -> None:
         self.watches += 1
@@ -367,12 +498,15 @@ class WatchCache:
                     return
                 raise ApiError(int(obj.get("code") or 500), obj)
             rv = (obj.get("metadata") or {}).get("resourceVersion")
+            if rv:
+                self.rv = str(rv)
             if kind in ("ADDED", "MODIFIED"):
                 self._put(slim(obj, self.resource))
             elif kind == "DELETED":
                 self._remove(obj)
-            if rv:
-                self.rv = str(rv)
+            elif kind == "BOOKMARK" and self.rv and self.rv.isdigit():
+                for listener in self.listeners:
+                    listener.progressed(self.resource.kind, int(self.rv))
             self.backoff.reset()
             self.last_error = ""
 
@@ -383,8 +517,11 @@ class WatchCache:
             new_rv, cur_rv = rv_of(obj), rv_of(current)
             if new_rv is not None and cur_rv is not None and new_rv < cur_rv:
                 return  # a direct read already brought a newer version
+            if new_rv is not None and new_rv == cur_rv:
+                return  # the same version, already brought by a direct read: nothing changed
         self.store[key] = obj
         self._changed()
+        self._tell([(current, obj)], rv_of(obj))
 
     def _remove(self, obj: JSONDict) -> None:
         key = key_of(obj)
@@ -396,3 +533,4 @@ class WatchCache:
             return  # re-created since, and a direct read already brought the new one
         del self.store[key]
         self._changed()
+        self._tell([(current, None)], gone_rv)

@@ -29,6 +29,7 @@ from apiserver.sources.cluster.cache import Backoff, WatchCache, deployed, slim
 from apiserver.sources.cluster.client import ApiError, JSONDict, KubeClient, load_configuration
 from apiserver.sources.cluster.kinds import Resource
 from apiserver.sources.cluster.revisions import ABSENT, RevisionCache
+from apiserver.sources.collection.store import RenderedStore
 
 log = logging.getLogger("apiserver.sources.cluster")
 
@@ -53,6 +54,7 @@ class ClusterSource:
         watch_seconds: tuple[int, int] = (300, 600),
         watch_idle_timeout: float = 120.0,
         recheck_missing: float = 60.0,
+        progress_every: float = 5.0,
     ) -> None:
         self.client = client
         self.configuration = configuration
@@ -67,10 +69,13 @@ class ClusterSource:
             "recheck_missing": recheck_missing,
         }
         self._backoff = backoff
+        self._probe = {"every": progress_every}
         self.caches: dict[str, WatchCache] = {}  # by kind
         self._tasks: list[asyncio.Task[None]] = []
         self._inflight: dict[Hashable, asyncio.Future[Any]] = {}
         self.coalesced = 0
+        # The rendered VMs (list, watch, and GET expand-spec's answers): only over the VM cache.
+        self.collection: RenderedStore | None = RenderedStore(self) if vm_cache else None
 
     @classmethod
     def from_options(
@@ -107,6 +112,12 @@ class ClusterSource:
             cache = WatchCache(self.client, resource, backoff=Backoff(*self._backoff), **self._cache_options)
             self.caches[resource.kind] = cache
             self._tasks.append(asyncio.create_task(cache.run(), name=f"watch {resource.plural}"))
+        if self.collection is not None:
+            self.collection.attach(self.caches, self.wait_synced)
+            for cache in self.caches.values():
+                name = f"progress of {cache.resource.plural}"
+                self._tasks.append(asyncio.create_task(cache.probe_progress(**self._probe), name=name))
+            self._tasks.append(asyncio.create_task(self.collection.run(), name="render the collection"))
 
     async def close(self) -> None:
         for task in self._tasks:
@@ -233,6 +244,10 @@ class ClusterSource:
             if cache.last_error:
                 message += f"; last error: {cache.last_error}"
             out.append(Check(f"cache-{cache.name}", cache.synced.is_set(), message))
+        if self.collection is not None:
+            ready = self.collection.ready.is_set()
+            message = f"{len(self.collection.items)} VMs rendered" if ready else "rendering the VMs"
+            out.append(Check("collection", ready, message))
         return out
 
     def cache_stats(self) -> Sequence[CacheStats]:
@@ -240,6 +255,8 @@ class ClusterSource:
         stats.append(
             CacheStats("controllerrevisions", len(self.revisions), self.revisions.hits, self.revisions.misses)
         )
+        if self.collection is not None:
+            stats.append(CacheStats("expandedvirtualmachines", len(self.collection.items)))
         return stats
 
     # ------------------------------------------------------------------ reads

@@ -1,0 +1,728 @@
+"""``expandedvirtualmachines.expand.kubevirt-expand.io``: get, list and watch the rendered VMs.
+
+The items come from the source's :class:`~apiserver.sources.collection.store.RenderedStore` (only
+with ``--vm-cache``); this module reads the query as kube-apiserver reads a list's, cuts pages from the
+store's snapshots, streams the answer, and writes Tables for ``kubectl get``. Items whose rendering
+read objects other than instancetypes and preferences are shown only to a caller who may read those
+objects (a SubjectAccessReview each, cached like every review); to anyone else they are an item that
+says so, without anything of the rendering.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import bisect
+import contextlib
+import random
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from apiserver.http.errors import StatusError, bad_request, not_found, unavailable
+from apiserver.http.media import JSON, YAML, encode, parse_accept
+from apiserver.http.metrics import Metrics
+from apiserver.render.errors import status
+from apiserver.render.objects import ObjectRef
+from apiserver.sources.collection import items as it
+from apiserver.sources.collection.items import Item, Key
+from apiserver.sources.collection.selectors import (
+    FieldSelector,
+    LabelSelector,
+    SelectorError,
+    parse_field_selector,
+    parse_label_selector,
+)
+from apiserver.sources.collection.store import Gone, RenderedStore, Snapshot, TooNew
+from apiserver.sources.collection.versions import InvalidVersion, Vector
+
+TABLE_GROUP = "meta.k8s.io"
+TABLE_VERSIONS = ("v1", "v1beta1")
+# kube-apiserver waits this long for its cache to reach a resourceVersion it was asked for.
+WAIT_FOR_VERSION = 3.0
+# kube-apiserver's --min-request-timeout: a watch without timeoutSeconds lasts between it and twice it.
+MIN_REQUEST_TIMEOUT = 1800
+BOOKMARK_EVERY = 60.0
+_CHUNK = 256 * 1024  # bytes written to a streamed list between drains
+
+# May the caller read these objects? (user's SubjectAccessReviews, on the request's auth gate)
+Guard = Callable[[web.Request, Sequence[ObjectRef]], Awaitable[bool]]
+
+
+def _truthy(value: str) -> bool:
+    return value.lower() not in ("0", "false")
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """A list or watch request's parameters, checked."""
+
+    labels: LabelSelector
+    fields: FieldSelector
+    limit: int
+    continue_token: str
+    version: str
+    version_match: str
+    watch: bool
+    bookmarks: bool
+    timeout: float | None
+    include_object: str
+
+
+def read_query(request: web.Request) -> Query:
+    q = request.query
+    try:
+        labels = parse_label_selector(q.get("labelSelector", ""))
+        fields = parse_field_selector(q.get("fieldSelector", ""))
+    except SelectorError as err:
+        raise bad_request(str(err)) from None
+    limit_text = q.get("limit", "")
+    limit = 0
+    if limit_text:
+        if not limit_text.lstrip("-").isdigit():
+            raise bad_request(f'limit: Invalid value: "{limit_text}": must be an integer')
+        limit = max(0, int(limit_text))
+    timeout: float | None = None
+    if q.get("timeoutSeconds"):
+        text = q["timeoutSeconds"]
+        if not text.isdigit():
+            raise bad_request(f'timeoutSeconds: Invalid value: "{text}": must be a whole number of seconds')
+        timeout = float(text)
+    match = q.get("resourceVersionMatch", "")
+    if match not in ("", "NotOlderThan", "Exact"):
+        raise StatusError(
+            status(
+                422,
+                "Invalid",
+                f'resourceVersionMatch: Unsupported value: "{match}": supported values: "Exact", "NotOlderThan"',
+            )
+        )
+    include = q.get("includeObject", "Metadata")
+    if include not in ("None", "Metadata", "Object"):
+        raise bad_request(
+            f'includeObject: Unsupported value: "{include}": supported values: "None", "Metadata", "Object"'
+        )
+    watch = "watch" in q and _truthy(q.get("watch", ""))
+    if q.get("sendInitialEvents") and _truthy(q["sendInitialEvents"]):
+        raise StatusError(
+            status(
+                422,
+                "Invalid",
+                "sendInitialEvents: Forbidden: sendInitialEvents is not supported by this server; "
+                "list, then watch from the list's resourceVersion",
+            )
+        )
+    return Query(
+        labels=labels,
+        fields=fields,
+        limit=limit,
+        continue_token=q.get("continue", ""),
+        version=q.get("resourceVersion", ""),
+        version_match=match,
+        watch=watch,
+        bookmarks="allowWatchBookmarks" in q and _truthy(q.get("allowWatchBookmarks", "")),
+        timeout=timeout,
+        include_object=include,
+    )
+
+
+# ---------------------------------------------------------------------------------------- media
+
+
+@dataclass(frozen=True, slots=True)
+class Media:
+    kind: str  # json, yaml or table
+    table_version: str = "v1"
+
+
+def negotiate_media(request: web.Request) -> Media:
+    """JSON, YAML or a Table (``application/json;as=Table;g=meta.k8s.io;v=v1``), as kubectl asks."""
+    header = request.headers.get("Accept", "")
+    if not header.strip():
+        return Media("json")
+    for media_range in parse_accept(header):
+        params = media_range.params
+        if media_range.converted:
+            if (
+                media_range.matches(JSON)
+                and params.get("as") == "Table"
+                and params.get("g") == TABLE_GROUP
+                and params.get("v") in TABLE_VERSIONS
+            ):
+                return Media("table", params["v"])
+            continue
+        if media_range.matches(JSON):
+            return Media("json")
+        if media_range.matches(YAML):
+            return Media("yaml")
+    raise StatusError(
+        status(
+            406,
+            "NotAcceptable",
+            "only the following media types are accepted: application/json, application/yaml, "
+            "application/json;as=Table;v=v1;g=meta.k8s.io",
+        )
+    )
+
+
+# ---------------------------------------------------------------------------------------- tables
+
+
+def age(created: str, now: float) -> str:
+    """kubectl's HumanDuration of the time since ``created``, as kube-apiserver's Table cells say it."""
+    if not created:
+        return "<unknown>"
+    try:
+        then = datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return "<unknown>"
+    seconds = int(now - then)
+    if seconds < 0:
+        return "<invalid>"
+    if seconds < 120:
+        return f"{seconds}s"
+    minutes = seconds // 60
+    if minutes < 10:
+        s = seconds % 60
+        return f"{minutes}m{s}s" if s else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = seconds // 3600
+    if hours < 8:
+        m = minutes % 60
+        return f"{hours}h{m}m" if m else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    days = hours // 24
+    if hours < 24 * 8:
+        h = hours % 24
+        return f"{days}d{h}h" if h else f"{days}d"
+    if days < 365 * 2:
+        return f"{days}d"
+    years = days // 365
+    if days < 365 * 8:
+        d = days % 365
+        return f"{years}y{d}d" if d else f"{years}y"
+    return f"{years}y"
+
+
+def column_definitions() -> list[dict[str, Any]]:
+    return [
+        {"name": n, "type": t, "format": f, "description": d, "priority": p}
+        for n, t, f, d, p in it.TABLE_COLUMNS
+    ]
+
+
+def _row(item: Item, now: float, include: str) -> dict[str, Any]:
+    c = item.cells
+    cells = [item.key[1], c[0], c[1], c[2], c[3], c[4], age(item.created, now), c[5], c[6], c[7], c[8]]
+    row: dict[str, Any] = {"cells": cells}
+    if include == "Object":
+        row["object"] = orjson.Fragment(item.body)
+    elif include == "Metadata":
+        meta: dict[str, Any] = {
+            "name": item.key[1],
+            "namespace": item.key[0],
+            "resourceVersion": item.version,
+        }
+        if item.created:
+            meta["creationTimestamp"] = item.created
+        if item.labels:
+            meta["labels"] = item.labels
+        row["object"] = {"kind": "PartialObjectMetadata", "apiVersion": f"{TABLE_GROUP}/v1", "metadata": meta}
+    return row
+
+
+def table(
+    items: Iterable[Item], meta: Mapping[str, Any], media: Media, include: str, *, columns: bool = True
+) -> bytes:
+    now = time.time()
+    doc: dict[str, Any] = {
+        "kind": "Table",
+        "apiVersion": f"{TABLE_GROUP}/{media.table_version}",
+        "metadata": dict(meta),
+        "columnDefinitions": column_definitions() if columns else None,
+        "rows": [_row(item, now, include) for item in items],
+    }
+    if not columns:
+        doc["columnDefinitions"] = []
+    return orjson.dumps(doc)
+
+
+# ---------------------------------------------------------------------------------------- tokens
+
+
+def encode_continue(version: str, after: Key, namespace: str | None) -> str:
+    doc = {"v": version, "k": [after[0], after[1]], "n": namespace}
+    return base64.urlsafe_b64encode(orjson.dumps(doc)).decode().rstrip("=")
+
+
+def decode_continue(token: str, namespace: str | None) -> tuple[str, Key]:
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        doc = orjson.loads(raw)
+        version, after, scope = doc["v"], doc["k"], doc["n"]
+        if not (isinstance(version, str) and isinstance(after, list) and len(after) == 2):
+            raise ValueError
+        key = (str(after[0]), str(after[1]))
+    except (binascii.Error, ValueError, KeyError, TypeError, orjson.JSONDecodeError):
+        raise bad_request("continue key is not valid: not a continue token this server gave out") from None
+    if scope != namespace:
+        raise bad_request("continue key is not valid: it continues a list of another namespace")
+    return version, key
+
+
+def expired(message: str, token: str = "") -> StatusError:
+    body = status(410, "Expired", message)
+    if token:
+        body["metadata"] = {"continue": token}
+    return StatusError(body)
+
+
+# ---------------------------------------------------------------------------------------- handlers
+
+
+class CollectionHandlers:
+    """get, list and watch over a store (None: the collection is not served, every call says why)."""
+
+    def __init__(self, store: RenderedStore | None, metrics: Metrics, guard: Guard | None = None) -> None:
+        self.store = store
+        self.metrics = metrics
+        self.guard = guard
+
+    def _store(self) -> RenderedStore:
+        store = self.store
+        if store is None:
+            raise not_found(
+                "expandedvirtualmachines are served only with the VM cache: start the server with "
+                "--vm-cache (the manifests in apiservice/ do)"
+            )
+        if not store.ready.is_set():
+            raise unavailable(
+                "the rendered VMs are not ready yet (the VM cache is syncing or the VMs are being rendered)",
+                timeout=False,
+                retry_after=1,
+            )
+        return store
+
+    # -- get ---------------------------------------------------------------------------------
+
+    async def get(self, request: web.Request) -> web.StreamResponse:
+        store = self._store()
+        namespace, name = request.match_info["namespace"], request.match_info["name"]
+        media = negotiate_media(request)
+        version = request.query.get("resourceVersion", "")
+        if version not in ("", "0"):
+            await self._wait(store, self._parse(version))
+        item = store.items.get((namespace, name))
+        if item is None:
+            details = {"name": name, "group": it.GROUP, "kind": it.PLURAL}
+            raise StatusError(
+                status(404, "NotFound", f'{it.PLURAL}.{it.GROUP} "{name}" not found', details=details)
+            )
+        body = await self._visible(request, item)
+        if media.kind == "table":
+            meta = {"resourceVersion": item.version}
+            include = request.query.get("includeObject", "Metadata")
+            shown = item if body is item.body else _with_body(item, body)
+            return web.Response(body=table([shown], meta, media, include), content_type=JSON)
+        return self._respond(body, media)
+
+    def _respond(self, body: bytes, media: Media) -> web.Response:
+        if media.kind == "yaml":
+            return web.Response(body=encode(orjson.loads(body), YAML), content_type=YAML)
+        return web.Response(body=body, content_type=JSON)
+
+    # -- list ----------------------------------------------------------------------------------
+
+    async def list_all(self, request: web.Request) -> web.StreamResponse:
+        return await self._list_or_watch(request, None)
+
+    async def list_namespaced(self, request: web.Request) -> web.StreamResponse:
+        return await self._list_or_watch(request, request.match_info["namespace"])
+
+    async def _list_or_watch(self, request: web.Request, namespace: str | None) -> web.StreamResponse:
+        store = self._store()
+        query = read_query(request)
+        media = negotiate_media(request)
+        wanted_ns = query.fields.namespace()
+        if wanted_ns is not None and namespace is not None and wanted_ns != namespace:
+            namespace = wanted_ns  # nothing can match; the range below is empty
+        elif wanted_ns is not None:
+            namespace = wanted_ns
+        if query.watch:
+            return await self._watch(request, store, namespace, query, media)
+        return await self._list(request, store, namespace, query, media)
+
+    def _parse(self, text: str) -> Vector:
+        try:
+            return Vector.parse(text)
+        except InvalidVersion as err:
+            raise bad_request(str(err)) from None
+
+    async def _wait(self, store: RenderedStore, version: Vector) -> None:
+        try:
+            await store.wait_for(version, WAIT_FOR_VERSION)
+        except TooNew:
+            body = status(
+                504,
+                "Timeout",
+                f"Too large resource version: {version}, current: {store.version_text}",
+                details={
+                    "causes": [
+                        {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+                    ],
+                    "retryAfterSeconds": 1,
+                },
+            )
+            raise StatusError(body, {"Retry-After": "1"}) from None
+
+    async def _list(
+        self, request: web.Request, store: RenderedStore, namespace: str | None, query: Query, media: Media
+    ) -> web.StreamResponse:
+        snap: Snapshot | None = None
+        after: Key | None = None
+        if query.continue_token:
+            if query.version not in ("", "0"):
+                raise bad_request("specifying resource version is not allowed when using continue")
+            version, after = decode_continue(query.continue_token, namespace)
+            snap = store.continued(version)
+            if snap is None:
+                # As kube-apiserver when etcd compacted the list's revision: the rest of the list at the
+                # current version, under a token the error carries.
+                current = store.snapshot()
+                store.keep_snapshot(current)
+                raise expired(
+                    "The provided continue parameter is too old to display a consistent list result. You "
+                    "can start a new list without the continue parameter, or use the continue token in "
+                    "this response to retrieve the remainder of the results. Continuing with the provided "
+                    "token results in an inconsistent list - objects that were created, modified, or "
+                    "deleted between the time the first chunk was returned and now may show up in the list.",
+                    encode_continue(current.version, after, namespace),
+                )
+        else:
+            if query.version not in ("", "0"):
+                wanted = self._parse(query.version)
+                if query.version_match == "Exact" and wanted != store.version:
+                    raise expired(
+                        f"too old resource version: {query.version} ({store.version_text}): this server "
+                        "keeps no history to list from; list without resourceVersionMatch=Exact"
+                    )
+                await self._wait(store, wanted)
+            snap = store.snapshot()
+        name = query.fields.name()
+        lo, hi = snap.range(namespace, after)
+        if name is not None and namespace is not None:
+            lo, hi = snap.range(namespace)
+            lo = max(lo, _position(snap, (namespace, name)))
+            hi = min(hi, lo + 1)
+            if after is not None and (namespace, name) <= after:
+                hi = lo
+        picked: list[Item] = []
+        last: Key | None = None
+        more = False
+        remaining = 0
+        needs_filter = not query.labels.empty or bool(query.fields.requirements)
+        items = snap.items
+        for index in range(lo, hi):
+            item = items[index]
+            if needs_filter and not (
+                query.fields.matches(item.key[0], item.key[1]) and query.labels.matches(item.labels)
+            ):
+                continue
+            if query.limit and len(picked) >= query.limit:
+                more = True
+                if not needs_filter:
+                    remaining = hi - index
+                break
+            picked.append(item)
+            last = item.key
+        meta: dict[str, Any] = {"resourceVersion": snap.version}
+        if more and last is not None:
+            store.keep_snapshot(snap)
+            meta["continue"] = encode_continue(snap.version, last, namespace)
+            if remaining:
+                meta["remainingItemCount"] = remaining
+        bodies = await self._bodies(request, picked)
+        if media.kind == "table":
+            shown = [i if b is i.body else _with_body(i, b) for i, b in zip(picked, bodies, strict=True)]
+            return web.Response(body=table(shown, meta, media, query.include_object), content_type=JSON)
+        if media.kind == "yaml":
+            doc = {
+                "apiVersion": it.API_VERSION,
+                "kind": it.LIST_KIND,
+                "metadata": meta,
+                "items": [orjson.loads(b) for b in bodies],
+            }
+            return web.Response(body=encode(doc, YAML), content_type=YAML)
+        head = orjson.dumps({"apiVersion": it.API_VERSION, "kind": it.LIST_KIND, "metadata": meta})
+        head = head[:-1] + b',"items":['
+        total = len(head) + sum(len(b) for b in bodies) + max(0, len(bodies) - 1) + 2
+        if total <= _CHUNK:
+            return web.Response(body=head + b",".join(bodies) + b"]}", content_type=JSON)
+        response = web.StreamResponse(headers={"Content-Type": JSON})
+        response.content_length = total
+        await response.prepare(request)
+        await _write_joined(response, head, bodies, b"]}")
+        await response.write_eof()
+        return response
+
+    async def _visible(self, request: web.Request, item: Item) -> bytes:
+        if not item.guarded or self.guard is None:
+            return item.body
+        if await self.guard(request, item.guarded):
+            return item.body
+        return redacted(item)
+
+    async def _bodies(self, request: web.Request, picked: Sequence[Item]) -> list[bytes]:
+        if self.guard is None or not any(i.guarded for i in picked):
+            return [i.body for i in picked]
+        return [await self._visible(request, i) for i in picked]
+
+    # -- watch ---------------------------------------------------------------------------------
+
+    async def _watch(
+        self, request: web.Request, store: RenderedStore, namespace: str | None, query: Query, media: Media
+    ) -> web.StreamResponse:
+        initial: list[Item] = []
+        if query.version in ("", "0"):
+            snap = store.snapshot()
+            cursor = store.last_seq if not store.pending else _seq_of_snapshot(store)
+            lo, hi = snap.range(namespace)
+            initial = [i for i in snap.items[lo:hi] if _selected(i.key, i.labels, query)]
+        else:
+            wanted = self._parse(query.version)
+            await self._wait(store, wanted)
+            try:
+                cursor = store.resume_point(wanted)
+            except Gone:
+                return await self._watch_error(request, _too_old(query.version, store.version_text))
+        release_deadline(request)
+        timeout = query.timeout if query.timeout is not None else MIN_REQUEST_TIMEOUT * (1 + random.random())
+        ends = time.monotonic() + timeout
+        response = web.StreamResponse(headers={"Content-Type": JSON, "Transfer-Encoding": "chunked"})
+        await response.prepare(request)
+        writer = _EventWriter(response, media, query.include_object)
+        self.metrics_watchers(1)
+        try:
+            for item in initial:
+                await writer.event("ADDED", await self._visible(request, item), item)
+            last_bookmark = time.monotonic()
+            sent_version = ""
+            while True:
+                try:
+                    entries = store.entries_after(cursor)
+                except Gone:
+                    await writer.error(_too_old(str(cursor), store.version_text))
+                    break
+                for entry in entries:
+                    cursor = entry.seq
+                    kind = _event_type(entry, namespace, query)
+                    if kind is None:
+                        continue
+                    body = entry.body
+                    if (
+                        entry.item.guarded
+                        and self.guard is not None
+                        and not await self.guard(request, entry.item.guarded)
+                    ):
+                        body = redacted(entry.item, entry.version)
+                    await writer.event(kind, body, entry.item, entry.version)
+                    sent_version = entry.version
+                now = time.monotonic()
+                if now >= ends:
+                    break
+                if query.bookmarks and now - last_bookmark >= BOOKMARK_EVERY and cursor == store.last_seq:
+                    if store.version_text != sent_version and not store.pending:
+                        await writer.bookmark(store.version_text)
+                        sent_version = store.version_text
+                    last_bookmark = now
+                wait = ends - now
+                if query.bookmarks:
+                    wait = min(wait, max(0.05, BOOKMARK_EVERY - (now - last_bookmark)))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(store.next_change(cursor), wait)
+        except ConnectionResetError:  # the client went away: a watch's usual end
+            self.metrics_watchers(-1)
+            return response
+        except asyncio.CancelledError:
+            self.metrics_watchers(-1)
+            raise
+        self.metrics_watchers(-1)
+        with contextlib.suppress(ConnectionResetError):
+            await response.write_eof()
+        return response
+
+    def metrics_watchers(self, delta: int) -> None:
+        gauge = getattr(self.metrics, "collection_watchers", None)
+        if gauge is not None:
+            gauge.inc(delta)
+
+    async def _watch_error(self, request: web.Request, error: dict[str, Any]) -> web.StreamResponse:
+        release_deadline(request)
+        response = web.StreamResponse(headers={"Content-Type": JSON})
+        await response.prepare(request)
+        await response.write(orjson.dumps({"type": "ERROR", "object": error}) + b"\n")
+        await response.write_eof()
+        return response
+
+
+def _too_old(asked: str, current: str) -> dict[str, Any]:
+    return status(410, "Expired", f"too old resource version: {asked} ({current})")
+
+
+def _seq_of_snapshot(store: RenderedStore) -> int:
+    # A snapshot taken while a change is being worked through shows some of its items already: the
+    # watch starts before that change's events (they are sent again, with the same content).
+    return store.last_seq
+
+
+def _selected(key: Key, labels: Mapping[str, str] | None, query: Query) -> bool:
+    return query.fields.matches(key[0], key[1]) and query.labels.matches(labels)
+
+
+def _event_type(entry: Any, namespace: str | None, query: Query) -> str | None:
+    """The event a watcher with these selectors sees for ``entry`` (None: none), as kube-apiserver's
+    cacher turns a change into ADDED or DELETED when labels move an object into or out of a selector."""
+    key = entry.item.key
+    if namespace is not None and key[0] != namespace:
+        return None
+    if not query.fields.matches(key[0], key[1]):
+        return None
+    if query.labels.empty:
+        return str(entry.type)
+    now = entry.type != "DELETED" and query.labels.matches(entry.item.labels)
+    before = entry.before_labels is not None and query.labels.matches(entry.before_labels)
+    if entry.type == "DELETED":
+        return "DELETED" if query.labels.matches(entry.item.labels) else None
+    if now and before:
+        return "MODIFIED"
+    if now:
+        return "ADDED"
+    if before:
+        return "DELETED"
+    return None
+
+
+def _position(snap: Snapshot, key: Key) -> int:
+    return bisect.bisect_left(snap.keys, key)
+
+
+def _with_body(item: Item, body: bytes) -> Item:
+    """The item as one caller sees it (redacted): only its body differs."""
+    doc = orjson.loads(body)
+    cond = ((doc.get("status") or {}).get("conditions") or [{}])[0]
+    summary = doc.get("summary") or {}
+    copy = Item(
+        item.key,
+        item.vm,
+        item.labels,
+        item.created,
+        item.version,
+        body,
+        None,
+        "",
+        (),
+        None,
+        it._cells(summary, cond),
+        item.guarded,
+    )
+    return copy
+
+
+def redacted(item: Item, version: str | None = None) -> bytes:
+    """The item for a caller who may not read what its rendering read: the VM's name, labels and
+    matchers (what the VM itself says), no rendering, and a condition saying why, naming only the kinds."""
+    doc = orjson.loads(item.body)
+    doc.pop("virtualMachine", None)
+    summary = doc.get("summary") or {}
+    summary.pop("cpu", None)
+    summary.pop("memory", None)
+    kinds = sorted({ref.kind for ref in item.guarded})
+    doc["status"] = {
+        "conditions": [
+            {
+                "type": "Rendered",
+                "status": "Unknown",
+                "reason": "Forbidden",
+                "message": "rendering this VM reads objects you may not get ("
+                + ", ".join(kinds)
+                + "); GET expand-spec renders it with your rights",
+            }
+        ]
+    }
+    if version is not None:
+        doc["metadata"]["resourceVersion"] = version
+    return orjson.dumps(doc)
+
+
+class _EventWriter:
+    def __init__(self, response: web.StreamResponse, media: Media, include: str) -> None:
+        self.response = response
+        self.media = media
+        self.include = include
+        self.columns = True
+
+    async def event(self, kind: str, body: bytes, item: Item, version: str | None = None) -> None:
+        if self.media.kind == "table":
+            shown = item if body is item.body else _with_body(item, body)
+            meta = {"resourceVersion": version or item.version}
+            obj = table([shown], meta, self.media, self.include, columns=self.columns)
+            self.columns = False
+        else:
+            obj = body
+        await self.response.write(b'{"type":"' + kind.encode() + b'","object":' + obj + b"}\n")
+
+    async def bookmark(self, version: str) -> None:
+        obj = {"kind": it.KIND, "apiVersion": it.API_VERSION, "metadata": {"resourceVersion": version}}
+        await self.response.write(orjson.dumps({"type": "BOOKMARK", "object": obj}) + b"\n")
+
+    async def error(self, error: Mapping[str, Any]) -> None:
+        await self.response.write(orjson.dumps({"type": "ERROR", "object": error}) + b"\n")
+
+
+async def _write_joined(
+    response: web.StreamResponse, head: bytes, bodies: Sequence[bytes], tail: bytes
+) -> None:
+    buffer = bytearray(head)
+    for n, body in enumerate(bodies):
+        if n:
+            buffer += b","
+        buffer += body
+        if len(buffer) >= _CHUNK:
+            await response.write(bytes(buffer))
+            buffer.clear()
+    buffer += tail
+    await response.write(bytes(buffer))
+
+
+# Set by the front layer (apiserver.http.app) on every request it gives a deadline.
+DEADLINE: web.RequestKey[Any] = web.RequestKey("deadline", object)
+
+
+def release_deadline(request: web.Request) -> None:
+    """A watch is long-running: the request timeout no longer applies to it (as kube-apiserver exempts
+    watches from --request-timeout)."""
+    deadline = request.get(DEADLINE)
+    if deadline is not None:
+        deadline.finish()
+
+
+def add_routes(app: web.Application, handlers: CollectionHandlers) -> None:
+    base = f"/apis/{it.GROUP}/{it.VERSION}"
+    app.router.add_get(f"{base}/{it.PLURAL}", handlers.list_all, allow_head=False)
+    app.router.add_get(
+        f"{base}/namespaces/{{namespace}}/{it.PLURAL}", handlers.list_namespaced, allow_head=False
+    )
+    app.router.add_get(
+        f"{base}/namespaces/{{namespace}}/{it.PLURAL}/{{name}}", handlers.get, allow_head=False
+    )
+
+
+__all__ = ["DEADLINE", "CollectionHandlers", "add_routes", "release_deadline"]

@@ -1,0 +1,107 @@
+"""The compact summary of one rendered VM that a list page shows without walking the spec.
+
+KubeVirt's VEP 280 proposes ``status.instancetypeRef.resources`` (CPU topology and memory of the
+instancetype, of the pinned revision only). This summary is taken from the rendering itself, so it
+also counts the preference (its preferred topology spreads the vCPUs), says whether each object came
+from the ControllerRevision the VM is pinned to or the live object, and a VM whose rendering fails gets
+the reason and message instead of figures. Pure: it reads what the rendering returned and read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from apiserver.render.errors import ExpandError
+from apiserver.render.find import INSTANCETYPE_FAMILY, PREFERENCE_FAMILY
+from apiserver.render.objects import CONTROLLER_REVISION, ObjectRef, canonical_kind
+
+JSON = dict[str, Any]
+
+SOURCE_REVISION = "ControllerRevision"
+SOURCE_OBJECT = "Object"
+CONDITION_RENDERED = "Rendered"
+
+
+def _dig(doc: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(doc, Mapping):
+            return None
+        doc = doc.get(key)
+    return doc
+
+
+def _matcher(
+    vm: Mapping[str, Any], family: Any, objects: Mapping[ObjectRef, Any], namespace: str
+) -> JSON | None:
+    """kind, name and where the object came from (revision pinned, or live)."""
+    matcher = _dig(vm, "spec", family.matcher)
+    if not isinstance(matcher, Mapping):
+        return None
+    name = matcher.get("name")
+    raw_kind = matcher.get("kind") or ""
+    kind = family.kinds.get(raw_kind) or family.kinds.get(str(raw_kind).lower()) or str(raw_kind)
+    kind = canonical_kind(kind)
+    out: JSON = {"kind": kind}
+    if isinstance(name, str) and name:
+        out["name"] = name
+    elif matcher.get("inferFromVolume"):
+        out["inferFromVolume"] = matcher["inferFromVolume"]
+    candidates = (
+        matcher.get("revisionName"),
+        _dig(vm, "status", family.status_ref, "controllerRevisionRef", "name"),
+    )
+    for revision in candidates:
+        if isinstance(revision, str) and revision:
+            if objects.get(ObjectRef(CONTROLLER_REVISION, namespace, revision)) is not None:
+                live = [r for r in objects if r.kind == kind and r.name == out.get("name")]
+                if not live:
+                    out["revisionName"] = revision
+                    out["source"] = SOURCE_REVISION
+                    return out
+            break
+    out["source"] = SOURCE_OBJECT
+    return out
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
+
+
+def summarize(
+    vm: Mapping[str, Any],
+    rendered: Mapping[str, Any] | None,
+    error: ExpandError | None,
+    objects: Mapping[ObjectRef, Any],
+) -> JSON:
+    """``summary`` and ``conditions`` of one item, from the VM as stored, its rendering (None when it
+    failed) and the objects the rendering read (which tell a pinned revision from the live object)."""
+    namespace = str(_dig(vm, "metadata", "namespace") or "")
+    summary: JSON = {}
+    for key, family in (("instancetype", INSTANCETYPE_FAMILY), ("preference", PREFERENCE_FAMILY)):
+        found = _matcher(vm, family, objects, namespace)
+        if found is not None:
+            summary[key] = found
+    if rendered is not None:
+        domain = _dig(rendered, "spec", "template", "spec", "domain")
+        cpu = _dig(domain, "cpu") or {}
+        sockets, cores, threads = (_count(cpu.get(k)) for k in ("sockets", "cores", "threads"))
+        summary["cpu"] = {
+            "sockets": sockets,
+            "cores": cores,
+            "threads": threads,
+            "vcpus": sockets * cores * threads,
+        }
+        guest = _dig(domain, "memory", "guest") or _dig(domain, "resources", "requests", "memory")
+        if isinstance(guest, str | int) and not isinstance(guest, bool):
+            summary["memory"] = {"guest": str(guest)}
+        condition: JSON = {"type": CONDITION_RENDERED, "status": "True", "reason": "Rendered", "message": ""}
+    else:
+        assert error is not None
+        condition = {
+            "type": CONDITION_RENDERED,
+            "status": "False",
+            "reason": error.reason or "Failure",
+            "message": error.message,
+        }
+    return {"summary": summary, "conditions": [condition]}

@@ -1,0 +1,202 @@
+"""One item of the collection: a VM's rendering, encoded once, with what list, Table and watch need.
+
+The item's JSON is built so that the rendered VM is its last member: GET expand-spec answers with the
+slice of the item's bytes that is the rendered VM (``vm_span``), so one encoding serves the item, the
+list (items joined) and expand-spec, and nothing is encoded per request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from apiserver.render import ExpandError
+from apiserver.render import objects as o
+from apiserver.render.objects import CONTROLLER_REVISION, ObjectRef
+from apiserver.render.summary import summarize
+
+GROUP = "expand.kubevirt-expand.io"
+VERSION = "v1"
+API_VERSION = f"{GROUP}/{VERSION}"
+KIND = "ExpandedVirtualMachine"
+LIST_KIND = "ExpandedVirtualMachineList"
+PLURAL = "expandedvirtualmachines"
+SINGULAR = "expandedvirtualmachine"
+SHORT_NAMES = ("evm", "evms")
+
+Key = tuple[str, str]  # (namespace, name)
+
+
+def dumps(obj: Any) -> bytes:
+    """Compact JSON as the server writes it everywhere (orjson; the standard library for integers
+    beyond 64 bits, which only a request body can carry)."""
+    try:
+        return orjson.dumps(obj)
+    except orjson.JSONEncodeError:
+        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def etag_of(body: bytes | memoryview) -> str:
+    """A strong validator computed from the exact response bytes."""
+    return '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+
+
+@dataclass(slots=True, eq=False)
+class Item:
+    """A VM's rendering as the collection serves it. Immutable once made (a change makes a new one)."""
+
+    key: Key
+    vm: Mapping[str, Any]  # the VM instance of the cache it was rendered from
+    labels: Mapping[str, str]
+    created: str  # creationTimestamp of the VM ("" if none)
+    version: str  # resourceVersion (text) of the change that made this item
+    body: bytes  # the item's JSON
+    vm_span: tuple[int, int] | None  # where the rendered VM is in ``body``; None when rendering failed
+    etag: str  # of the rendered VM's bytes (GET expand-spec's ETag)
+    warnings: tuple[str, ...]
+    error: ExpandError | None
+    cells: tuple[Any, ...]  # Table cells but NAME and AGE (see TABLE_COLUMNS)
+    # Objects the rendering read that the caller must be allowed to get to see it (not instancetypes or
+    # preferences: PVCs and the like for inferFromVolume, a ControllerRevision behind a failure).
+    guarded: tuple[ObjectRef, ...]
+    # GET expand-spec's headers (ETag, Content-Type, Warning), built on first use by the HTTP layer.
+    headers: Any = None
+
+    @property
+    def rendered(self) -> bytes | None:
+        """GET expand-spec's body: the rendered VM."""
+        if self.vm_span is None:
+            return None
+        start, end = self.vm_span
+        return self.body[start:end]
+
+    def with_version(self, version: str) -> bytes:
+        """The item's JSON under another resourceVersion (a watch event's copy)."""
+        old = b'"resourceVersion":"' + self.version.encode() + b'"'
+        return self.body.replace(old, b'"resourceVersion":"' + version.encode() + b'"', 1)
+
+
+# name, type, format, description, priority (1: -o wide only), as metav1.TableColumnDefinition.
+TABLE_COLUMNS: tuple[tuple[str, str, str, str, int], ...] = (
+    ("Name", "string", "name", "Name of the VirtualMachine", 0),
+    ("Instancetype", "string", "", "Instancetype the VM references", 0),
+    ("Preference", "string", "", "Preference the VM references", 0),
+    ("CPU", "integer", "", "vCPUs of the rendered VM (sockets x cores x threads)", 0),
+    ("Memory", "string", "", "Guest memory of the rendered VM", 0),
+    ("Status", "string", "", "Rendered, or the reason the rendering failed", 0),
+    ("Age", "string", "", "Time since the VM was created", 0),
+    ("Topology", "string", "", "sockets/cores/threads", 1),
+    ("Instancetype-Source", "string", "", "ControllerRevision the instancetype was read from, or live", 1),
+    ("Preference-Source", "string", "", "ControllerRevision the preference was read from, or live", 1),
+    ("Message", "string", "", "Why the rendering failed", 1),
+)
+
+
+def _matcher_cell(found: Mapping[str, Any] | None) -> str:
+    if not found:
+        return "<none>"
+    name = found.get("name")
+    if name:
+        return str(name)
+    return "<inferFromVolume>" if found.get("inferFromVolume") else "<none>"
+
+
+def _source_cell(found: Mapping[str, Any] | None) -> str:
+    if not found:
+        return "<none>"
+    return str(found.get("revisionName") or "live")
+
+
+def _cells(summary: Mapping[str, Any], condition: Mapping[str, Any]) -> tuple[Any, ...]:
+    cpu = summary.get("cpu")
+    memory = summary.get("memory") or {}
+    ok = condition.get("status") == "True"
+    return (
+        _matcher_cell(summary.get("instancetype")),
+        _matcher_cell(summary.get("preference")),
+        cpu["vcpus"] if cpu else "<none>",
+        memory.get("guest") or "<none>",
+        "Rendered" if ok else str(condition.get("reason") or "Failed"),
+        f"{cpu['sockets']}/{cpu['cores']}/{cpu['threads']}" if cpu else "<none>",
+        _source_cell(summary.get("instancetype")),
+        _source_cell(summary.get("preference")),
+        "" if ok else str(condition.get("message") or ""),
+    )
+
+
+def guarded_refs(objects: Mapping[ObjectRef, Any], failed: bool) -> tuple[ObjectRef, ...]:
+    """What a caller must be allowed to read to see this rendering (see :attr:`Item.guarded`)."""
+    granted = {o.INSTANCETYPE, o.CLUSTER_INSTANCETYPE, o.PREFERENCE, o.CLUSTER_PREFERENCE, o.VIRTUAL_MACHINE}
+    out = []
+    for ref in objects:
+        if ref.kind in granted:
+            continue
+        # A revision the VM pins holds its instancetype or preference: granted, unless it could not be
+        # read as one (then the failure's message is about someone else's object).
+        if ref.kind == CONTROLLER_REVISION and not failed:
+            continue
+        out.append(ref)
+    return tuple(out)
+
+
+def make_item(
+    key: Key,
+    vm: Mapping[str, Any],
+    rendered: Mapping[str, Any] | None,
+    error: ExpandError | None,
+    warnings: Sequence[str],
+    objects: Mapping[ObjectRef, Any],
+    version: str,
+) -> Item:
+    """Encode one item; ``rendered`` is the VM GET expand-spec returns, None when ``error`` says why not."""
+    meta = vm.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    created = meta.get("creationTimestamp") or ""
+    out_meta: dict[str, Any] = {"name": key[1], "namespace": key[0], "resourceVersion": version}
+    if created:
+        out_meta["creationTimestamp"] = created
+    if labels:
+        out_meta["labels"] = labels
+    parts = summarize(vm, rendered, error, objects)
+    head_doc = {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": out_meta,
+        "summary": parts["summary"],
+        "status": {"conditions": parts["conditions"]},
+    }
+    head = dumps(head_doc)
+    if rendered is None:
+        body, span, etag = head, None, ""
+    else:
+        vm_bytes = dumps(rendered)
+        prefix = head[:-1] + b',"virtualMachine":'
+        body = prefix + vm_bytes + b"}"
+        span = (len(prefix), len(prefix) + len(vm_bytes))
+        etag = etag_of(vm_bytes)
+    return Item(
+        key=key,
+        vm=vm,
+        labels=labels if isinstance(labels, Mapping) else {},
+        created=str(created),
+        version=version,
+        body=body,
+        vm_span=span,
+        etag=etag,
+        warnings=tuple(warnings),
+        error=error,
+        cells=_cells(parts["summary"], parts["conditions"][0]),
+        guarded=guarded_refs(objects, rendered is None),
+    )
+
+
+def same_content(a: Item, b: Item) -> bool:
+    """Whether two renderings of a VM answer the same (everything but the resourceVersion)."""
+    if a.warnings != b.warnings:
+        return False
+    return a.body == b.body or a.body == b.with_version(a.version)

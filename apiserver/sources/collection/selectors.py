@@ -1,0 +1,198 @@
+"""Label and field selectors as list and watch take them (``?labelSelector=``, ``?fieldSelector=``).
+
+The label selector syntax is apimachinery's ``labels.Parse``: requirements joined by commas, each
+``key``, ``!key``, ``key=value``, ``key==value``, ``key!=value``, ``key in (a,b)``, ``key notin (a,b)``,
+``key>N`` or ``key<N``; keys and values validated as label keys and values are. The field selector
+takes ``metadata.name`` and ``metadata.namespace`` with ``=``, ``==`` or ``!=``, as kube-apiserver
+takes them for a custom resource. A bad selector is :class:`SelectorError` with kube-apiserver's
+wording, answered 400 BadRequest.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from apiserver.render.presets.selector import _label_value_errors, _qualified_name_errors
+
+FIELDS = ("metadata.name", "metadata.namespace")
+
+
+class SelectorError(ValueError):
+    """The selector cannot be parsed; the message is what the 400 says."""
+
+
+@dataclass(frozen=True, slots=True)
+class LabelRequirement:
+    key: str
+    operator: str  # in, notin, exists, !, gt, lt
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        op = self.operator
+        if op == "in":
+            return labels.get(self.key) in self.values
+        if op == "notin":
+            return labels.get(self.key) not in self.values
+        if op == "exists":
+            return self.key in labels
+        if op == "!":
+            return self.key not in labels
+        value = labels.get(self.key)
+        try:
+            number = int(value) if value is not None else None
+        except ValueError:
+            return False
+        if number is None:
+            return False
+        bound = int(self.values[0])
+        return number > bound if op == "gt" else number < bound
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    requirements: tuple[LabelRequirement, ...] = ()
+
+    def matches(self, labels: Mapping[str, str] | None) -> bool:
+        if not self.requirements:
+            return True
+        found = labels or {}
+        return all(r.matches(found) for r in self.requirements)
+
+    @property
+    def empty(self) -> bool:
+        return not self.requirements
+
+
+EVERYTHING = LabelSelector()
+
+_SET = re.compile(r"^\s*(?P<key>[^\s!=<>(),]+)\s+(?P<op>in|notin)\s*\((?P<values>[^()]*)\)\s*$")
+_COMPARE = re.compile(r"^\s*(?P<key>[^\s!=<>(),]+)\s*(?P<op>==|=|!=|<|>)\s*(?P<value>[^\s!=<>(),]*)\s*$")
+_EXISTS = re.compile(r"^\s*(?P<not>!?)\s*(?P<key>[^\s!=<>(),]+)\s*$")
+
+
+def _split(text: str) -> list[str]:
+    """Split on commas outside parentheses."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def _check_key(key: str) -> None:
+    errors = _qualified_name_errors(key)
+    if errors:
+        raise SelectorError(f'unable to parse requirement: key: Invalid value: "{key}": {"; ".join(errors)}')
+
+
+def _check_value(key: str, index: int, value: str) -> None:
+    errors = _label_value_errors(value)
+    if errors:
+        raise SelectorError(
+            f'unable to parse requirement: values[{index}][{key}]: Invalid value: "{value}": '
+            + "; ".join(errors)
+        )
+
+
+def parse_label_selector(text: str) -> LabelSelector:
+    """``labels.Parse``; the empty text selects everything."""
+    if not text.strip():
+        return EVERYTHING
+    requirements: list[LabelRequirement] = []
+    for part in _split(text):
+        if not part.strip():
+            raise SelectorError(f"found '', expected: identifier in label selector {text!r}")
+        found = _SET.match(part)
+        if found:
+            key = found["key"]
+            _check_key(key)
+            values = tuple(v.strip() for v in found["values"].split(",") if v.strip())
+            if not values:
+                raise SelectorError(
+                    f"unable to parse requirement: values: Invalid value: null: for 'in', 'notin' "
+                    f"operators, values set can't be empty (in {part.strip()!r})"
+                )
+            for i, value in enumerate(values):
+                _check_value(key, i, value)
+            requirements.append(LabelRequirement(key, found["op"], values))
+            continue
+        found = _COMPARE.match(part)
+        if found:
+            key, op, value = found["key"], found["op"], found["value"]
+            _check_key(key)
+            if op in ("<", ">"):
+                if not re.fullmatch(r"-?\d+", value):
+                    raise SelectorError(
+                        f"unable to parse requirement: for 'Gt', 'Lt' operators, the value must be an "
+                        f"integer: {value!r}"
+                    )
+                requirements.append(LabelRequirement(key, "gt" if op == ">" else "lt", (value,)))
+                continue
+            _check_value(key, 0, value)
+            requirements.append(LabelRequirement(key, "notin" if op == "!=" else "in", (value,)))
+            continue
+        found = _EXISTS.match(part)
+        if found:
+            key = found["key"]
+            _check_key(key)
+            requirements.append(LabelRequirement(key, "!" if found["not"] else "exists"))
+            continue
+        raise SelectorError(f"unable to parse requirement: {part.strip()!r} in label selector {text!r}")
+    return LabelSelector(tuple(requirements))
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSelector:
+    """``metadata.name``/``metadata.namespace`` requirements: (field, wanted, equal)."""
+
+    requirements: tuple[tuple[str, str, bool], ...] = ()
+
+    def matches(self, namespace: str, name: str) -> bool:
+        for field, wanted, equal in self.requirements:
+            value = name if field == "metadata.name" else namespace
+            if (value == wanted) != equal:
+                return False
+        return True
+
+    def name(self) -> str | None:
+        """The one name an equality on ``metadata.name`` asks for (a list of one item), if any."""
+        for field, wanted, equal in self.requirements:
+            if field == "metadata.name" and equal:
+                return wanted
+        return None
+
+    def namespace(self) -> str | None:
+        for field, wanted, equal in self.requirements:
+            if field == "metadata.namespace" and equal:
+                return wanted
+        return None
+
+
+ALL_FIELDS = FieldSelector()
+_FIELD = re.compile(r"^\s*(?P<field>[^\s!=]+)\s*(?P<op>==|=|!=)\s*(?P<value>[^\s,]*)\s*$")
+
+
+def parse_field_selector(text: str) -> FieldSelector:
+    """``fields.ParseSelector`` restricted to the fields this collection can select on."""
+    if not text.strip():
+        return ALL_FIELDS
+    requirements = []
+    for part in text.split(","):
+        found = _FIELD.match(part)
+        if not found:
+            raise SelectorError(f"invalid selector: {text!r}; can't understand {part.strip()!r}")
+        field = found["field"]
+        if field not in FIELDS:
+            raise SelectorError(
+                f'"{field}" is not a known field selector: only "metadata.name", "metadata.namespace"'
+            )
+        requirements.append((field, found["value"], found["op"] != "!="))
+    return FieldSelector(tuple(requirements))

@@ -1,0 +1,543 @@
+"""The one store of rendered VMs: kept current as the watches deliver changes, read by GET expand-spec,
+list and watch alike.
+
+How it stays current. Every watch cache of the cluster source tells the store of each change (a VM,
+an instancetype, a preference, a preset list, the KubeVirt CR) with kube-apiserver's resourceVersion.
+Changes queue up in the order they arrived and one task works through them: a VM change re-renders that
+VM; any other object re-renders exactly the VMs whose last rendering read it, found in the dependency
+index (object -> VMs) that every rendering updates; the KubeVirt CR re-renders the VMs with an
+instancetype or preference, and only when the configuration rendering reads from it changed. A new
+rendering that answers the same as the old one is dropped, so each change of what a VM renders to is
+one event, and nothing else is.
+
+Versions. The store's state is named by the vector of the watched collections' resourceVersions
+(:mod:`.versions`), published once a change has been worked through. Each event in the log carries the
+change that caused it; a watch from a version sends the events whose cause that version does not
+include. A replica can do so for a version another replica gave out as long as the events it has of
+what the version includes come before those it does not (the same changes, in an order that does not
+contradict it); otherwise, as when the version is older than the log, it answers 410 Expired and the
+client lists again, as with kube-apiserver. The events of one change that touches many VMs carry the
+version from before the change, but the last, which carries the version after it: a watch cut off in
+the middle resumes before the change and gets its events again (the same content), never skips them.
+
+Memory. An item is its encoded JSON (the rendered VM inside) and a few references; the VM it was
+rendered from is the cache's own instance. Nothing is encoded per request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import itertools
+import logging
+import time
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from apiserver.render import ExpandError
+from apiserver.render import objects as o
+from apiserver.render.config import cluster_config
+from apiserver.render.objects import ref_of
+from apiserver.sources.base import Source, SourceUnavailable
+from apiserver.sources.collection.items import Item, Key, make_item, same_content
+from apiserver.sources.collection.versions import COMPONENTS, INDEX, InvalidVersion, Vector
+from apiserver.sources.gather import render_traced
+
+log = logging.getLogger("apiserver.sources.collection")
+
+JSONDict = dict[str, Any]
+Change = tuple[JSONDict | None, JSONDict | None]
+
+ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+# How long a run of rendering may hold the loop before it lets requests in.
+_SLICE_SECONDS = 0.005
+# The kinds whose objects a rendering may depend on by ref (flavors count as the instancetype kinds).
+_REF_KINDS = frozenset(
+    {o.INSTANCETYPE, o.CLUSTER_INSTANCETYPE, o.PREFERENCE, o.CLUSTER_PREFERENCE, o.FLAVOR, o.CLUSTER_FLAVOR}
+)
+_PRESETS = "presets"
+
+
+class Gone(Exception):
+    """The version asked for is older than what this replica can answer from (410 Expired)."""
+
+
+class TooNew(Exception):
+    """The version asked for is ahead of this replica, and it did not catch up in time."""
+
+
+@dataclass(slots=True, eq=False)
+class Entry:
+    """One event of the log: ``item`` is the state after it (the last one's, for DELETED)."""
+
+    seq: int
+    type: str
+    item: Item
+    body: bytes  # the event's object, under ``version``
+    version: str
+    cause: tuple[int, int]  # (component index, resourceVersion) of the change behind it
+    before_labels: Mapping[str, str] | None  # the item's labels before (None: it did not exist)
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """Items in key order at one published version (pages of a list are cut from one)."""
+
+    version: str
+    keys: list[Key]
+    items: list[Item]
+    made: float = field(default_factory=time.monotonic)
+
+    def range(self, namespace: str | None, after: Key | None = None) -> tuple[int, int]:
+        """Index range of the items of ``namespace`` (all: None), starting after ``after``."""
+        if namespace is None:
+            lo, hi = 0, len(self.keys)
+        else:
+            lo = bisect.bisect_left(self.keys, (namespace, ""))
+            hi = bisect.bisect_left(self.keys, (namespace + "\0", ""))
+        if after is not None:
+            lo = max(lo, bisect.bisect_right(self.keys, after))
+        return lo, hi
+
+
+@dataclass(slots=True)
+class _Batch:
+    kind: str
+    version: int | None
+    changes: Sequence[Change]
+    reset: bool = False
+    progress_only: bool = False
+
+
+def _config_key(cr: Mapping[str, Any] | None) -> Any:
+    """What a rendering reads of the KubeVirt CR; two CRs with equal keys render every VM alike."""
+    try:
+        return cluster_config(cr)
+    except ExpandError as err:
+        return ("error", err.message)
+
+
+def _uses_config(vm: Mapping[str, Any]) -> bool:
+    spec = vm.get("spec")
+    return isinstance(spec, Mapping) and (
+        spec.get("instancetype") is not None or spec.get("preference") is not None
+    )
+
+
+class RenderedStore:
+    """Renderings of every VM of the source's VM cache, their dependency index and their event log."""
+
+    def __init__(
+        self,
+        source: Source,
+        *,
+        log_size: int = 200_000,
+        snapshots: int = 8,
+        snapshot_seconds: float = 300.0,
+    ) -> None:
+        self.source = source
+        self.log_size = log_size
+        self.max_snapshots = snapshots
+        self.snapshot_seconds = snapshot_seconds
+        self.items: dict[Key, Item] = {}
+        self._keys: list[Key] = []  # sorted
+        self._deps: dict[Any, set[Key]] = {}  # ObjectRef or ("presets", ns) -> VMs that read it
+        self._item_deps: dict[Key, tuple[Any, ...]] = {}
+        self._config_users: set[Key] = set()
+        self._config: Any = None
+        self._progress = [0] * len(COMPONENTS)  # what each cache has told us it has seen
+        self.version = Vector.zero()  # published: every change up to it is worked through
+        self.version_text = str(self.version)
+        self.log: deque[Entry] = deque()
+        self._seq = 0
+        self._dropped = [0] * len(COMPONENTS)  # causes no longer in the log (componentwise max)
+        self._queue: deque[_Batch] = deque()
+        self._wake = asyncio.Event()
+        self._waiters: list[asyncio.Future[None]] = []
+        self._snapshots: OrderedDict[str, Snapshot] = OrderedDict()
+        self.ready = asyncio.Event()
+        self.renders = 0
+        self.unchanged = 0
+        self.resets = 0
+        self._kinds_ready: Callable[[], Awaitable[None]] = _nothing
+        self._busy = False
+
+    # ------------------------------------------------------------------ feeding
+
+    def attach(self, caches: Mapping[str, Any], ready: Callable[[], Awaitable[None]]) -> None:
+        """Listen to the source's watch caches (by kind); ``ready``: returns once every one has synced
+        or is known not to be installed."""
+        for cache in caches.values():
+            cache.listeners.append(self)
+        self._kinds_ready = ready
+
+    def changed(
+        self, kind: str, changes: Sequence[Change], version: int | None, *, reset: bool = False
+    ) -> None:
+        if kind not in INDEX:
+            return
+        self._queue.append(_Batch(kind, version, list(changes), reset=reset))
+        self._wake.set()
+
+    def progressed(self, kind: str, version: int) -> None:
+        if kind not in INDEX:
+            return
+        self._queue.append(_Batch(kind, version, (), progress_only=True))
+        self._wake.set()
+
+    @property
+    def pending(self) -> bool:
+        """Changes the caches hold that the items do not show yet."""
+        return self._busy or bool(self._queue) or not self.ready.is_set()
+
+    # ------------------------------------------------------------------ the worker
+
+    async def run(self) -> None:
+        """Wait for the caches, render every VM, then follow the changes; until cancelled."""
+        await self._kinds_ready()
+        while True:
+            try:
+                await self._build()
+                break
+            except SourceUnavailable as err:
+                log.warning("collection: %s; building again", err)
+                await asyncio.sleep(1.0)
+        while True:
+            while self._queue:
+                batch = self._queue.popleft()
+                self._busy = True
+                try:
+                    await self._apply(batch)
+                except SourceUnavailable as err:
+                    # A rendering needed a read the API server did not answer: try the batch again.
+                    log.warning("collection: %s; retrying", err)
+                    self._queue.appendleft(batch)
+                    await asyncio.sleep(1.0)
+                finally:
+                    self._busy = False
+            self._wake.clear()
+            await self._wake.wait()
+
+    async def _build(self) -> None:
+        started = time.monotonic()
+        vms = self._vm_store()
+        # Changes queued while the caches synced are part of what is built now.
+        for batch in self._queue:
+            if batch.version is not None:
+                i = INDEX[batch.kind]
+                self._progress[i] = max(self._progress[i], batch.version)
+        self._queue.clear()
+        self._config = _config_key(await self._kubevirt())
+        budget = time.monotonic() + _SLICE_SECONDS
+        version = str(Vector(self._progress))
+        for key in sorted(vms):
+            item = await self._render(key, vms[key], version)
+            self._store(key, item)
+            if time.monotonic() > budget:
+                await asyncio.sleep(0)
+                budget = time.monotonic() + _SLICE_SECONDS
+        self._publish(Vector(self._progress))
+        self._dropped = list(self.version)
+        self.ready.set()
+        log.info(
+            "collection ready: %d VMs rendered in %.1fs at resourceVersion %s",
+            len(self.items),
+            time.monotonic() - started,
+            self.version_text,
+        )
+
+    def _vm_store(self) -> Mapping[Key, JSONDict]:
+        caches = getattr(self.source, "caches", {})
+        cache = caches.get(o.VIRTUAL_MACHINE)
+        return cache.store if cache is not None else {}
+
+    async def _kubevirt(self) -> Mapping[str, Any] | None:
+        return await self.source.kubevirt()
+
+    async def _apply(self, batch: _Batch) -> None:
+        i = INDEX[batch.kind]
+        if batch.version is not None:
+            self._progress[i] = max(self._progress[i], batch.version)
+        if batch.progress_only:
+            if not self._queue or all(b.progress_only for b in self._queue):
+                self._publish(Vector(self._progress))
+            return
+        cause = (i, batch.version if batch.version is not None else self._progress[i])
+        before = self.version_text
+        after = str(Vector(self._progress))
+        keys = self._affected(batch)
+        # Render first, commit after without an await: a batch cut short by an unreachable API server
+        # is rendered again whole, and no list sees half of it committed.
+        renders: list[tuple[Key, Item | None]] = []
+        vms = self._vm_store()
+        budget = time.monotonic() + _SLICE_SECONDS
+        for key in sorted(keys):
+            vm = vms.get(key)
+            renders.append((key, None if vm is None else await self._render(key, vm, after)))
+            if time.monotonic() > budget:
+                await asyncio.sleep(0)
+                budget = time.monotonic() + _SLICE_SECONDS
+        changed: list[tuple[str, Item, Mapping[str, str] | None]] = []
+        for key, item in renders:
+            old = self.items.get(key)
+            if item is None:
+                if old is not None:
+                    self._drop(key)
+                    changed.append((DELETED, old, old.labels))
+                continue
+            if old is not None and same_content(old, item):
+                self.unchanged += 1
+                old.vm = item.vm  # the same answer: keep the item and its version, follow the VM instance
+                continue
+            self._store(key, item)
+            changed.append((MODIFIED if old is not None else ADDED, item, old.labels if old else None))
+        for n, (kind, item, labels) in enumerate(changed):
+            last = n == len(changed) - 1
+            self._append(kind, item, after if last else before, cause, labels)
+        if batch.reset and batch.changes:
+            self._reset_log()
+        self._publish(Vector(self._progress))
+
+    def _affected(self, batch: _Batch) -> set[Key]:
+        keys: set[Key] = set()
+        if batch.kind == o.VIRTUAL_MACHINE:
+            for old, new in batch.changes:
+                obj = new if new is not None else old
+                if obj is not None:
+                    meta = obj.get("metadata") or {}
+                    keys.add((str(meta.get("namespace") or ""), str(meta.get("name") or "")))
+            return keys
+        if batch.kind == o.KUBEVIRT:
+            config = _config_key(self._current_kubevirt())
+            if config != self._config:
+                self._config = config
+                keys.update(self._config_users)
+            return keys
+        for old, new in batch.changes:
+            for obj in (old, new):
+                if obj is None:
+                    continue
+                if batch.kind == o.PRESET:
+                    ns = str((obj.get("metadata") or {}).get("namespace") or "")
+                    keys.update(self._deps.get((_PRESETS, ns), ()))
+                    continue
+                ref = ref_of(obj)
+                if ref is not None:
+                    keys.update(self._deps.get(ref, ()))
+        return keys
+
+    def _current_kubevirt(self) -> Mapping[str, Any] | None:
+        peek = getattr(self.source, "peek_kubevirt", None)
+        if peek is not None:
+            found = peek()
+            if isinstance(found, Mapping) or found is None:
+                return found
+        return None
+
+    async def _render(self, key: Key, vm: Mapping[str, Any], version: str) -> Item:
+        self.renders += 1
+        stored = vm
+        if "apiVersion" not in vm or "kind" not in vm:
+            # virt-api's client puts TypeMeta back on what it reads; so does GET expand-spec.
+            vm = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", **vm}
+        rendered = await render_traced(self.source, vm, exact_names=True)
+        deps: list[Any] = [ref for ref in rendered.objects if ref.kind in _REF_KINDS]
+        deps += [(_PRESETS, ns) for ns in rendered.preset_lists]
+        self._index(key, tuple(deps), _uses_config(vm))
+        result = rendered.result
+        return make_item(
+            key,
+            stored,
+            result.vm if result is not None else None,
+            rendered.error,
+            result.warnings if result is not None else (),
+            rendered.objects,
+            version,
+        )
+
+    def _index(self, key: Key, deps: tuple[Any, ...], uses_config: bool) -> None:
+        old = self._item_deps.get(key, ())
+        if old != deps:
+            for dep in old:
+                users = self._deps.get(dep)
+                if users is not None:
+                    users.discard(key)
+                    if not users:
+                        del self._deps[dep]
+            for dep in deps:
+                self._deps.setdefault(dep, set()).add(key)
+            if deps:
+                self._item_deps[key] = deps
+            else:
+                self._item_deps.pop(key, None)
+        if uses_config:
+            self._config_users.add(key)
+        else:
+            self._config_users.discard(key)
+
+    def _store(self, key: Key, item: Item) -> None:
+        if key not in self.items:
+            bisect.insort(self._keys, key)
+        self.items[key] = item
+
+    def _drop(self, key: Key) -> None:
+        del self.items[key]
+        i = bisect.bisect_left(self._keys, key)
+        if i < len(self._keys) and self._keys[i] == key:
+            del self._keys[i]
+        self._index(key, (), False)
+
+    def _append(
+        self, kind: str, item: Item, version: str, cause: tuple[int, int], labels: Mapping[str, str] | None
+    ) -> None:
+        self._seq += 1
+        body = item.body if version == item.version else item.with_version(version)
+        self.log.append(Entry(self._seq, kind, item, body, version, cause, labels))
+        while len(self.log) > self.log_size:
+            dropped = self.log.popleft()
+            i, rv = dropped.cause
+            self._dropped[i] = max(self._dropped[i], rv)
+
+    def _reset_log(self) -> None:
+        """History before now cannot be replayed (a kind went away): every resume lists again."""
+        self.resets += 1
+        self.log.clear()
+        # A version from before now lacks the state the reset made: it cannot be resumed from.
+        self._dropped = [max(a, b) for a, b in zip(self._progress, self._dropped, strict=True)]
+
+    def _publish(self, version: Vector) -> None:
+        if version != self.version:
+            self.version = version
+            self.version_text = str(version)
+        waiters, self._waiters = self._waiters, []
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
+
+    # ------------------------------------------------------------------ reads
+
+    def current(self, namespace: str, name: str, vm: Mapping[str, Any]) -> Item | None:
+        """The item for GET expand-spec when it is exactly what rendering ``vm`` now would give: the
+        very VM instance the cache holds, and no change waiting to be worked through."""
+        if self.pending:
+            return None
+        item = self.items.get((namespace, name))
+        if item is None or item.vm is not vm:
+            return None
+        return item
+
+    def snapshot(self) -> Snapshot:
+        """The items at the published version, in key order (shared by every page cut from it)."""
+        now = time.monotonic()
+        found = self._snapshots.get(self.version_text)
+        if found is not None and self._fresh(found):
+            self._snapshots.move_to_end(self.version_text)
+            return found
+        snap = Snapshot(self.version_text, list(self._keys), [self.items[k] for k in self._keys], now)
+        self._snapshots[self.version_text] = snap
+        while len(self._snapshots) > self.max_snapshots:
+            self._snapshots.popitem(last=False)
+        return snap
+
+    def _fresh(self, snap: Snapshot) -> bool:
+        # While a change is worked through, items change under the same (earlier) version: a list
+        # then takes them as they are now.
+        return not self.pending
+
+    def continued(self, version: str) -> Snapshot | None:
+        """The snapshot a continue token names, while it is kept."""
+        snap = self._snapshots.get(version)
+        if snap is None or time.monotonic() - snap.made > self.snapshot_seconds:
+            return None
+        return snap
+
+    def keep_snapshot(self, snap: Snapshot) -> None:
+        if snap.version not in self._snapshots:
+            self._snapshots[snap.version] = snap
+
+    async def wait_for(self, version: Vector, seconds: float) -> None:
+        """Return once the published version covers ``version``; :class:`TooNew` after ``seconds``."""
+        deadline = time.monotonic() + seconds
+        while not self.version.covers(version):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TooNew(str(version))
+            fut = asyncio.get_running_loop().create_future()
+            self._waiters.append(fut)
+            try:
+                await asyncio.wait_for(fut, left)
+            except TimeoutError:
+                raise TooNew(str(version)) from None
+
+    def resume_point(self, version: Vector) -> int:
+        """The sequence number after which the events a watch from ``version`` must send start.
+
+        :class:`Gone` when this replica cannot tell: the version lacks changes no longer in the log,
+        or its events of what the version includes are not all before those it does not include.
+        """
+        if not all(v >= d for v, d in zip(version, self._dropped, strict=True)):
+            raise Gone(str(version))
+        start = None
+        for entry in self.log:
+            i, rv = entry.cause
+            included = version[i] >= rv
+            if start is None:
+                if not included:
+                    start = entry.seq - 1
+            elif included:
+                raise Gone(str(version))
+        return self._seq if start is None else start
+
+    def entries_after(self, seq: int) -> Iterable[Entry]:
+        """The log's events after ``seq``; :class:`Gone` when some of them are no longer kept."""
+        if not self.log:
+            if seq < self._seq:
+                raise Gone(str(seq))
+            return ()
+        first = self.log[0].seq
+        if seq + 1 < first:
+            raise Gone(str(seq))
+        start = seq + 1 - first
+        if start >= len(self.log):
+            return ()
+        return list(_islice(self.log, start))
+
+    @property
+    def last_seq(self) -> int:
+        return self._seq
+
+    async def next_change(self, seq: int) -> None:
+        """Return once the log has an event after ``seq`` or the version moved (for bookmarks)."""
+        if self._seq > seq:
+            return
+        fut = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        await fut
+
+    def parse_version(self, text: str) -> Vector:
+        return Vector.parse(text)
+
+    def stats(self) -> dict[str, int]:
+        return {
+            "items": len(self.items),
+            "log": len(self.log),
+            "renders": self.renders,
+            "unchanged": self.unchanged,
+            "dependencies": len(self._deps),
+        }
+
+
+async def _nothing() -> None:
+    return None
+
+
+def _islice(entries: deque[Entry], start: int) -> list[Entry]:
+    """``entries[start:]`` (a deque has no slices; the newest end is where watchers read)."""
+    tail = list(itertools.islice(reversed(entries), len(entries) - start))
+    tail.reverse()
+    return tail
+
+
+__all__ = ["Entry", "Gone", "InvalidVersion", "RenderedStore", "Snapshot", "TooNew"]

@@ -1,0 +1,321 @@
+#!/usr/bin/env python3
+"""The rendered-VM collection at cluster sizes, against a real kube-apiserver measured in the same run.
+
+Usage: .venv/bin/python hack/bench_collection.py [--sizes 1000,10000] [--seconds S] [--json FILE]
+
+Starts etcd and kube-apiserver of ../shared/k8s (KUBEBUILDER_ASSETS may name another folder), loads
+VMs with hack/load_vms.py (500 per namespace, the first 1,000 on one shared cluster instancetype), and
+for each size runs ``kubevirt-expand serve --vm-cache`` against it, then measures:
+  * list of the 500 rendered VMs of one namespace, beside kube-apiserver's list of the same 500 VMs
+    from its watch cache (resourceVersion=0), median of repeated requests, and the ratio;
+  * every VM across namespaces in pages of limit=500, beside kube-apiserver's paginated list;
+  * warm GET expand-spec throughput and p99 on random VMs (16 connections);
+  * the shared instancetype edited: time until all its VMs' MODIFIED events arrived on one watch;
+  * CPU of the server with 100 idle watchers, against the same time with none;
+  * RSS, time to ready, and memory per VM between the sizes.
+All requests go straight to each server over HTTPS with the cluster admin's client certificate (the
+server takes the cluster's client CA as kube-apiserver's delegates do), not through the aggregator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from hack import load_vms  # noqa: E402
+from tests.realk8s.controlplane import CRDS_FILE, ControlPlane, free_port, unavailable  # noqa: E402
+
+EVM = "/apis/expand.kubevirt-expand.io/v1"
+PER_NAMESPACE = 500
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Server:
+    def __init__(self, plane: ControlPlane, workdir: Path) -> None:
+        self.port = free_port()
+        self.url = f"https://127.0.0.1:{self.port}"
+        self.log = workdir / f"server-{self.port}.log"
+        command = [
+            sys.executable,
+            "-m",
+            "apiserver.cli",
+            "serve",
+            "--vm-cache",
+            f"--kubeconfig={plane.admin_kubeconfig}",
+            f"--secure-port={self.port}",
+            f"--cert-dir={workdir / 'certs'}",
+            "--log-level=warning",
+        ]
+        self.started = time.monotonic()
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=workdir)
+
+    async def wait_ready(self, http: aiohttp.ClientSession, seconds: float = 600) -> float:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            try:
+                async with http.get(self.url + "/readyz") as resp:
+                    if resp.status == 200:
+                        return time.monotonic() - self.started
+            except aiohttp.ClientError:
+                pass
+            if self.process.poll() is not None:
+                raise RuntimeError(f"server exited: {self.log.read_text()[-2000:]}")
+            await asyncio.sleep(0.1)
+        raise RuntimeError("server not ready")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def client_ssl(plane: ControlPlane) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=str(plane.pki.ca_file))
+    ctx.load_cert_chain(str(plane.pki.admin.cert_file), str(plane.pki.admin.key_file))
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE  # the server's self-signed certificate, on loopback
+    return ctx
+
+
+async def timed_get(http: aiohttp.ClientSession, url: str) -> tuple[float, bytes]:
+    start = time.perf_counter()
+    async with http.get(url) as resp:
+        body = await resp.read()
+        if resp.status != 200:
+            raise RuntimeError(f"GET {url}: {resp.status} {body[:300]!r}")
+    return time.perf_counter() - start, body
+
+
+async def median_get(http: aiohttp.ClientSession, url: str, reps: int) -> float:
+    await timed_get(http, url)  # warm
+    return statistics.median([(await timed_get(http, url))[0] for _ in range(reps)])
+
+
+async def paged(http: aiohttp.ClientSession, url: str) -> tuple[float, int]:
+    start = time.perf_counter()
+    token, count = "", 0
+    while True:
+        sep = "&" if "?" in url else "?"
+        _, body = await timed_get(http, f"{url}{sep}limit=500" + (f"&continue={token}" if token else ""))
+        doc = json.loads(body)
+        count += len(doc["items"])
+        token = doc["metadata"].get("continue", "")
+        if not token:
+            return time.perf_counter() - start, count
+
+
+async def get_load(
+    http: aiohttp.ClientSession, url: str, names: list[tuple[str, str]], seconds: float
+) -> dict[str, float]:
+    latencies: list[float] = []
+    end = time.monotonic() + seconds
+
+    async def worker() -> None:
+        while time.monotonic() < end:
+            ns, name = random.choice(names)
+            t, _ = await timed_get(
+                http,
+                f"{url}/apis/subresources.kubevirt.io/v1/namespaces/{ns}/virtualmachines/{name}/expand-spec",
+            )
+            latencies.append(t)
+
+    start = time.monotonic()
+    await asyncio.gather(*(worker() for _ in range(16)))
+    took = time.monotonic() - start
+    latencies.sort()
+    return {
+        "rps": len(latencies) / took,
+        "p50_ms": latencies[len(latencies) // 2] * 1e3,
+        "p99_ms": latencies[int(len(latencies) * 0.99)] * 1e3,
+    }
+
+
+async def instancetype_edit(
+    http: aiohttp.ClientSession, plane: ControlPlane, server: Server, shared: int, cpus: int
+) -> float:
+    _, body = await timed_get(http, f"{server.url}{EVM}/expandedvirtualmachines?limit=1")
+    version = json.loads(body)["metadata"]["resourceVersion"]
+    got = 0
+    done = asyncio.Event()
+    edited_at = 0.0
+
+    async def watch() -> None:
+        nonlocal got
+        async with http.get(
+            f"{server.url}{EVM}/expandedvirtualmachines?watch=true&resourceVersion={version}",
+            timeout=aiohttp.ClientTimeout(total=None),
+        ) as resp:
+            async for line in resp.content:
+                if line.strip() and json.loads(line)["type"] == "MODIFIED":
+                    got += 1
+                    if got >= shared:
+                        done.set()
+                        return
+
+    task = asyncio.create_task(watch())
+    await asyncio.sleep(1)
+    patch = json.dumps({"spec": {"cpu": {"guest": cpus}}})
+    async with http.patch(
+        f"{plane.url}/apis/instancetype.kubevirt.io/v1beta1/virtualmachineclusterinstancetypes/bench-shared",
+        data=patch,
+        headers={"Content-Type": "application/merge-patch+json"},
+    ) as resp:
+        assert resp.status == 200, await resp.text()
+        edited_at = time.perf_counter()
+    await asyncio.wait_for(done.wait(), 60)
+    took = time.perf_counter() - edited_at
+    task.cancel()
+    return took
+
+
+async def idle_watchers(ctx: ssl.SSLContext, server: Server, n: int, seconds: float) -> tuple[float, float]:
+    pid = server.process.pid
+    # A session of their own: each watch holds its connection for as long as it lasts.
+    http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, limit=0))
+    before = cpu_seconds(pid)
+    await asyncio.sleep(seconds)
+    baseline = cpu_seconds(pid) - before
+    responses = []
+    for _ in range(n):
+        resp = await http.get(
+            f"{server.url}{EVM}/expandedvirtualmachines?watch=true&resourceVersion=&allowWatchBookmarks=true&limit=1&fieldSelector=metadata.name%3Dnone",
+            timeout=aiohttp.ClientTimeout(total=None),
+        )
+        responses.append(resp)
+    await asyncio.sleep(2)
+    before = cpu_seconds(pid)
+    await asyncio.sleep(seconds)
+    watched = cpu_seconds(pid) - before
+    for resp in responses:
+        resp.close()
+    await http.close()
+    return baseline, watched
+
+
+def note(text: str) -> None:
+    print(f"  [{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+async def measure(plane: ControlPlane, workdir: Path, size: int, seconds: float, cpus: int) -> dict[str, Any]:
+    ctx = client_ssl(plane)
+    note(f"loading {size} VMs")
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, limit=64)) as http:
+        loaded = await load_vms.load(plane.admin_kubeconfig, size, PER_NAMESPACE, 1000, "bench", 32)
+        note(f"loaded in {loaded:.1f}s; starting the server")
+        server = Server(plane, workdir)
+        try:
+            ready = await server.wait_ready(http)
+            note(f"ready in {ready:.1f}s; lists")
+            out: dict[str, Any] = {
+                "vms": size,
+                "load_seconds": round(loaded, 1),
+                "ready_seconds": round(ready, 1),
+            }
+            await asyncio.sleep(3)
+            ns_list = await median_get(
+                http, f"{server.url}{EVM}/namespaces/bench-0/expandedvirtualmachines", 15
+            )
+            kube_list = await median_get(
+                http,
+                f"{plane.url}/apis/kubevirt.io/v1/namespaces/bench-0/virtualmachines?resourceVersion=0",
+                15,
+            )
+            out["list500_ms"] = round(ns_list * 1e3, 1)
+            out["kube_list500_ms"] = round(kube_list * 1e3, 1)
+            out["list500_ratio"] = round(ns_list / kube_list, 2)
+            ours, count = await paged(http, f"{server.url}{EVM}/expandedvirtualmachines")
+            theirs, kcount = await paged(http, f"{plane.url}/apis/kubevirt.io/v1/virtualmachines")
+            assert count == kcount == size, (count, kcount, size)
+            out["paged_all_ms"] = round(ours * 1e3)
+            out["kube_paged_all_ms"] = round(theirs * 1e3)
+            out["paged_ratio"] = round(ours / theirs, 2)
+            note("GET load")
+            names = [(f"bench-{i // PER_NAMESPACE}", f"vm-{i:06d}") for i in range(size)]
+            out["get"] = await get_load(http, server.url, names, seconds)
+            note("instancetype edit")
+            out["edit_1000_seconds"] = round(
+                await instancetype_edit(http, plane, server, min(1000, size), cpus), 3
+            )
+            note("idle watchers")
+            baseline, watched = await idle_watchers(ctx, server, 100, seconds)
+            out["cpu_idle_seconds"] = round(baseline, 3)
+            out["cpu_100_idle_watchers_seconds"] = round(watched, 3)
+            out["rss_mib"] = round(rss_mib(server.process.pid), 1)
+            return out
+        finally:
+            server.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--sizes", default="1000,10000", help="VM counts, ascending (comma-separated)")
+    parser.add_argument("--seconds", type=float, default=10.0, help="length of each load and CPU window")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args(argv)
+    reason = unavailable()
+    if reason:
+        print(f"bench_collection: no control plane: {reason}", file=sys.stderr)
+        return 2
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print(f"load before: {os.getloadavg()}", flush=True)
+    results = []
+    with tempfile.TemporaryDirectory(prefix="bench-collection-") as tmp:
+        workdir = Path(tmp)
+        plane = ControlPlane(workdir / "plane")
+        try:
+            plane.start()
+            plane.kubectl("apply", "-f", str(CRDS_FILE))
+            plane.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+            for n, size in enumerate(sizes):
+                figures = asyncio.run(measure(plane, workdir, size, args.seconds, cpus=3 + n))
+                figures["load"] = os.getloadavg()
+                print(json.dumps(figures), flush=True)
+                results.append(figures)
+        finally:
+            plane.close()
+    if len(results) >= 2:
+        a, b = results[0], results[-1]
+        per_vm = (b["rss_mib"] - a["rss_mib"]) * 1024 / (b["vms"] - a["vms"])
+        print(f"memory per VM (RSS between {a['vms']} and {b['vms']} VMs): {per_vm:.1f} KiB")
+        print(f"GET throughput at {b['vms']} / at {a['vms']}: {b['get']['rps'] / a['get']['rps']:.2f}")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
