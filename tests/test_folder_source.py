@@ -15,6 +15,7 @@ from apiserver.render.objects import ObjectRef
 from apiserver.sources.base import ReportsCacheStats, Source
 from apiserver.sources.folder import FolderSource
 from tests.http_helpers import EXAMPLES, running_server, vm_path
+from tests.patience import patience
 
 VM_YAML = """\
 apiVersion: kubevirt.io/v1
@@ -76,7 +77,7 @@ async def folder(tmp_path: Path) -> AsyncIterator[tuple[Path, FolderSource]]:
 
 
 async def wait_for(condition: Callable[[], bool], within: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + within
+    deadline = asyncio.get_running_loop().time() + patience(within)
     while not condition():
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError("condition not reached")
@@ -214,7 +215,14 @@ async def test_watchfiles_notices_a_change_quickly(tmp_path: Path) -> None:
     source = FolderSource(directory, poll_interval=60, watch=True)
     await source.start()
     try:
-        await asyncio.sleep(0.2)  # let the watcher start
+        # The watcher starts in the background, and a change made before it watches waits for the poll, a
+        # minute away: probe until it sees one.
+        loop = asyncio.get_running_loop()
+        deadline, reloads = loop.time() + patience(5), source.reloads
+        while source.reloads == reloads:
+            assert loop.time() < deadline, "the watcher never noticed a change"
+            bump(directory / "probe.yaml", "# probe\n")
+            await asyncio.sleep(0.1)
         (directory / "vm.yaml").write_text(VM_YAML.format(name="late"))
         await wait_for(lambda: ("default", "late") in source._snapshot.vms, within=5)
     finally:
@@ -314,8 +322,12 @@ async def test_a_missing_folder_is_unready_and_one_gone_after_a_good_read_warns(
     async with running_server(source, tmp_path) as srv:
         await wait_for(lambda: source.scans > 0)
         unready = await srv.get("/readyz?verbose")
-        directory.mkdir()
-        (directory / "vm.yaml").write_text(VM_YAML.format(name="vm1"))
+        # The folder appears whole, as a mounted volume does: a poll between a mkdir and the file's write
+        # would read it empty (and good), and the test would go on before the VM was ever read.
+        staged = tmp_path / "staged"
+        staged.mkdir()
+        (staged / "vm.yaml").write_text(VM_YAML.format(name="vm1"))
+        staged.rename(directory)
         await wait_for(lambda: source.checks()[0].ok)
         ready = await srv.get("/readyz")
         directory.rename(tmp_path / "elsewhere")
