@@ -31,6 +31,7 @@ from apiserver.http.settings import Settings
 from apiserver.render.objects import PRESET, ObjectRef, ref_of
 from apiserver.sources.base import Check, SourceUnavailable
 from apiserver.sources.folder import FolderSource
+from tests.patience import patience
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -47,7 +48,8 @@ def put_path(namespace: str = "default", version: str = "v1", group: str = GROUP
 
 @dataclass
 class MemorySource:
-    """A Source over a list of objects; ``delay`` slows every read, ``outage`` makes reads fail."""
+    """A Source over a list of objects; ``delay`` slows every read, ``outage`` makes reads fail;
+    ``reads`` counts the reads begun (a test waits on it to know a request is in flight)."""
 
     objects: Sequence[Mapping[str, Any]] = ()
     kubevirt_cr: Mapping[str, Any] | None = None
@@ -57,8 +59,10 @@ class MemorySource:
     check_list: list[Check] = field(default_factory=lambda: [Check("memory", True)])
     started: bool = False
     closed: bool = False
+    reads: int = 0
 
     async def _wait(self) -> None:
+        self.reads += 1
         if self.delay:
             await asyncio.sleep(self.delay)
         if self.outage is not None:
@@ -229,7 +233,7 @@ def start_process(tmp_path: Path, *args: str, ready_timeout: float = 30) -> Serv
     with log_file.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env)
     running = ServerProcess(process, port, cert_dir / CERT_NAME, log_file)
-    deadline = time.monotonic() + ready_timeout
+    deadline = time.monotonic() + patience(ready_timeout)
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"server exited with {process.returncode}:\n{running.log()}")
@@ -237,7 +241,7 @@ def start_process(tmp_path: Path, *args: str, ready_timeout: float = 30) -> Serv
             with suppress(OSError, ssl.SSLError):
                 context = client_ssl(running.ca_file)
                 with (
-                    socket.create_connection(("127.0.0.1", port), timeout=1) as raw,
+                    socket.create_connection(("127.0.0.1", port), timeout=patience(2)) as raw,
                     context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
                 ):
                     tls.sendall(b"GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")

@@ -19,6 +19,7 @@ from apiserver.render.objects import ObjectRef
 from apiserver.sources.base import Check
 from apiserver.sources.folder import FolderSource
 from tests.http_helpers import start_process
+from tests.patience import patience
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -99,10 +100,10 @@ async def test_the_source_objects_are_frozen_once_it_is_ready() -> None:
         assert not frozen(source.objects[0])
         assert gc.get_freeze_count() == 0
         source.ready = True
-        for _ in range(100):
+        deadline = time.monotonic() + patience(5)
+        while not tuner.stats.freezes:
+            assert time.monotonic() < deadline, "never frozen"
             await asyncio.sleep(0.01)
-            if tuner.stats.freezes:
-                break
         assert tuner.stats.freezes == 1
         assert all(frozen(obj) for obj in source.objects)
         # Garbage is collected first, not frozen (where nothing could free it) with the live objects.
@@ -126,9 +127,9 @@ async def test_a_folder_is_frozen_once_it_has_been_read() -> None:
     task = asyncio.create_task(tuner.run(source, poll=0.0005))
     try:
         await source.start()
-        for _ in range(200):
-            if tuner.stats.freezes:
-                break
+        deadline = time.monotonic() + patience(5)
+        while not tuner.stats.freezes:
+            assert time.monotonic() < deadline, "never frozen"
             await asyncio.sleep(0.01)
         vm = source.peek_vm("default", "fedora")
         assert vm is not None
@@ -198,7 +199,7 @@ def test_fast_full_collections_and_young_collections_freeze_nothing() -> None:
 
 
 def _wait_for(proc: Any, text: str, seconds: float = 10) -> bool:
-    deadline = time.monotonic() + seconds
+    deadline = time.monotonic() + patience(seconds)
     while time.monotonic() < deadline:
         if text in proc.log():
             return True

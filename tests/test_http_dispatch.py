@@ -22,6 +22,7 @@ from apiserver.http.app import DISPATCHER
 from apiserver.http.dispatch import template_pattern
 from apiserver.sources.folder import FolderSource
 from tests.http_helpers import EXAMPLES, Reply, RunningServer, client_ssl, put_path, running_server, vm_path
+from tests.patience import patience
 
 VM = yaml.safe_load((EXAMPLES / "vm-fedora.yaml").read_text())
 JSON = {"Accept": "application/json"}
@@ -176,7 +177,7 @@ async def test_a_body_still_arriving_is_read_under_the_deadline(
     headers = {**JSON, "Content-Type": "application/json"}
     assert (await fast.put(put_path(), headers=headers, data=body)).status == 200  # now cached
     dispatcher = fast.server.app[DISPATCHER]
-    at_once = dispatcher.answered_at_once
+    at_once, dispatched = dispatcher.answered_at_once, dispatcher.dispatched
 
     port = int(fast.url.rsplit(":", 1)[1])
     reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=client_ssl(fast.ca_file))
@@ -186,7 +187,10 @@ async def test_a_body_still_arriving_is_read_under_the_deadline(
     )
     writer.write(head.encode())
     await writer.drain()
-    await asyncio.sleep(0.2)  # the headers are in; the body is not
+    deadline = asyncio.get_running_loop().time() + patience(10)
+    while dispatcher.dispatched == dispatched:  # the headers are in (the request is handled); the body is not
+        assert asyncio.get_running_loop().time() < deadline, "the server never read the headers"
+        await asyncio.sleep(0.01)
     writer.write(body)
     await writer.drain()
     answer = await reader.read()

@@ -31,6 +31,7 @@ from tests.http_helpers import (
     start_process,
     vm_path,
 )
+from tests.patience import patience
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -156,9 +157,13 @@ async def test_in_flight_request_finishes_during_shutdown(tmp_path: Path) -> Non
         "kind": "VirtualMachine",
         "metadata": {"name": "vm1", "namespace": "default"},
     }
-    async with running_server(MemorySource([vm], delay=1.0), tmp_path) as srv:
+    source = MemorySource([vm], delay=1.0)
+    async with running_server(source, tmp_path) as srv:
         slow = asyncio.create_task(srv.get(vm_path(name="nosuch")))
-        await asyncio.sleep(0.3)
+        deadline = time.monotonic() + patience(10)
+        while not source.reads:  # in flight: the handler is reading
+            assert time.monotonic() < deadline, "the request never reached the source"
+            await asyncio.sleep(0.01)
         stopping = asyncio.create_task(srv.server.stop())
         reply = await slow
         await stopping
@@ -193,8 +198,9 @@ def test_sigterm_stops_the_process_cleanly(tmp_path: Path) -> None:
             # The keep-alive connection is still open when the signal arrives.
             started = time.monotonic()
             proc.process.send_signal(signal.SIGTERM)
-            assert proc.process.wait(20) == 0
-            assert time.monotonic() - started < 10
+            assert proc.process.wait(patience(20)) == 0
+            # Not held open by the idle connection for --idle-timeout (2 min).
+            assert time.monotonic() - started < patience(10)
         with pytest.raises(OSError):
             socket.create_connection(("127.0.0.1", proc.port), timeout=2).close()
         log = proc.log()
@@ -252,7 +258,7 @@ def test_a_log_written_into_the_manifests_folder_does_not_wake_the_server(tmp_pa
         assert b'"name":"fedora"' in _get(proc, vm_path(name="fedora"))
         text = (tmp_path / "vm-fedora.yaml").read_text()
         (tmp_path / "vm-fedora.yaml").write_text(text.replace("name: fedora\n", "name: fedora-renamed\n", 1))
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + patience(10)
         while b" 200 OK" not in _get(proc, vm_path(name="fedora-renamed"))[:20]:
             assert time.monotonic() < deadline, proc.log()
             time.sleep(0.1)

@@ -27,6 +27,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.patience import patience
+
 ROOT = Path(__file__).resolve().parents[1]
 APISERVICE = ROOT / "apiservice"
 OVERLAYS = sorted(p.name for p in (APISERVICE / "overlays").iterdir() if (p / "kustomization.yaml").is_file())
@@ -367,7 +369,7 @@ def repo_copy(tmp_path: Path) -> Path:
 
 
 def _run(cmd: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False, **kw)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=patience(120), check=False, **kw)
 
 
 def _certificate(pem: bytes) -> Any:
@@ -498,7 +500,7 @@ class _HTTPS(http.client.HTTPSConnection):
     """Connects to 127.0.0.1 but checks the certificate for the name the aggregator uses."""
 
     def __init__(self, port: int, ctx: ssl.SSLContext, server_name: str) -> None:
-        super().__init__("127.0.0.1", port, timeout=5)
+        super().__init__("127.0.0.1", port, timeout=patience(5))
         self._ctx, self._name = ctx, server_name
 
     def connect(self) -> None:
@@ -541,7 +543,7 @@ def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str
     server = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     ctx = ssl.create_default_context(cafile=str(certs / "ca.crt"))
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + patience(30)
         while True:
             try:
                 conn = _HTTPS(port, ctx, SERVICE_DNS)
@@ -575,7 +577,7 @@ def test_the_probe_paths_and_apiservice_paths_answer_with_the_generated_certific
     # What the aggregator's availability check fetches for each APIService.
     paths += [f"/apis/{a['spec']['group']}/{a['spec']['version']}" for a in of_kind(objects, "APIService")]
     for path in paths:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + patience(30)
         while True:
             conn = _HTTPS(port, ctx, SERVICE_DNS)
             conn.request("GET", path)
@@ -632,7 +634,7 @@ async def test_run_local_serves_the_kubeconfig_cluster_to_kubectl_with_the_users
     client = root / ".certs/run-local/client.kubeconfig"
     vm = "/apis/subresources.kubevirt.io/v1/namespaces/default/virtualmachines/fedora/expand-spec"
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + patience(60)
         while True:
             call = await asyncio.create_subprocess_exec(
                 kubectl,

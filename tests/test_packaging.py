@@ -32,6 +32,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.patience import patience
+
 ROOT = Path(__file__).resolve().parents[1]
 # One pytest-xdist worker runs them all, so the module's wheels are built once.
 pytestmark = pytest.mark.xdist_group("packaging")
@@ -361,7 +363,7 @@ def wheel_server(installed: Path, tmp_path: Path) -> Iterator[int]:
         cmd, cwd=tmp_path, env=_clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + patience(30)
         while _get(port, "/livez")[0] != 200:
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
@@ -382,7 +384,7 @@ def _get(port: int, path: str) -> tuple[int, bytes]:
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE  # the server's self-signed certificate from --cert-dir
     try:
-        with urllib.request.urlopen(f"https://127.0.0.1:{port}{path}", context=ctx, timeout=5) as r:
+        with urllib.request.urlopen(f"https://127.0.0.1:{port}{path}", context=ctx, timeout=patience(5)) as r:
             status: int = r.status
             return status, r.read()
     except urllib.error.HTTPError as e:
@@ -392,7 +394,7 @@ def _get(port: int, path: str) -> tuple[int, bytes]:
 
 
 def test_the_installed_server_serves_with_its_packaged_data(wheel_server: int) -> None:
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + patience(30)
     while (ready := _get(wheel_server, "/readyz"))[0] != 200 and time.monotonic() < deadline:
         time.sleep(0.2)
     assert ready[0] == 200, ready
