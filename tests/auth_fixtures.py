@@ -23,6 +23,7 @@ from apiserver.http.authn import admission_shortcut, auth_middleware
 from tests.fakekube import FakeKube
 from tests.fakekube.reviews import Reviews
 from tests.http_helpers import MemorySource, RunningServer, running_server
+from tests.patience import patience
 
 GROUP = "subresources.kubevirt.io"
 
@@ -129,7 +130,7 @@ class AuthEnv:
 
 
 async def wait_for(predicate: Callable[[], bool], seconds: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + seconds
+    deadline = asyncio.get_running_loop().time() + patience(seconds)
     while not predicate():
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError("condition not reached in time")

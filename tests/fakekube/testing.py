@@ -12,6 +12,7 @@ import yaml
 
 from apiserver.sources.cluster import ClusterSource
 from tests.fakekube import FakeKube
+from tests.patience import patience
 
 IT = "instancetype.kubevirt.io/v1beta1"
 
@@ -51,18 +52,19 @@ def kubeconfig(fake: FakeKube, path: Path, token: str | None = None) -> str:
 
 
 async def eventually(check: Callable[[], bool], within: float = 5.0) -> float:
-    """Poll ``check`` until it holds (TimeoutError after ``within`` seconds); return how long it took."""
-    start = time.monotonic()
+    """Poll ``check`` until it holds (TimeoutError after ``within`` seconds, scaled for the machine's load);
+    return how long it took."""
+    start, within = time.monotonic(), patience(within)
     while not check():
         if time.monotonic() - start > within:
-            raise TimeoutError(f"condition not met within {within}s")
+            raise TimeoutError(f"condition not met within {within:.1f}s")
         await asyncio.sleep(0.005)
     return time.monotonic() - start
 
 
 async def synced(source: ClusterSource, fake: FakeKube) -> None:
     """Every cache of ``source`` listed and its watch open on ``fake``."""
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(patience(5)):
         await source.wait_synced()
     await eventually(
         lambda: fake.open_watches == sum(1 for c in source.caches.values() if c.missing is False)
