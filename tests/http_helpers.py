@@ -181,6 +181,14 @@ async def running_server(
         await server.stop()
 
 
+def replace_file(path: Path, text: str) -> None:
+    """Write ``path`` whole at once, as a ConfigMap update does: a folder source polling in another thread
+    could otherwise read it between the truncation and the write, empty, and serve nothing from it."""
+    staged = path.with_name(f".{path.name}.new")  # hidden: the folder source skips it
+    staged.write_text(text)
+    os.replace(staged, path)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -18,7 +18,16 @@ import yaml
 from apiserver import ExpandError, expand, expand_vm
 from apiserver.sources.folder import FolderSource
 from apiserver.sources.manifests import read_manifest_paths
-from tests.http_helpers import EXAMPLES, RunningServer, examples_server, put_path, running_server, vm_path
+from tests.http_helpers import (
+    EXAMPLES,
+    RunningServer,
+    examples_server,
+    put_path,
+    replace_file,
+    running_server,
+    vm_path,
+)
+from tests.patience import patience
 
 OBJECTS = [obj for _, obj in read_manifest_paths([str(EXAMPLES)])]
 KUBEVIRT = next(o for o in OBJECTS if o["kind"] == "KubeVirt")
@@ -186,10 +195,10 @@ async def test_folder_change_is_served_without_restart(tmp_path: Path) -> None:
         before = (await srv.get(vm_path(name="fedora"))).json()
         text = (directory / "instancetypes.yaml").read_text().replace("1Gi", "2Gi")
         reloads = source.reloads
-        (directory / "instancetypes.yaml").write_text(text)
-        for _ in range(200):
-            if source.reloads > reloads:
-                break
+        replace_file(directory / "instancetypes.yaml", text)
+        deadline = asyncio.get_running_loop().time() + patience(5)
+        while source.reloads == reloads:
+            assert asyncio.get_running_loop().time() < deadline, "the change was never read"
             await asyncio.sleep(0.02)
         after = (await srv.get(vm_path(name="fedora"))).json()
     assert before["spec"]["template"]["spec"]["domain"]["memory"]["guest"] == "1Gi"

@@ -25,7 +25,7 @@ from apiserver.sources.folder import FolderSource
 from apiserver.sources.gather import render_traced
 from tests.fakekube import FakeKube
 from tests.fakekube.testing import eventually, kubeconfig, synced
-from tests.http_helpers import put_path, running_server, vm_path
+from tests.http_helpers import put_path, replace_file, running_server, vm_path
 
 FAST = {"backoff": (0.02, 0.2), "read_timeout": 0.5}
 IT_API = "instancetype.kubevirt.io/v1beta1"
@@ -84,7 +84,7 @@ async def test_folder_changed_instancetype_changes_the_next_answer(
         assert put_first.status == 200 and cpus_of(put_first.json()) == 2
 
         reloads = source.reloads
-        (directory / "it.yaml").write_text(yaml.safe_dump(instancetype(6)))
+        replace_file(directory / "it.yaml", yaml.safe_dump(instancetype(6)))
         await eventually(lambda: source.reloads > reloads)
 
         changed = await srv.get(vm_path())
@@ -104,7 +104,7 @@ async def test_folder_changed_vm_and_removed_instancetype(
         first = await srv.get(vm_path())
         assert "labels" not in first.json()["metadata"]
         reloads = source.reloads
-        (directory / "vm.yaml").write_text(yaml.safe_dump(vm(labels={"tier": "gold"})))
+        replace_file(directory / "vm.yaml", yaml.safe_dump(vm(labels={"tier": "gold"})))
         await eventually(lambda: source.reloads > reloads)
         assert (await srv.get(vm_path())).json()["metadata"]["labels"] == {"tier": "gold"}
 
@@ -116,7 +116,7 @@ async def test_folder_changed_vm_and_removed_instancetype(
         assert gone.status == gone_again.status == 422
         assert gone.body == gone_again.body and b"small" in gone.body
 
-        (directory / "it.yaml").write_text(yaml.safe_dump(instancetype(3)))
+        replace_file(directory / "it.yaml", yaml.safe_dump(instancetype(3)))
         await eventually(lambda: source.reloads > reloads + 1)
         back = await srv.get(vm_path())
         assert back.status == 200 and cpus_of(back.json()) == 3
