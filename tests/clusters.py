@@ -25,6 +25,7 @@ import pytest
 
 from tests.fakekube import DEFAULT_RESOURCES, FLAVOR_RESOURCES, FakeKube, ResourceType
 from tests.fakekube import testing as fake_testing
+from tests.patience import patience
 from tests.realk8s.controlplane import CRDS_FILE, ControlPlane, kubeconfig, unavailable
 
 JSON = dict[str, Any]
@@ -243,7 +244,7 @@ class RealCluster(Cluster):
         }
         self._cleanup.append((_CRDS, name))
         await self.request("POST", _CRDS, crd)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + patience(30)
         while True:
             got = await self.request("GET", f"{_CRDS}/{name}")
             # A CRD just created has "status": {"conditions": null} until the controller first looks at it.
@@ -257,7 +258,7 @@ class RealCluster(Cluster):
     async def uninstall(self, rt: ResourceType) -> None:
         name = f"{rt.plural}.{rt.group}"
         await self.request("DELETE", f"{_CRDS}/{name}")
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + patience(30)
         while True:
             async with self.http.get(f"{self.plane.url}{_CRDS}/{name}") as resp:
                 if resp.status == 404:

@@ -34,6 +34,7 @@ import trustme
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from tests.patience import patience
 from tests.shared import K8S_DIR
 
 REPO = Path(__file__).resolve().parents[2]
@@ -75,6 +76,7 @@ def free_port() -> int:
 
 def poll(what: str, probe: Callable[[], T], accept: Callable[[T], bool], timeout: float = 10) -> T:
     """``probe()`` every 50 ms until ``accept`` takes its result; fails with the last one seen."""
+    timeout = patience(timeout)
     deadline = time.monotonic() + timeout
     while True:
         result = probe()
@@ -258,7 +260,7 @@ class ControlPlane:
             ],
             self.etcd_log,
         )
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + patience(30)
         while time.monotonic() < deadline:
             if self.etcd.poll() is not None:
                 raise ProcessError(f"etcd exited with {self.etcd.returncode}:\n{tail(self.etcd_log)}")
@@ -269,7 +271,7 @@ class ControlPlane:
             except (OSError, ValueError):
                 pass
             time.sleep(0.1)
-        raise ProcessError(f"etcd not healthy after 30 s:\n{tail(self.etcd_log)}")
+        raise ProcessError(f"etcd not healthy after {patience(30):.0f} s:\n{tail(self.etcd_log)}")
 
     def apiserver_args(self) -> list[str]:
         pki = self.pki
@@ -306,6 +308,7 @@ class ControlPlane:
         if self.apiserver is not None and self.apiserver.poll() is None:
             raise ProcessError("kube-apiserver is already running")
         self.apiserver = _start(self.apiserver_args(), self.apiserver_log)
+        timeout = patience(timeout)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.apiserver.poll() is not None:

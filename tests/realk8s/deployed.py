@@ -34,6 +34,7 @@ from typing import Any
 import trustme
 import yaml
 
+from tests.patience import patience
 from tests.realk8s.controlplane import (
     REPO,
     ControlPlane,
@@ -188,6 +189,7 @@ class DeployedServer:
             self.wait_available(svc["metadata"]["name"], timeout)
 
     def wait_available(self, name: str, timeout: float = 60) -> None:
+        timeout = patience(timeout)
         deadline = time.monotonic() + timeout
         message = ""
         while time.monotonic() < deadline:
@@ -245,6 +247,7 @@ class DeployedServer:
             self.wait_ready(timeout)
 
     def wait_ready(self, timeout: float = 60) -> None:
+        timeout = patience(timeout)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
@@ -326,6 +329,7 @@ class DeployedServer:
     def wait_log(self, offset: int, predicate: Callable[[str], bool], timeout: float = 5) -> list[str]:
         """The log lines written since ``offset`` once one satisfies ``predicate`` (access lines are
         written in batches, a moment after the answer); raises with the lines seen on a timeout."""
+        timeout = patience(timeout)
         deadline = time.monotonic() + timeout
         while True:
             lines = list(self.log_lines_since(offset))

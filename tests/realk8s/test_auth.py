@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from apiserver import expand_vm
+from tests.patience import patience
 from tests.realk8s.controlplane import ControlPlane
 from tests.realk8s.deployed import DeployedServer
 
@@ -132,7 +133,7 @@ def test_kubectl_as_a_user_refused_by_rbac_then_allowed(
 
 def _eventually_ok(cluster: ControlPlane, args: tuple[str, ...], timeout: float = 10) -> str:
     """RBAC changes reach kube-apiserver's authorizer through its watch cache: a moment, not at once."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while True:
         result = cluster.kubectl(*args, check=False)
         if result.returncode == 0 or time.monotonic() > deadline:
