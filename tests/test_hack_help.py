@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.http_helpers import REPO
+from tests.patience import patience
 
 SCRIPTS = sorted((REPO / "hack").glob("*.py"))
 
@@ -28,7 +29,7 @@ def test_help_prints_the_usage(script: Path) -> None:
         capture_output=True,
         text=True,
         cwd=REPO,
-        timeout=60,
+        timeout=patience(60),
         check=False,
     )
     assert result.returncode == 0, result.stderr

@@ -14,6 +14,7 @@ from typing import Any
 from apiserver.http.routes import WARNING_ITEM, WARNINGS_TOTAL, warning_header, warning_headers
 from apiserver.sources.manifests import read_manifest_paths
 from tests.http_helpers import EXAMPLES, REPO, MemorySource, put_path, running_server
+from tests.patience import patience
 
 
 def _fedora() -> dict[str, Any]:
@@ -68,7 +69,7 @@ def test_command_line_escapes_control_characters_on_stderr(tmp_path: Path) -> No
             capture_output=True,
             text=True,
             cwd=REPO,
-            timeout=60,
+            timeout=patience(60),
             check=False,
         )
 

@@ -30,6 +30,7 @@ from tests.http_helpers import (
     running_server,
     vm_path,
 )
+from tests.patience import patience
 
 
 def _connect(server: RunningServer) -> ssl.SSLSocket:
@@ -412,7 +413,7 @@ def test_serve_refuses_a_body_budget_below_one_body(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         cwd=REPO,
-        timeout=60,
+        timeout=patience(60),
         check=False,
     )
     assert done.returncode == 2

@@ -41,7 +41,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         cwd=REPO,
-        timeout=60,
+        timeout=patience(60),
         check=False,
     )
 

@@ -296,7 +296,7 @@ def test_the_installed_package_is_the_wheels_not_the_source_tree(installed: Path
         text=True,
         cwd=tmp_path,
         env=_clean_env(),
-        timeout=60,
+        timeout=patience(60),
         check=True,
     )
     assert Path(proc.stdout.strip()).is_relative_to(installed)
@@ -310,7 +310,7 @@ def test_the_console_script_runs(installed: Path, tmp_path: Path) -> None:
             text=True,
             cwd=tmp_path,
             env=_clean_env(),
-            timeout=60,
+            timeout=patience(60),
             check=False,
         )
         assert proc.returncode == 0, proc.stderr
