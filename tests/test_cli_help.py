@@ -4,6 +4,7 @@ wrapped to the terminal."""
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import re
 import subprocess
@@ -109,3 +110,17 @@ def test_expand_description_is_wrapped() -> None:
     assert max(len(line) for line in description.splitlines()) <= 80
     # The examples in the epilog stay as written.
     assert "\n  kubectl get vm fedora -o yaml | kubevirt-expand expand -f - -f objects.yaml \\\n" in text
+    # Every continued example line ends in a backslash; a lost one (in the Python source) joins the two
+    # lines into one with the indentation in between.
+    lines = text.split("examples:\n")[1].split("\n\nexit status:")[0].splitlines()
+    assert [line for line in lines if "   " in line.strip()] == []
+    for line, following in itertools.pairwise(lines):
+        if following.startswith("      "):
+            assert line.endswith(" \\"), line
+
+
+def test_expand_namespace_help_says_when_another_namespace_is_an_error() -> None:
+    assert (
+        "if given, a VM in another namespace is"
+        in flag_blocks(run_help("expand", columns=100))["--namespace"]
+    )

@@ -56,7 +56,7 @@ examples:
   kubevirt-expand expand -f examples/ --presets --validate
 
   # Expand a VM with unknown fields, warning about them instead of refusing it
-  kubevirt-expand expand -f vm.yaml -f examples/instancetypes.yaml -f examples/preferences.yaml \
+  kubevirt-expand expand -f vm.yaml -f examples/instancetypes.yaml -f examples/preferences.yaml \\
       --field-validation Warn
 
 exit status: 0 every VM expanded, 1 some VM failed (its Status is on stderr), 2 usage error
@@ -97,8 +97,8 @@ def add_parser(sub: Any) -> None:
     parser.add_argument(
         "-n",
         "--namespace",
-        help="namespace of the VMs and objects that have none; a VM in another namespace is an error "
-        f'(default "{DEFAULT_NAMESPACE}")',
+        help="namespace of the VMs and objects that have none; if given, a VM in another namespace is "
+        f'an error (default "{DEFAULT_NAMESPACE}")',
     )
     parser.add_argument(
         "-o",
