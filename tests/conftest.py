@@ -17,6 +17,9 @@ CHUNK = 200
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{shared.MARK}(path): reads path in ../shared; skips without it")
+    config.addinivalue_line(
+        "markers", f"{shared.PLANE_MARK}: runs etcd and kube-apiserver; skips without them"
+    )
     demanded = shared.demanded_by()
     if shared.MISSING is not None and demanded is not None:
         raise pytest.UsageError(f"{shared.MISSING}; {demanded} is set, so these tests must run, not skip")
@@ -43,13 +46,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_runtest_setup(item: pytest.Item) -> None:
     # Before any fixture: a session fixture (the real control plane) would otherwise skip for a reason of
     # its own. Raised from this one line, every such skip folds into one line of the summary.
-    for mark in item.iter_markers(shared.MARK):
-        found = shared.problem(mark.args[0] if mark.args else shared.SHARED)
-        if found is not None:
-            skip, why = found
-            if skip:
-                pytest.skip(why)
-            pytest.fail(why, pytrace=False)
+    # A part that must be there but is not (a folder an environment variable names) fails the test even
+    # where another part is merely absent.
+    found = [
+        shared.problem(mark.args[0] if mark.args else shared.SHARED)
+        for mark in item.iter_markers(shared.MARK)
+    ]
+    for skip, why in sorted(problem for problem in found if problem is not None):
+        if skip:
+            pytest.skip(why)
+        pytest.fail(why, pytrace=False)
+    if item.get_closest_marker(shared.PLANE_MARK) is not None:
+        from tests.realk8s.controlplane import unavailable
+
+        reason = unavailable()
+        if reason is not None:
+            demanded = shared.demanded_by()
+            if demanded is not None:
+                pytest.fail(f"real control plane unavailable: {reason}; {demanded} is set", pytrace=False)
+            pytest.skip(f"real control plane unavailable: {reason}")
 
 
 # Fuzz figures per worker ("" without xdist): {target: (examples, seed)}. Workers send theirs with each

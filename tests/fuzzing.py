@@ -30,7 +30,8 @@ from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.vendor import pretty
 
-from tests.conformance import Case, case_files, load
+from tests import shared
+from tests.conformance import CASES_DIR, Case, case_files, load
 
 REPO: Final = Path(__file__).resolve().parents[1]
 REGRESSIONS: Final = REPO / "tests" / "fuzz_regressions"
@@ -74,15 +75,29 @@ pretty._type_pprinters[int] = _pretty_int
 
 # --- conformance cases, balanced over their areas ---------------------------------------------------
 
+needs_cases: Final = shared.needs_shared(CASES_DIR)
+"""The mark of a target that draws golden cases: it skips (or fails) for the shared reason without them."""
+
 _BY_AREA: dict[str, list[Path]] = defaultdict(list)
 for _path in case_files():
     _BY_AREA[_path.stem.rsplit("-", 1)[0]].append(_path)
 
-case_paths: Final = st.sampled_from(sorted(_BY_AREA)).flatmap(lambda area: st.sampled_from(_BY_AREA[area]))
+
+def _no_cases(_: object) -> Path:
+    raise LookupError(f"no golden cases in {CASES_DIR}: a test drawing them needs @needs_cases")
+
+
+case_paths: Final = (
+    st.sampled_from(sorted(_BY_AREA)).flatmap(lambda area: st.sampled_from(_BY_AREA[area]))
+    if _BY_AREA
+    else st.just(None).map(_no_cases)
+)
 """A golden case's file: an area first (the 1,852 common-instancetypes cases are one of twelve)."""
 
 
 def first_case(area: str) -> Path:
+    if area not in _BY_AREA:
+        raise LookupError(f"no {area}-* golden case in {CASES_DIR}: a test reading them needs @needs_cases")
     return _BY_AREA[area][0]
 
 

@@ -21,6 +21,7 @@ SHARED_ENV = "KUBEVIRT_EXPAND_SHARED"
 CASES_ENV = "KUBEVIRT_EXPAND_CONFORMANCE"
 REQUIRE_ENVS = ("KUBEVIRT_EXPAND_REQUIRE_SHARED", "CI")
 MARK = "needs_shared"
+PLANE_MARK = "needs_control_plane"
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get(SHARED_ENV) or REPO.parent / "shared").absolute()
@@ -69,6 +70,12 @@ def problem(path: Path) -> tuple[bool, str] | None:
 def needs_shared(path: Path = SHARED) -> pytest.MarkDecorator:
     """Mark a test (or a parameter) as reading ``path`` in ``../shared``."""
     return getattr(pytest.mark, MARK)(path)
+
+
+def needs_control_plane() -> pytest.MarkDecorator:
+    """Mark a test as running etcd and kube-apiserver (tests/realk8s/controlplane.py): where they cannot
+    run (no binaries, no kubectl) it skips for that one reason, or fails where ``../shared`` is demanded."""
+    return getattr(pytest.mark, PLANE_MARK)
 
 
 def parametrize(

@@ -8,13 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from tests import shared
 
 ROOT = Path(__file__).resolve().parents[1]
-CASES = ROOT.parent / "shared" / "conformance" / "cases"
 
 
-@pytest.mark.skipif(not CASES.is_dir(), reason=f"no conformance corpus at {CASES}")
+@shared.needs_shared(shared.CASES_DIR)
 def test_ratios_only_against_baselines_of_the_same_run() -> None:
     proc = subprocess.run(
         [sys.executable, str(ROOT / "hack/bench_expand.py"), "--limit", "3", "--repeat", "1"],

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from apiserver.sources.cluster import ClusterSource
 from apiserver.sources.folder import FolderSource
@@ -22,7 +23,7 @@ from tests import shared
 from tests.conformance import CASES_DIR
 from tests.fakekube import FakeKube
 from tests.fakekube.testing import kubeconfig, synced
-from tests.http_helpers import put_path, running_server, vm_path
+from tests.http_helpers import EXAMPLES, put_path, running_server, vm_path
 
 FAST = {"backoff": (0.02, 0.2), "read_timeout": 0.5}
 
@@ -152,10 +153,16 @@ async def test_same_answers_as_the_folder_source(tmp_path: Path) -> None:
 async def test_warm_requests_make_no_upstream_call_and_bursts_share_reads(
     fake: FakeKube, tmp_path: Path
 ) -> None:
-    [case] = [c for c in sample_cases() if c["id"].startswith("docs-")][:1]
-    for o in case["input"]["objects"]:
+    # The user guide's VM and what it references (examples/: no ../shared needed).
+    objects = [
+        doc
+        for name in ("instancetypes.yaml", "preferences.yaml")
+        for doc in yaml.safe_load_all((EXAMPLES / name).read_text())
+        if doc
+    ]
+    for o in objects:
         fake.create(o)
-    vm = case["input"]["vm"]
+    vm = yaml.safe_load((EXAMPLES / "vm-fedora.yaml").read_text())
     ns = vm["metadata"]["namespace"]
     # One event loop runs the server, 50 TLS clients and the fake: allow the shared read some slack.
     source = ClusterSource(
@@ -171,7 +178,9 @@ async def test_warm_requests_make_no_upstream_call_and_bursts_share_reads(
         assert fake.log == []
         # A revision nobody has read yet: 50 concurrent requests, one upstream GET.
         matcher = vm["spec"]["instancetype"]
-        [it] = [o for o in case["input"]["objects"] if o["metadata"]["name"] == matcher["name"]]
+        [it] = [
+            o for o in objects if (o["kind"], o["metadata"]["name"]) == (matcher["kind"], matcher["name"])
+        ]
         rev = {
             "apiVersion": "apps/v1",
             "kind": "ControllerRevision",

@@ -24,7 +24,17 @@ from hypothesis import strategies as st
 
 from apiserver.cli import main
 from apiserver.sources.documents import read_documents
-from tests.fuzzing import case, case_paths, count, first_case, fuzz, mutated, text_mutated, unlimited_int_text
+from tests.fuzzing import (
+    case,
+    case_paths,
+    count,
+    first_case,
+    fuzz,
+    mutated,
+    needs_cases,
+    text_mutated,
+    unlimited_int_text,
+)
 
 TARGET = "command line: kubevirt-expand expand"
 
@@ -94,6 +104,7 @@ def run_cli(files: dict[str, bytes], options: list[str], *, stdin: bool = False)
     return code, out.getvalue(), err.getvalue()
 
 
+@needs_cases
 @fuzz(TARGET, ci_examples=150)
 @given(runs())
 # Hazards issue 12 names (a traceback there once):
@@ -131,6 +142,7 @@ def test_the_command_line_exits_cleanly(run: dict[str, Any]) -> None:
     assert len(out) + len(err) <= 16 * size + 512 * 1024, (len(out), len(err), size)
 
 
+@needs_cases
 def test_the_fuzz_helpers_run_the_real_command_line() -> None:
     """The harness itself: a good case expands (exit 0), a file with no VM is a usage error (exit 2)."""
     docs = case(first_case("docs"))

@@ -20,7 +20,19 @@ from apiserver import ExpandError, expand
 from apiserver.http.media import JSON, YAML, encode
 from apiserver.render.fieldvalidation import LEVELS
 from tests.conformance import Case, error_matches
-from tests.fuzzing import case, case_paths, check_status, clone, count, fuzz, mutated, same, size_of, walk
+from tests.fuzzing import (
+    case,
+    case_paths,
+    check_status,
+    clone,
+    count,
+    fuzz,
+    mutated,
+    needs_cases,
+    same,
+    size_of,
+    walk,
+)
 
 TARGET = "engine: expand()"
 
@@ -68,6 +80,7 @@ def inputs(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
+@needs_cases
 @fuzz(TARGET, ci_examples=600)
 @given(inputs())
 # A hazard issue 12 names (a ValueError once, not an ExpandError):
@@ -172,6 +185,7 @@ def many_bad_items(draw: st.DrawFn) -> dict[str, Any]:
     return {"vm": vm, "objects": golden.input["objects"], "kubevirt": golden.input.get("kubevirt")}
 
 
+@needs_cases
 @pytest.mark.filterwarnings("ignore:Generating overly large repr")
 @fuzz("engine: many bad items", ci_examples=20)
 @given(many_bad_items())

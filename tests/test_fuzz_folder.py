@@ -27,6 +27,7 @@ from tests.fuzzing import (
     count,
     fuzz,
     mutated,
+    needs_cases,
     size_of,
     text_mutated,
     unlimited_int_text,
@@ -71,6 +72,7 @@ async def _read_and_render(folder: Path, presets: bool, validate: bool) -> tuple
     return source, rendered
 
 
+@needs_cases
 @fuzz(TARGET, ci_examples=80)
 @given(folder_files())
 def test_the_folder_source_reads_any_file_beside_good_ones(file: tuple[bytes, bool, bool]) -> None:

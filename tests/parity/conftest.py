@@ -13,7 +13,8 @@ import pytest
 
 from tests.clusters import RESOURCES, Cluster, FakeCluster, RealCluster, shared_control_plane
 from tests.fakekube import FakeKube
-from tests.realk8s.controlplane import ControlPlane
+from tests.realk8s.controlplane import CRDS_FILE, ControlPlane
+from tests.shared import needs_control_plane, needs_shared
 
 REAL_GROUP = "realk8s"  # tests/realk8s/conftest.py's group: one worker holds the control plane
 
@@ -35,6 +36,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         param = callspec.params.get("cluster_plane") if callspec is not None else None
         if param == "real" or "real_control_plane" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group(REAL_GROUP))
+            # Without ../shared (the CRDs) or the binaries: one skip reason for all, not one line each.
+            item.add_marker(needs_shared(CRDS_FILE))
+            item.add_marker(needs_control_plane())
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ import pytest
 from tests.clusters import shared_control_plane
 from tests.realk8s.controlplane import CRDS_FILE, ControlPlane, tail, unavailable
 from tests.realk8s.deployed import DeployedServer
-from tests.shared import needs_shared
+from tests.shared import needs_control_plane, needs_shared
 
 HERE = Path(__file__).parent
 GROUP_MARK = "realk8s"
@@ -30,6 +30,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if HERE in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.xdist_group(GROUP_MARK))
             item.add_marker(needs_shared(CRDS_FILE))
+            item.add_marker(needs_control_plane())
 
 
 def _plane(tmp_path_factory: pytest.TempPathFactory, name: str, *args: str) -> Iterator[ControlPlane]:
