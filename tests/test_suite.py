@@ -53,10 +53,30 @@ def run(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def untracked(root: Path) -> list[str]:
+    """What ``git status`` shows in ``root`` besides the files staged by :func:`stage`."""
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"], cwd=root, capture_output=True, text=True
+    )
+    assert status.returncode == 0, status.stderr
+    return [line for line in status.stdout.splitlines() if not line.startswith("A  ")]
+
+
+def stage(root: Path) -> None:
+    """Make ``root`` a git repository with every file staged, as a fresh clone's ``git status`` sees it."""
+    for args in (["init", "-q"], ["add", "-A"]):
+        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+    assert untracked(root) == []
+
+
 def test_without_shared_the_tests_needing_it_skip_with_one_reason(tmp_path: Path) -> None:
     root = project_copy(tmp_path)
-    # Every module is collected (none may fail without shared/); only the tests needing it are run.
-    proc = run(root, "-n", "2", "--dist", "loadgroup", "-m", shared.MARK, "-rs")
+    stage(root)
+    # Every module is collected (none may fail without shared/); the tests needing it, or the real control
+    # plane, are run: the fuzz targets drawing golden cases, the CLI and conformance cases, the Go types,
+    # tests/realk8s and the real half of tests/parity.
+    marks = f"{shared.MARK} or {shared.PLANE_MARK}"
+    proc = run(root, "-n", "2", "--dist", "loadgroup", "-m", marks, "-rs")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     reason = f"../shared not found at {tmp_path / 'shared'}"
@@ -65,11 +85,15 @@ def test_without_shared_the_tests_needing_it_skip_with_one_reason(tmp_path: Path
     assert shared.SHARED_ENV in lines[0]  # says how to point elsewhere
     folded = re.fullmatch(r"SKIPPED \[(\d+)\] tests/conftest\.py:\d+: .*", lines[0])
     assert folded, lines[0]
+    # One summary line per reason: that one alone (never a line per test).
+    assert [line for line in out.splitlines() if line.startswith("SKIPPED ")] == lines
     # Nothing passed, failed or errored: every selected test skipped, all for that reason.
-    tally = re.search(r"^(\d+) skipped in ", out, re.MULTILINE)
+    tally = re.search(r"^(\d+) skipped(?:, \d+ deselected)? in ", out, re.MULTILINE)
     assert tally, out[-1000:]
     assert tally[1] == folded[1]
-    assert int(tally[1]) >= 40  # conformance, CLI cases, Go types, the real control plane
+    assert int(tally[1]) >= 100  # 110 when written: conformance, CLI cases, Go types, the real control plane
+    # The run wrote nothing git would show (no hypothesis database entries in tests/fuzz_regressions/).
+    assert untracked(root) == []
 
 
 def test_ci_refuses_to_run_without_shared(tmp_path: Path) -> None:
