@@ -14,10 +14,13 @@ credentials, so they need the reads apiservice/base/rbac.yaml grants the server'
 any aggregated API server's: a client certificate of the cluster's client CA or a bearer token
 (TokenReview), then a SubjectAccessReview.
 
-It writes .certs/run-local/ (git-ignored): a serving certificate from hack/gen-certs.sh and
-client.kubeconfig, a copy of your context pointing at the local server, for example:
-  kubectl --kubeconfig .certs/run-local/client.kubeconfig get --raw \\
+It writes .certs/run-local/PORT/ (git-ignored; one folder per port, so instances on two ports
+never share a file): a serving certificate from hack/gen-certs.sh for 127.0.0.1 and localhost
+(and the Service's name), its CA in ca.crt, and client.kubeconfig, a copy of your context pointing
+at the local server, for example:
+  kubectl --kubeconfig .certs/run-local/8443/client.kubeconfig get --raw \\
     /apis/subresources.kubevirt.io/v1/namespaces/default/virtualmachines/NAME/expand-spec
+  curl --cacert .certs/run-local/8443/ca.crt https://127.0.0.1:8443/readyz
 
 Options:
   --port N         the local port (default: 8443)
@@ -54,11 +57,10 @@ if ! "$kubectl" "${ctx_args[@]}" get --raw /api >/dev/null 2>&1; then
   exit 1
 fi
 
-work="$root/.certs/run-local"
+work="$root/.certs/run-local/$port"
 mkdir -p "$work"
-chmod 700 "$work"
-"$root/hack/gen-certs.sh" --out "$work" >/dev/null
-server_name=kubevirt-expand.kubevirt-expand.svc
+chmod 700 "$root/.certs/run-local" "$work"
+"$root/hack/gen-certs.sh" --out "$work" --san 127.0.0.1 --san localhost >/dev/null
 
 # The server's kubeconfig: the chosen context alone, credentials embedded.
 (umask 077; "$kubectl" config view --minify --flatten --raw "${ctx_args[@]}" > "$work/server.kubeconfig")
@@ -67,8 +69,7 @@ cp "$work/server.kubeconfig" "$work/client.kubeconfig"
 cluster=$("$kubectl" --kubeconfig "$work/client.kubeconfig" config view -o 'jsonpath={.clusters[0].name}')
 "$kubectl" --kubeconfig "$work/client.kubeconfig" config unset "clusters.$cluster" >/dev/null
 "$kubectl" --kubeconfig "$work/client.kubeconfig" config set-cluster "$cluster" \
-  --server="https://127.0.0.1:$port" --certificate-authority="$work/ca.crt" --embed-certs=true \
-  --tls-server-name="$server_name" >/dev/null
+  --server="https://127.0.0.1:$port" --certificate-authority="$work/ca.crt" --embed-certs=true >/dev/null
 
 cd "$root"
 if [[ -z "${KUBEVIRT_EXPAND:-}" ]]; then

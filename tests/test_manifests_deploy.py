@@ -20,6 +20,7 @@ import ssl
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -444,6 +445,36 @@ def test_gen_certs_keeps_a_good_certificate_and_replaces_it_on_force(tmp_path: P
     assert oct((out / "tls.key").stat().st_mode & 0o777) == "0o600"
 
 
+def test_gen_certs_adds_the_names_asked_for_and_reissues_until_the_certificate_has_them(
+    tmp_path: Path,
+) -> None:
+    import ipaddress
+
+    from cryptography import x509
+
+    script = str(ROOT / "hack/gen-certs.sh")
+    out = tmp_path / "certs"
+    assert _run(["bash", script, "--out", str(out)]).returncode == 0
+    plain = (out / "tls.crt").read_bytes()
+    proc = _run(["bash", script, "--out", str(out), "--san", "127.0.0.1", "--san", "localhost"])
+    assert proc.returncode == 0, proc.stderr
+    named = (out / "tls.crt").read_bytes()
+    assert named != plain  # the kept certificate lacked the names
+    san = _certificate(named).extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert san.get_values_for_type(x509.IPAddress) == [ipaddress.ip_address("127.0.0.1")]
+    assert set(san.get_values_for_type(x509.DNSName)) == {
+        SERVICE_DNS,
+        f"{SERVICE_DNS}.cluster.local",
+        "localhost",
+    }
+    # Asked again (or for fewer names), the certificate is kept.
+    for args in (["--san", "localhost", "--san", "127.0.0.1"], []):
+        assert _run(["bash", script, "--out", str(out), *args]).returncode == 0
+        assert (out / "tls.crt").read_bytes() == named
+    proc = _run(["bash", script, "--out", str(out), "--san", "not a name"])
+    assert proc.returncode == 2 and "neither a DNS name nor an IPv4 address" in proc.stderr
+
+
 def test_cert_manager_overlay_issues_the_secret_the_pods_mount_and_injects_its_CA() -> None:
     objects = rendered("cert-manager")
     volumes = only(objects, "Deployment")["spec"]["template"]["spec"]["volumes"]
@@ -631,7 +662,7 @@ async def test_run_local_serves_the_kubeconfig_cluster_to_kubectl_with_the_users
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )
-    client = root / ".certs/run-local/client.kubeconfig"
+    client = root / f".certs/run-local/{port}/client.kubeconfig"
     vm = "/apis/subresources.kubevirt.io/v1/namespaces/default/virtualmachines/fedora/expand-spec"
     try:
         deadline = time.monotonic() + patience(60)
@@ -664,21 +695,67 @@ async def test_run_local_serves_the_kubeconfig_cluster_to_kubectl_with_the_users
             r["spec"].get("resourceAttributes", {}).get("subresource") == "expand-spec"
             for r in reviews.access_reviews
         )
-        # The user's credentials are in the client kubeconfig, the server's CA and name beside them.
+        # The user's credentials are in the client kubeconfig, the server's CA beside them; the serving
+        # certificate names 127.0.0.1 and localhost, so no tls-server-name is needed (nor by curl --cacert).
         config = yaml.safe_load(client.read_text())
         (cluster,) = config["clusters"]
         assert cluster["cluster"]["server"] == f"https://127.0.0.1:{port}"
-        assert cluster["cluster"]["tls-server-name"] == SERVICE_DNS
+        assert "tls-server-name" not in cluster["cluster"]
         assert config["users"][0]["user"]["token"] == "alice-token"
+        ca_file = root / f".certs/run-local/{port}/ca.crt"
+        for host in ("127.0.0.1", "localhost"):  # the name checked, as curl --cacert does
+            assert await asyncio.to_thread(_answers, port, ca_file, host)
+        # A second instance on another port writes a folder of its own: the first's kubectl is unmoved.
+        port2 = _free_port()
+        second = await asyncio.create_subprocess_exec(
+            "bash",
+            str(root / "hack/run-local.sh"),
+            "--port",
+            str(port2),
+            env=env,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        try:
+            client2 = root / f".certs/run-local/{port2}/client.kubeconfig"
+            deadline = time.monotonic() + 60
+            ca_file2 = root / f".certs/run-local/{port2}/ca.crt"
+            while not (client2.exists() and await asyncio.to_thread(_answers, port2, ca_file2)):
+                assert second.returncode is None and time.monotonic() < deadline, "no second instance"
+                await asyncio.sleep(0.3)
+            assert yaml.safe_load(client2.read_text())["clusters"][0]["cluster"]["server"].endswith(
+                f":{port2}"
+            )
+            assert yaml.safe_load(client.read_text())["clusters"][0]["cluster"]["server"].endswith(f":{port}")
+        finally:
+            await _terminate(second)
     finally:
-        if server.returncode is None:
-            server.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(server.wait(), 20)
-            except TimeoutError:
-                server.kill()
-                await server.wait()
+        await _terminate(server)
         await fake.stop()
+
+
+def _answers(port: int, ca_file: Path, host: str = "127.0.0.1") -> bool:
+    """Whether https://HOST:PORT/readyz answers 200 with a certificate of that CA naming HOST."""
+    if not ca_file.exists():
+        return False
+    try:
+        context = ssl.create_default_context(cafile=str(ca_file))
+        with urllib.request.urlopen(f"https://{host}:{port}/readyz", context=context, timeout=5) as resp:
+            return bool(resp.status == 200)
+    except (OSError, ssl.SSLError):
+        return False
+
+
+async def _terminate(process: Any) -> None:
+    import asyncio
+
+    if process.returncode is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(process.wait(), 20)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
 
 
 # --- hack/deploy.sh's steps, with kubectl's cluster calls answered by a recording stand-in ------------
