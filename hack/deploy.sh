@@ -23,9 +23,16 @@ Options:
                    (default: what apiservice/base/kustomization.yaml names)
   --timeout SECS   how long to wait for the rollout and for the APIServices (default: 180)
   --takeover       register subresources.kubevirt.io even if another service (virt-api) owns it
-  --dry-run        print the manifests that would be applied, and do nothing
-  --delete         remove everything the overlay installed (APIServices first)
+  --dry-run        print the manifests that would be applied, and do nothing: no cluster call, no
+                   file written (without a certificate in .certs/ yet, the Secret and caBundle shown
+                   come from a throwaway CA)
+  --delete         remove everything the overlay installed (APIServices first, also those of another
+                   overlay that route to this server)
   -h, --help       show this help
+
+Switching overlays (own-group over kubevirt-group, or back) removes the APIServices of the old one
+that route to this server: it no longer serves their group-versions, and an unavailable APIService
+breaks discovery for every kubectl user of the cluster.
 
 Environment: KUBECTL (default: kubectl); the usual KUBECONFIG selects the cluster.
 USAGE
@@ -61,23 +68,32 @@ if [[ "$overlay" == cert-manager ]]; then overlay=own-group; cert_manager=1; fi
 [[ "$timeout" =~ ^[0-9]+$ ]] || { echo "deploy.sh: --timeout must be whole seconds" >&2; exit 2; }
 command -v "$kubectl" >/dev/null || { echo "deploy.sh: $kubectl not found (set KUBECTL)" >&2; exit 1; }
 
-# A throwaway kustomization beside the certificates (.certs/ is git-ignored): the overlay, the
-# certificate source, and the image override. Kustomize only accepts relative paths to them.
-build="$root/.certs/deploy-$overlay"
-rm -rf "$build"
-mkdir -p "$build"
+# A throwaway kustomization beside the certificates (.certs/ is git-ignored; a dry run uses a temporary
+# folder instead, removed on exit): the overlay, the certificate source, and the image override.
+certs="$root/.certs"
+if [[ $dry_run -eq 1 ]]; then
+  build=$(mktemp -d)
+  trap 'rm -rf "$build"' EXIT
+else
+  build="$certs/deploy-$overlay"
+  rm -rf "$build"
+  mkdir -p "$build"
+fi
+# Kustomize only accepts relative paths to the overlay and components.
+up=$(realpath --relative-to="$build" "$root" 2>/dev/null ||
+  python3 -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' "$root" "$build")
 {
   echo "# Made by hack/deploy.sh; safe to delete."
   echo "apiVersion: kustomize.config.k8s.io/v1beta1"
   echo "kind: Kustomization"
   echo "resources:"
-  echo "  - ../../apiservice/overlays/$overlay"
+  echo "  - $up/apiservice/overlays/$overlay"
   if [[ $cert_manager -eq 0 ]]; then echo "  - serving-cert-secret.yaml"; fi
   echo "components:"
   if [[ $cert_manager -eq 1 ]]; then
-    echo "  - ../../apiservice/components/cert-manager"
+    echo "  - $up/apiservice/components/cert-manager"
   else
-    echo "  - ../../apiservice/components/ca-bundle"
+    echo "  - $up/apiservice/components/ca-bundle"
   fi
   if [[ -n "$image" ]]; then
     echo "images:"
@@ -94,12 +110,19 @@ mkdir -p "$build"
   fi
 } > "$build/kustomization.yaml"
 
+if [[ $cert_manager -eq 0 && $delete -eq 0 && $dry_run -eq 1 ]]; then
+  # What a real run would apply, without writing .certs/: the kept certificate, or a throwaway one.
+  mkdir -m 700 "$build/certs"
+  for f in ca.crt ca.key tls.crt tls.key; do [[ ! -f "$certs/$f" ]] || cp -p "$certs/$f" "$build/certs/"; done
+  [[ -s "$certs/ca.crt" ]] || echo "deploy.sh: dry run: no CA in $certs yet; the Secret and caBundle below come from a throwaway one (a real run makes and keeps its own)" >&2
+  certs="$build/certs"
+fi
 if [[ $cert_manager -eq 0 ]]; then
   if [[ $delete -eq 0 ]]; then
-    "$root/hack/gen-certs.sh" --out "$root/.certs" --namespace "$namespace" --service kubevirt-expand >&2
+    "$root/hack/gen-certs.sh" --out "$certs" --namespace "$namespace" --service kubevirt-expand >&2
   fi
-  if [[ -s "$root/.certs/serving-cert-secret.yaml" ]]; then
-    cp "$root/.certs/serving-cert-secret.yaml" "$build/"
+  if [[ -s "$certs/serving-cert-secret.yaml" ]]; then
+    cp "$certs/serving-cert-secret.yaml" "$build/"
   else
     # --delete with no certificate made: any Secret of that name is deleted all the same.
     printf 'apiVersion: v1\nkind: Secret\nmetadata:\n  name: kubevirt-expand-serving-cert\n  namespace: %s\ndata:\n  ca.crt: ""\n' \
@@ -116,9 +139,25 @@ if [[ $dry_run -eq 1 ]]; then
   exit 0
 fi
 
+# The APIServices that route to this server's Service, whichever overlay registered them.
+routed_here() {
+  "$kubectl" get apiservices -o 'jsonpath={range .items[*]}{.metadata.name}{" "}{.spec.service.namespace}{"/"}{.spec.service.name}{"\n"}{end}' |
+    awk -v svc="$namespace/kubevirt-expand" '$2 == svc {print $1}'
+}
+# Those among them this overlay does not register: left by another overlay.
+stale() {
+  local found a
+  found=$(routed_here) || { echo "deploy.sh: cannot list the cluster's APIServices" >&2; return 1; }
+  for a in $found; do
+    grep -qxF "$a" <<<"$apiservices" || echo "$a"
+  done
+}
+
 if [[ $delete -eq 1 ]]; then
-  # APIServices first, so discovery never points at a server that is going away.
-  for a in $apiservices; do "$kubectl" delete apiservice "$a" --ignore-not-found; done
+  # APIServices first, so discovery never points at a server that is going away; also those another
+  # overlay left routed here, which would otherwise stay unavailable once the Service is gone.
+  others=$(stale)
+  for a in $apiservices $others; do "$kubectl" delete apiservice "$a" --ignore-not-found; done
   "$kubectl" delete -f "$rendered" --ignore-not-found --wait=false
   echo "== removed the $overlay overlay (the namespace $namespace finishes terminating in the background)"
   exit 0
@@ -138,6 +177,13 @@ for a in $apiservices; do
     echo "  overlay instead, or pass --takeover if you know the other server is gone." >&2
     exit 1
   fi
+done
+
+# Switching overlays: the old one's APIServices would route to a server that no longer serves them.
+others=$(stale)
+for a in $others; do
+  echo "== removing APIService $a: it routes to this server, which the $overlay overlay no longer makes serve it"
+  "$kubectl" delete apiservice "$a" --ignore-not-found
 done
 
 echo "== applying overlay $overlay ($( [[ $cert_manager -eq 1 ]] && echo cert-manager || echo gen-certs ) certificate)"

@@ -386,9 +386,10 @@ def test_deploy_fills_every_caBundle_with_the_CA_of_the_serving_secret(repo_copy
     _kubectl()
     proc = _run(["bash", str(repo_copy / "hack/deploy.sh"), "--dry-run", overlay])
     assert proc.returncode == 0, proc.stderr
+    assert "the Secret and caBundle below come from a throwaway one" in proc.stderr
     objects = [d for d in yaml.safe_load_all(proc.stdout) if d]
-    ca_pem = (repo_copy / ".certs/ca.crt").read_bytes()
     secret = only(objects, "Secret", SERVING_SECRET)
+    ca_pem = base64.b64decode(secret["data"]["ca.crt"])
     assert secret["type"] == "kubernetes.io/tls"
     assert base64.b64decode(secret["data"]["ca.crt"]) == ca_pem
     apiservices = of_kind(objects, "APIService")
@@ -403,6 +404,22 @@ def test_deploy_fills_every_caBundle_with_the_CA_of_the_serving_secret(repo_copy
     assert set(names.get_values_for_type(x509.DNSName)) == {SERVICE_DNS, f"{SERVICE_DNS}.cluster.local"}
     # The rest is the overlay as rendered on its own.
     assert sorted(o["kind"] for o in objects) == sorted([o["kind"] for o in rendered(overlay)] + ["Secret"])
+    # A dry run does nothing: no CA, no certificate, no kustomization written.
+    assert not (repo_copy / ".certs").exists()
+
+
+def test_a_dry_run_shows_the_kept_certificate_and_writes_nothing(repo_copy: Path) -> None:
+    _kubectl()
+    certs = repo_copy / ".certs"
+    assert _run(["bash", str(repo_copy / "hack/gen-certs.sh"), "--out", str(certs)]).returncode == 0
+    before = {p: p.read_bytes() for p in certs.rglob("*") if p.is_file()}
+    proc = _run(["bash", str(repo_copy / "hack/deploy.sh"), "--dry-run", "own-group"])
+    assert proc.returncode == 0, proc.stderr
+    assert "throwaway" not in proc.stderr
+    secret = only([d for d in yaml.safe_load_all(proc.stdout) if d], "Secret", SERVING_SECRET)
+    assert base64.b64decode(secret["data"]["ca.crt"]) == before[certs / "ca.crt"]
+    assert base64.b64decode(secret["data"]["tls.crt"]) == before[certs / "tls.crt"]
+    assert {p: p.read_bytes() for p in certs.rglob("*") if p.is_file()} == before
 
 
 def test_deploy_sets_the_image_it_is_given(repo_copy: Path) -> None:
@@ -767,6 +784,7 @@ case "$1" in
   kustomize) exec "$REAL_KUBECTL" "$@" ;;
   get)
     if [[ "$2" == crd ]]; then exit "${FAKE_CRD_RC:-0}"; fi
+    if [[ "$2" == apiservices ]]; then printf '%s' "${FAKE_APISERVICES:-}"; exit 0; fi
     if [[ "$2" == apiservice && "$*" == *jsonpath=\{.spec.service* ]]; then
       printf '%s' "${FAKE_OWNER:-}"; [[ -n "${FAKE_OWNER:-}" ]] || exit 1; exit 0
     fi
@@ -855,3 +873,40 @@ def test_deploy_delete_removes_the_apiservices_before_the_server(repo_copy: Path
         "delete apiservice v1alpha3.subresources.kubevirt.io --ignore-not-found",
     ]
     assert deletes[3].startswith("delete -f ") and len(deletes) == 4
+
+
+# What `kubectl get apiservices -o jsonpath=...` lists after `deploy.sh kubevirt-group` beside KubeVirt-less
+# built-in ones (a local APIService has no service: "/").
+KUBEVIRT_GROUP_INSTALLED = (
+    "v1. /\n"
+    "v1.expand.kubevirt-expand.io kubevirt-expand/kubevirt-expand\n"
+    "v1.subresources.kubevirt.io kubevirt-expand/kubevirt-expand\n"
+    "v1alpha3.subresources.kubevirt.io kubevirt-expand/kubevirt-expand\n"
+    "v1.metrics.k8s.io kube-system/metrics-server\n"
+)
+
+
+def test_switching_overlays_removes_the_old_apiservices_before_applying(
+    repo_copy: Path, tmp_path: Path
+) -> None:
+    proc, calls = _deploy(repo_copy, tmp_path, "own-group", apiservices=KUBEVIRT_GROUP_INSTALLED)
+    assert proc.returncode == 0, proc.stderr
+    changes = [c for c in calls if c.startswith(("delete", "apply"))]
+    assert changes[:2] == [
+        "delete apiservice v1.subresources.kubevirt.io --ignore-not-found",
+        "delete apiservice v1alpha3.subresources.kubevirt.io --ignore-not-found",
+    ]
+    assert changes[2].startswith("apply -f ") and len(changes) == 3  # metrics-server's is left alone
+    assert "removing APIService v1.subresources.kubevirt.io: it routes to this server" in proc.stdout
+    # Re-applying the same overlay removes nothing.
+    proc, calls = _deploy(repo_copy, tmp_path, "kubevirt-group", apiservices=KUBEVIRT_GROUP_INSTALLED)
+    assert proc.returncode == 0, proc.stderr
+    assert not [c for c in calls if c.startswith("delete")]
+    # --delete of the new overlay also removes what the old one left routed here.
+    proc, calls = _deploy(repo_copy, tmp_path, "--delete", "own-group", apiservices=KUBEVIRT_GROUP_INSTALLED)
+    assert proc.returncode == 0, proc.stderr
+    assert [c for c in calls if c.startswith("delete apiservice")] == [
+        "delete apiservice v1.expand.kubevirt-expand.io --ignore-not-found",
+        "delete apiservice v1.subresources.kubevirt.io --ignore-not-found",
+        "delete apiservice v1alpha3.subresources.kubevirt.io --ignore-not-found",
+    ]
