@@ -6,8 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . hack/venv.sh
 echo "== ruff"
-"$VENV/bin/ruff" check apiserver tests hack
-"$VENV/bin/ruff" format --check --quiet apiserver tests hack
+"$VENV/bin/ruff" check apiserver devcluster tests hack
+"$VENV/bin/ruff" format --check --quiet apiserver devcluster tests hack
 echo "== mypy --strict"
 "$VENV/bin/mypy"
 echo "== import-linter"
