@@ -1,16 +1,18 @@
 """``hack/dev-cluster.sh up|status|down`` from a fresh copy of the project with nothing beside it: the
-binaries named by ``KUBEBUILDER_ASSETS`` alone (the KubeVirt CRDs then built in), the server reached through
-kube-apiserver's aggregator with kubectl, and ``hack/deploy.sh`` switching overlays on that real API server.
+binaries named by ``KUBEBUILDER_ASSETS`` alone (the KubeVirt CRDs then built in), the docs' recipes for it
+(docs/kubectl.md, marked ``devcluster``) run as written, the server reached through kube-apiserver's
+aggregator with kubectl, and ``hack/deploy.sh`` switching overlays on that real API server.
 
-virtctl is not installed on the machines this runs on: ``virtctl expand`` calls the same path as the
-``kubectl get --raw`` below (``/apis/subresources.kubevirt.io/v1/namespaces/NS/virtualmachines/NAME/
-expand-spec``). The tests run in order, on the one cluster ``up`` starts (one control plane more than the
-session's, started once).
+virtctl is not installed on the machines this runs on: ``virtctl expand --vm fedora`` calls the same path as
+the recipe's ``kubectl get --raw`` (``/apis/subresources.kubevirt.io/v1/namespaces/default/virtualmachines/
+fedora/expand-spec``). The tests run in order, on the one cluster the first recipe starts (one control plane
+more than the session's, started once).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,9 +23,9 @@ from typing import Any
 import pytest
 
 from devcluster.controlplane import KUBECTL, assets_dir
+from tests.test_readme_recipes import Recipe, recipes
 from tests.test_suite import clean_env, project_copy
 
-EXPAND_SPEC = "/apis/subresources.kubevirt.io/v1/namespaces/default/virtualmachines/fedora/expand-spec"
 TIMEOUT = 300  # up starts etcd, kube-apiserver and the server on a loaded machine
 
 
@@ -31,7 +33,8 @@ TIMEOUT = 300  # up starts etcd, kube-apiserver and the server on a loaded machi
 class DevCluster:
     root: Path  # the project copy
     env: dict[str, str]
-    up: subprocess.CompletedProcess[str]
+    up: subprocess.CompletedProcess[str]  # the docs' first recipe: up, then kubectl through the aggregator
+    down: Recipe
 
     @property
     def folder(self) -> Path:
@@ -39,12 +42,15 @@ class DevCluster:
 
     @property
     def kubeconfig(self) -> str:
-        return self.up.stdout.strip().splitlines()[-1]
+        return str(self.folder / "admin.kubeconfig")
 
     def run(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             args, cwd=self.root, env=self.env | env, capture_output=True, text=True, timeout=TIMEOUT
         )
+
+    def recipe(self, recipe: Recipe) -> subprocess.CompletedProcess[str]:
+        return self.run("bash", "-euo", "pipefail", "-c", recipe.code)
 
     def kubectl(self, *args: str) -> subprocess.CompletedProcess[str]:
         assert KUBECTL is not None
@@ -70,6 +76,8 @@ def venv_of_this_run(folder: Path, root: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def dev_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
+    up, down = recipes("devcluster")
+    assert "hack/dev-cluster.sh up" in up.code and "hack/dev-cluster.sh down" in down.code
     tmp = tmp_path_factory.mktemp("dev-cluster")
     root = project_copy(tmp)
     env = clean_env(
@@ -77,50 +85,53 @@ def dev_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster
         VENV=str(venv_of_this_run(tmp / "venv", root)),
         PYTHONUNBUFFERED="1",
     )
-    up = subprocess.run(
-        ["bash", "hack/dev-cluster.sh", "up"],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
-    cluster = DevCluster(root, env, up)
+    cluster = DevCluster(root, env, subprocess.CompletedProcess([], 0), down)
     try:
+        cluster.up = cluster.recipe(up)
         yield cluster
     finally:
         if cluster.folder.exists():
             cluster.run("bash", "hack/dev-cluster.sh", "down")
 
 
-def test_up_serves_the_examples_through_the_aggregator(dev_cluster: DevCluster) -> None:
+def expanded_vms(text: str) -> list[dict[str, Any]]:
+    """The VirtualMachine JSON documents kubectl --raw printed (one after the other, maybe on one line)."""
+    decoder, found, at = json.JSONDecoder(), [], 0
+    while (at := text.find('{"kind":"VirtualMachine"', at)) >= 0:
+        vm, at = decoder.raw_decode(text, at)
+        found.append(vm)
+    return found
+
+
+def test_the_docs_recipe_brings_it_up_and_kubectl_reaches_the_server_through_the_aggregator(
+    dev_cluster: DevCluster,
+) -> None:
     up = dev_cluster.up
-    assert up.returncode == 0, up.stderr[-3000:]
-    # Nothing beside the copy: the CRDs are the built-in ones; stdout is the kubeconfig's path alone.
+    assert up.returncode == 0, up.stdout[-2000:] + up.stderr[-3000:]
+    # Nothing beside the copy: the CRDs are the built-in ones; up printed the kubeconfig's path.
     assert "installing the KubeVirt CRDs (built in)" in up.stderr
-    assert dev_cluster.kubeconfig == str(dev_cluster.folder / "admin.kubeconfig")
-    assert "kubectl get --raw " + EXPAND_SPEC in up.stderr
+    assert up.stdout.startswith(dev_cluster.kubeconfig + "\n")
     assert "virtctl expand --vm fedora -n default" in up.stderr
-    # kubectl, through kube-apiserver's aggregator, to the server reading the cluster.
-    got = dev_cluster.kubectl("get", "--raw", EXPAND_SPEC)
-    assert got.returncode == 0, got.stderr
-    vm = json.loads(got.stdout)
-    assert vm["kind"] == "VirtualMachine" and vm["metadata"]["name"] == "fedora"
-    assert "instancetype" not in vm["spec"] and "preference" not in vm["spec"]  # applied, matchers gone
-    assert vm["spec"]["template"]["spec"]["domain"]["memory"]["guest"] == "1Gi"  # examples' cmedium
-    # The built-in CRDs answer to kubectl's short names, as KubeVirt's do.
-    listed = dev_cluster.kubectl("get", "vm", "-n", "default", "-o", "name")
-    assert sorted(listed.stdout.split()) == [
-        "virtualmachine.kubevirt.io/fedora",
-        "virtualmachine.kubevirt.io/fedora-cluster",
-        "virtualmachine.kubevirt.io/fedora-pinned",
+    # kubectl get vm: the examples, through the built-in CRDs' short name.
+    assert re.findall(r"^(fedora\S*) ", up.stdout, re.MULTILINE) == [
+        "fedora",
+        "fedora-cluster",
+        "fedora-pinned",
     ]
+    # expand-spec of the stored VM, then expand-vm-spec of the file: both rendered by the server.
+    stored, sent = expanded_vms(up.stdout)
+    for vm in (stored, sent):
+        assert vm["metadata"]["name"] == "fedora"
+        assert "instancetype" not in vm["spec"] and "preference" not in vm["spec"]  # applied, matchers gone
+        assert vm["spec"]["template"]["spec"]["domain"]["memory"]["guest"] == "1Gi"  # examples' cmedium
+    assert "uid" in stored["metadata"] and "uid" not in sent["metadata"]  # read from the cluster, or not
+    assert "APIService v1.subresources.kubevirt.io: Available" in up.stderr  # hack/dev-cluster.sh status
 
 
-def test_status_reports_it_up_and_a_second_up_is_refused(dev_cluster: DevCluster) -> None:
+def test_status_prints_the_kubeconfig_and_a_second_up_is_refused(dev_cluster: DevCluster) -> None:
     status = dev_cluster.run("bash", "hack/dev-cluster.sh", "status")
     assert status.returncode == 0, status.stderr
-    assert "APIService v1.subresources.kubevirt.io: Available" in status.stderr
+    assert "APIService v1alpha3.subresources.kubevirt.io: Available" in status.stderr
     assert status.stdout.strip() == dev_cluster.kubeconfig
     again = dev_cluster.run("bash", "hack/dev-cluster.sh", "up")
     assert again.returncode == 1
@@ -156,16 +167,16 @@ def test_deploy_switching_overlays_removes_the_old_apiservices(
     assert "apiservice.apiregistration.k8s.io/v1.apps" in names
 
 
-def test_down_stops_every_process_and_removes_its_folder(dev_cluster: DevCluster) -> None:
+def test_the_docs_recipe_takes_it_down(dev_cluster: DevCluster) -> None:
     pids = dev_cluster.state()["processes"]
     assert sorted(pids) == ["etcd", "kube-apiserver", "server"]
-    down = dev_cluster.run("bash", "hack/dev-cluster.sh", "down")
+    down = dev_cluster.recipe(dev_cluster.down)
     assert down.returncode == 0, down.stderr
     assert "== stopped server" in down.stderr
     assert not dev_cluster.folder.exists()
     for name, pid in pids.items():
-        assert not Path(f"/proc/{pid}").exists() or str(dev_cluster.folder) not in Path(
-            f"/proc/{pid}/cmdline"
-        ).read_bytes().decode(errors="replace"), f"{name} ({pid}) still runs"
+        cmdline = Path(f"/proc/{pid}/cmdline")
+        alive = cmdline.exists() and str(dev_cluster.folder) in cmdline.read_bytes().decode(errors="replace")
+        assert not alive, f"{name} ({pid}) still runs"
     status = dev_cluster.run("bash", "hack/dev-cluster.sh", "status")
     assert status.returncode == 1 and "no dev cluster in" in status.stderr
