@@ -146,7 +146,12 @@ class DeployedServer:
 
     @property
     def group(self) -> str:
-        """The API group the overlay's APIServices route here."""
+        """The API group whose expand-spec the overlay serves (its ``--api-group``): the kubevirt-group overlay
+        also registers the collection's group, so the first APIService is not necessarily it."""
+        for arg in self.container.get("args", []):
+            name, _, value = str(arg).partition("=")
+            if name == "--api-group":
+                return value
         return str(next(o for o in self.manifests if o["kind"] == "APIService")["spec"]["group"])
 
     def install(self, token_duration: str = "24h") -> None:
