@@ -6,11 +6,18 @@ import io
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from apiserver.sources.documents import KubeDumper
-from apiserver.sources.manifests import ManifestError, parse_manifests, read_manifest_paths
+from apiserver.sources.manifests import (
+    ManifestError,
+    parse_manifests,
+    read_files,
+    read_manifest_paths,
+    read_manifests,
+)
 from tests import shared
 
 VM_YAML = """\
@@ -218,6 +225,60 @@ def test_error_in_a_directory_names_the_file(tmp_path: Path) -> None:
         read_manifest_paths([str(tmp_path)])
     assert exc.value.source == str(bad)
     assert exc.value.line == 2
+
+
+def test_read_files_goes_on_past_broken_and_missing_inputs(tmp_path: Path) -> None:
+    """Every input is read: a broken file is one error (nothing from it is used), the others count."""
+    write(tmp_path / "d" / "a.yaml", "kind: A\n---\nkind: A2\n")
+    bad = write(tmp_path / "d" / "b.yaml", "kind: B\n---\nkind: B2\n  x: 1\n")
+    write(tmp_path / "d" / "c.json", '[{"kind": "C"}]')
+    write(tmp_path / "d" / "e.yaml", "kind: E\n")
+    missing = str(tmp_path / "nope.yaml")
+    files = read_files([str(tmp_path / "d"), missing, "-"], stdin=io.BytesIO(b"kind: S\n"))
+    got = [
+        (Path(f.source).name, [m.object["kind"] for m in f.manifests], f.error and str(f.error))
+        for f in files
+    ]
+    assert got == [
+        ("a.yaml", ["A", "A2"], None),
+        ("b.yaml", [], f"{bad}: document 2, line 4: mapping values are not allowed in this context"),
+        (
+            "c.json",
+            [],
+            f"{tmp_path / 'd' / 'c.json'}: document 1: not a Kubernetes object (a mapping with a kind), but a list",
+        ),
+        ("e.yaml", ["E"], None),
+        ("nope.yaml", [], f"{missing}: no such file or directory"),
+        ("<stdin>", ["S"], None),
+    ]
+    assert [(m.document, m.source) for m in files[0].manifests] == [
+        (1, files[0].source),
+        (2, files[0].source),
+    ]
+    # The strict readers stop at the first of them.
+    with pytest.raises(ManifestError) as exc:
+        read_manifests([str(tmp_path / "d")])
+    assert exc.value.source == str(bad) and exc.value.document == 2 and exc.value.line == 4
+
+
+def test_read_files_reports_an_unreadable_directory_in_its_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path / "a" / "x.yaml", "kind: X\n")
+    write(tmp_path / "b" / "y.yaml", "kind: Y\n")
+    write(tmp_path / "c.yaml", "kind: C\n")
+    scandir = os.scandir
+
+    def refusing(path: Any) -> Any:  # what chmod 0 does to anyone but root
+        if Path(path).name == "b":
+            raise PermissionError(13, "Permission denied")
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", refusing)
+    files = read_files([str(tmp_path)])
+    assert [Path(f.source).name for f in files] == ["x.yaml", "b", "c.yaml"]
+    assert [len(f.manifests) for f in files] == [1, 0, 1]
+    assert str(files[1].error) == f"{tmp_path / 'b'}: cannot read directory: Permission denied"
 
 
 @shared.needs_shared(shared.CASES_DIR)

@@ -5,14 +5,15 @@ apply -f`` accepts and report a broken file the same way: file, document and lin
 by :mod:`apiserver.sources.documents` (the reader PUT bodies go through too), which says what values,
 keys, nesting and aliases are accepted. Duplicate keys are reported per object
 (:attr:`Manifest.duplicates`); :func:`parse_manifests` and :func:`read_manifest_paths` refuse them, as
-kubectl's strict field validation does.
+kubectl's strict field validation does. :func:`read_files` reads every input even when some are broken
+(the command line reports each broken file and goes on); the others stop at the first.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -149,8 +150,9 @@ def parse_manifests(data: bytes | str, source: str) -> list[dict[str, Any]]:
     return objects
 
 
-def _walk(directory: Path, visited: set[str]) -> Iterator[Path]:
-    """Manifest files under ``directory``, depth first in name order like ``kubectl apply -R``.
+def _walk(directory: Path, visited: set[str]) -> Iterator[Path | ManifestError]:
+    """Manifest files under ``directory``, depth first in name order like ``kubectl apply -R``, and
+    the directories that could not be listed (as errors, in their place).
 
     Hidden entries are skipped, which also skips the ``..data`` indirection of a mounted ConfigMap
     while its visible symlinks are followed.
@@ -162,7 +164,8 @@ def _walk(directory: Path, visited: set[str]) -> Iterator[Path]:
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
     except OSError as err:
-        raise ManifestError(f"cannot read directory: {err.strerror or err}", source=str(directory)) from None
+        yield ManifestError(f"cannot read directory: {err.strerror or err}", source=str(directory))
+        return
     for entry in entries:
         if entry.name.startswith("."):
             continue
@@ -177,39 +180,65 @@ def _walk(directory: Path, visited: set[str]) -> Iterator[Path]:
             yield path
 
 
-def _read_file(path: Path) -> bytes:
+@dataclass(frozen=True, slots=True)
+class FileRead:
+    """One input file and what it gave: its objects, or the one error that made it unusable.
+
+    A file is all or nothing: when one document is broken none of its objects is used, as the folder
+    source serves nothing from a broken file, so no VM is ever judged against half a file.
+    """
+
+    source: str
+    manifests: tuple[Manifest, ...] = ()
+    error: ManifestError | None = None
+
+
+def _read_one(source: str, read: Callable[[], bytes]) -> FileRead:
     try:
-        return path.read_bytes()
+        data = read()
     except OSError as err:
-        raise ManifestError(f"cannot read: {err.strerror or err}", source=str(path)) from None
+        return FileRead(source, error=ManifestError(f"cannot read: {err.strerror or err}", source=source))
+    try:
+        return FileRead(source, tuple(load_manifests(data, source)))
+    except ManifestError as err:
+        return FileRead(source, error=err)
 
 
-def read_manifests(paths: Sequence[str], *, stdin: BinaryIO | None = None) -> list[Manifest]:
-    """Every object in ``paths``: files, directories (recursively), ``-`` for stdin.
+def read_files(paths: Sequence[str], *, stdin: BinaryIO | None = None) -> list[FileRead]:
+    """Every file of ``paths`` (files, directories recursively, ``-`` for stdin) with its objects or
+    its error, in order; one broken or missing input does not stop the others.
 
     A file named explicitly is read whatever its suffix; in a directory only ``*.yaml``, ``*.yml``
-    and ``*.json`` count. Keys given twice are reported with each object, not refused. Raises
-    :class:`ManifestError`.
+    and ``*.json`` count. Keys given twice are reported with each object, not refused.
     """
-    found: list[Manifest] = []
+    found: list[FileRead] = []
     for name in paths:
         if name == STDIN:
             stream = stdin if stdin is not None else sys.stdin.buffer
-            try:
-                data = stream.read()
-            except OSError as err:
-                raise ManifestError(f"cannot read: {err.strerror or err}", source=STDIN_SOURCE) from None
-            found.extend(load_manifests(data, STDIN_SOURCE))
+            found.append(_read_one(STDIN_SOURCE, stream.read))
             continue
         path = Path(name)
         if path.is_dir():
-            files = list(_walk(path, set()))
+            for item in _walk(path, set()):
+                if isinstance(item, ManifestError):
+                    found.append(FileRead(item.source, error=item))
+                else:
+                    found.append(_read_one(str(item), item.read_bytes))
         elif path.exists():
-            files = [path]
+            found.append(_read_one(name, path.read_bytes))
         else:
-            raise ManifestError("no such file or directory", source=name)
-        for file in files:
-            found.extend(load_manifests(_read_file(file), str(file)))
+            found.append(FileRead(name, error=ManifestError("no such file or directory", source=name)))
+    return found
+
+
+def read_manifests(paths: Sequence[str], *, stdin: BinaryIO | None = None) -> list[Manifest]:
+    """Every object in ``paths`` (see :func:`read_files`). Raises :class:`ManifestError` for the first
+    input that cannot be read."""
+    found: list[Manifest] = []
+    for file in read_files(paths, stdin=stdin):
+        if file.error is not None:
+            raise file.error
+        found.extend(file.manifests)
     return found
 
 
