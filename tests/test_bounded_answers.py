@@ -169,8 +169,11 @@ def test_command_line_prints_a_bounded_error_for_such_a_file(tmp_path: Path) -> 
     assert done.returncode == 1
     assert done.stdout == b""
     assert len(done.stderr) < 64 * 1024
-    first, second = done.stderr.decode().splitlines()
-    assert first.startswith('error: default/many: VirtualMachine.kubevirt.io "many" is invalid: [')
+    first, second, summary = done.stderr.decode().splitlines()
+    assert first.startswith(
+        f'refused: {vm_file}: document 1: default/many: VirtualMachine.kubevirt.io "many" is invalid: ['
+    )
+    assert summary == "summary: 1 VM, 0 admitted, 1 refused, 0 errors, 1 file"
     _assert_bounded(json.loads(second), 2 * ITEMS)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -19,7 +20,8 @@ import pytest
 import yaml
 
 from apiserver.cli import main
-from apiserver.render import ExpandError, ExpandResult, ObjectIndex
+from apiserver.cli.inputs import WatchedLookup
+from apiserver.render import ExpandError, ExpandResult
 from apiserver.sources.documents import KubeDumper
 from tests import shared
 from tests.conformance import Case, case_files, error_matches, load
@@ -71,15 +73,33 @@ def write_case(directory: Path, case: Case) -> list[str]:
     return args
 
 
+NOT_FAILURES = ("Warning: ", "admitted: ", "summary: ")
+FAILURE = re.compile(
+    r"^(refused|error): (?P<file>.+?): document (?P<document>\d+)(, items\[\d+\])?: (?P<label>[^: ]+)[: ]"
+)
+
+
 def status_lines(stderr: str) -> list[tuple[str, dict[str, Any]]]:
-    """(human line, Status) for each failure reported on stderr."""
-    lines = [line for line in stderr.splitlines() if not line.startswith("Warning: ")]
+    """(human line, Status) for each failure reported on stderr; the summary line comes last."""
+    assert stderr.splitlines()[-1].startswith("summary: "), stderr[-2000:]
+    lines = [line for line in stderr.splitlines() if not line.startswith(NOT_FAILURES)]
     assert len(lines) % 2 == 0, stderr
     pairs = []
     for human, body in zip(lines[::2], lines[1::2], strict=True):
-        assert human.startswith("error: "), stderr
+        assert human.startswith(("refused: ", "error: ")), stderr
         pairs.append((human, json.loads(body)))
     return pairs
+
+
+def failure_label(human: str) -> str:
+    """The ``namespace/name`` a failure line names after its file and document."""
+    found = FAILURE.match(human)
+    assert found, human
+    return found.group("label")
+
+
+def summary(stderr: str) -> str:
+    return stderr.splitlines()[-1]
 
 
 def check_case_result(case: Case, code: int, stdout: str, stderr: str, *, output: str = "json") -> None:
@@ -91,15 +111,20 @@ def check_case_result(case: Case, code: int, stdout: str, stderr: str, *, output
         assert stdout == ""
         ((human, status),) = status_lines(stderr)
         assert error_matches(exp, status["message"]), status["message"]
-        assert human == f"error: {label}: {status['message']}".replace("\n", " ")
+        assert human.startswith("refused: ") and human.endswith(
+            f"vm.yaml: document 1: {label}: {status['message']}".replace("\n", " ")
+        )
         assert status["kind"] == "Status" and status["code"] == 422 and status["reason"] == "Invalid"
+        assert summary(stderr).startswith("summary: 1 VM, 0 admitted, 1 refused, 0 errors, ")
         return
     assert code == 0, stderr
     got = json.loads(stdout) if output == "json" else yaml.safe_load(stdout)
     assert got == exp["expanded"]
     # Members in the renderer's (Go's) order, not sorted: the same bytes as KubeVirt once re-encoded.
     assert json.dumps(got) == json.dumps(exp["expanded"])
-    assert [line for line in stderr.splitlines() if not line.startswith("Warning: ")] == []
+    assert [line for line in stderr.splitlines() if not line.startswith("Warning: ")] == [
+        f"summary: 1 VM, 1 admitted, 0 refused, 0 errors, {1 + bool(case.input['objects'])} files"
+    ]
     for warning in exp.get("warnings", []):
         assert any(warning["preset"] in line for line in stderr.splitlines()), (warning, stderr)
 
@@ -195,8 +220,7 @@ def test_many_cases_in_one_run(tmp_path: Path, presets: bool) -> None:
     reported = status_lines(proc.stderr)
     assert len(reported) == len(failing)
     for human, status in reported:
-        label = human.removeprefix("error: ").split(": ", 1)[0]
-        case = by_label[label]
+        case = by_label[failure_label(human)]
         assert "error" in case.expected, (case.id, status)
         assert error_matches(case.expected, status["message"]), (case.id, status["message"])
     items = json.loads(proc.stdout)["items"]
@@ -219,7 +243,7 @@ def docs_case(name: str) -> Case | None:
 def expand_examples() -> dict[str, Any]:
     proc = cli("expand", "-f", "examples/")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr == ""
+    assert proc.stderr == "summary: 3 VMs, 3 admitted, 0 refused, 0 errors, 7 files\n"
     vms = {vm["metadata"]["name"]: vm for vm in yaml.safe_load_all(proc.stdout)}
     assert list(vms) == ["fedora-cluster", "fedora-pinned", "fedora"]  # file name order
     return vms
@@ -349,7 +373,8 @@ def test_one_failure_does_not_stop_the_others(tmp_path: Path) -> None:
     assert [vm["metadata"]["name"] for vm in items] == ["first", "last"]
     ((human, status),) = status_lines(proc.stderr)
     message = 'virtualmachineinstancetypes.instancetype.kubevirt.io "nope" not found'
-    assert human == f"error: default/broken: {message}"
+    assert human == f"refused: {tmp_path / 'in.yaml'}: document 2: default/broken: {message}"
+    assert summary(proc.stderr) == "summary: 3 VMs, 2 admitted, 1 refused, 0 errors, 1 file"
     assert status["message"] == message and status["code"] == 422
     assert status["details"]["causes"][0]["field"] == "spec.instancetype.name"
 
@@ -438,14 +463,25 @@ def test_usage_errors() -> None:
     assert_usage_error(cli("expand", "-f", "examples", "-n", ""), "error: --namespace must not be empty")
 
 
-def test_broken_yaml_is_a_usage_error_naming_file_document_and_line(tmp_path: Path) -> None:
+def test_broken_yaml_is_an_error_naming_file_document_and_line(tmp_path: Path) -> None:
     bad = tmp_path / "vm.yaml"
     first = dump([TINY])
     bad.write_text(first + "---\nkind: VirtualMachine\nmetadata:\n  name: a: b\n")
     line = first.count("\n") + 4  # lines are counted in the file, as an editor shows them
     proc = cli("expand", "-f", str(tmp_path))
     assert_usage_error(proc, f"error: {bad}: document 2, line {line}: mapping values are not allowed")
-    assert len(proc.stderr.splitlines()) == 1
+    human, status, last = proc.stderr.splitlines()
+    assert human == f"error: {bad}: document 2, line {line}: mapping values are not allowed in this context"
+    assert json.loads(status) == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": "mapping values are not allowed in this context",
+        "reason": "BadRequest",
+        "code": 400,
+    }
+    assert last == "summary: 0 VMs, 0 admitted, 0 refused, 1 error, 1 file"
 
 
 def test_a_file_that_is_not_yaml(tmp_path: Path) -> None:
@@ -495,7 +531,10 @@ def test_vm_in_another_namespace_than_the_flag(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert proc.stdout == ""
     ((human, status),) = status_lines(proc.stderr)
-    assert human == "error: prod/elsewhere: VM namespace must be empty or dev"
+    assert (
+        human
+        == f"refused: {tmp_path / 'vm.yaml'}: document 1: prod/elsewhere: VM namespace must be empty or dev"
+    )
     assert status["code"] == 422 and status["reason"] == "Invalid"
     assert status["details"]["causes"][0]["field"] == "metadata.namespace"
 
@@ -509,9 +548,9 @@ class FakeEngine:
     def __init__(self, fail: Mapping[str, BaseException] | None = None, warnings: Sequence[str] = ()) -> None:
         self.fail = dict(fail or {})
         self.warnings = list(warnings)
-        self.calls: list[tuple[dict[str, Any], ObjectIndex, Any, dict[str, Any]]] = []
+        self.calls: list[tuple[dict[str, Any], WatchedLookup, Any, dict[str, Any]]] = []
 
-    def __call__(self, vm: dict[str, Any], lookup: ObjectIndex, **kwargs: Any) -> ExpandResult:
+    def __call__(self, vm: dict[str, Any], lookup: WatchedLookup, **kwargs: Any) -> ExpandResult:
         self.calls.append((copy.deepcopy(vm), lookup, kwargs.pop("kubevirt"), kwargs))
         name = vm["metadata"]["name"]
         if name in self.fail:
@@ -539,7 +578,7 @@ def test_fake_yaml_output_keeps_order_and_literal_blocks(
     (tmp_path / "vm.yaml").write_text(dump([VM]))
     assert main(["expand", "-f", str(tmp_path)]) == 0
     out, err = capsys.readouterr()
-    assert err == ""
+    assert err == "summary: 1 VM, 1 admitted, 0 refused, 0 errors, 1 file\n"
     assert out == (
         "kind: VirtualMachine\n"
         "apiVersion: kubevirt.io/v1\n"
@@ -582,7 +621,7 @@ def test_fake_arguments_reach_the_renderer(
     assert index.get(ObjectRef("VirtualMachineInstancetype", "dev", "tiny")) is not None
     assert index.get(ObjectRef("VirtualMachineInstancetype", "other", "tiny")) is not None
     assert index.get(ObjectRef("VirtualMachineClusterInstancetype", "", "big")) is not None
-    assert len(index) == 3
+    assert len(index.index) == 3
 
 
 def test_fake_warnings_and_failures(
@@ -594,16 +633,21 @@ def test_fake_warnings_and_failures(
     )
     monkeypatch.setattr("apiserver.cli.expand.expand", engine)
     (tmp_path / "in.yaml").write_text(dump([vm_named("bad"), vm_named("ok"), vm_named("bug")]))
-    assert main(["expand", "-f", str(tmp_path), "-o", "json"]) == 1
+    # A failure of ours (500) is no verdict on the VM: an Error, exit 2.
+    assert main(["expand", "-f", str(tmp_path), "-o", "json"]) == 2
     out, err = capsys.readouterr()
     assert json.loads(out)["items"][0]["metadata"]["name"] == "ok"
     lines = err.splitlines()
-    assert lines[0] == "error: default/bad: it broke badly"
+    where = f"{tmp_path / 'in.yaml'}: document"
+    assert lines[0] == f"refused: {where} 1: default/bad: it broke badly"
     assert json.loads(lines[1])["message"] == "it broke\nbadly"
-    assert lines[2] == "Warning: default/ok: kubevirt.io/v1 VirtualMachineInstancePresets is now deprecated"
-    assert lines[3] == "error: default/bug: Internal error occurred: KeyError: 'spec'"
+    assert lines[2] == (
+        f"Warning: {where} 2: default/ok: kubevirt.io/v1 VirtualMachineInstancePresets is now deprecated"
+    )
+    assert lines[3] == f"error: {where} 3: default/bug: Internal error occurred: KeyError: 'spec'"
     assert json.loads(lines[4])["code"] == 500
-    assert len(lines) == 5
+    assert lines[5] == "summary: 3 VMs, 1 admitted, 1 refused, 1 error, 1 file"
+    assert len(lines) == 6
 
 
 def test_fake_only_failures_print_nothing_on_stdout(
@@ -665,4 +709,7 @@ def test_help_warn_example_expands_only_the_given_vm(tmp_path: Path) -> None:
     result = cli(*args)
     assert result.returncode == 0, result.stderr
     assert [d["metadata"]["name"] for d in yaml.safe_load_all(result.stdout)] == ["fedora"]
-    assert result.stderr == 'Warning: default/fedora: unknown field "spec.runStrategyy"\n'
+    assert result.stderr == (
+        f'Warning: {tmp_path / "vm.yaml"}: document 1: default/fedora: unknown field "spec.runStrategyy"\n'
+        "summary: 1 VM, 1 admitted, 0 refused, 0 errors, 3 files\n"
+    )

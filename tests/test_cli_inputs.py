@@ -50,13 +50,15 @@ def run(tmp_path: Path, text: str | bytes, *args: str) -> subprocess.CompletedPr
     ],
     ids=["deep-1e5", "deep-5000", "recursive", "alias-bomb", "null-key", "inf", "json-5000-digits", "syntax"],
 )
-def test_unreadable_files_are_usage_errors(tmp_path: Path, text: str, fragment: str) -> None:
+def test_unreadable_files_are_errors(tmp_path: Path, text: str, fragment: str) -> None:
     proc = run(tmp_path, text, "-o", "json")
     assert proc.returncode == 2, proc.stderr[-500:]
-    assert proc.stdout == ""
-    assert fragment in proc.stderr
-    assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1
-    assert "Traceback" not in proc.stderr and len(proc.stderr) < 1000
+    assert proc.stdout == '{\n    "apiVersion": "v1",\n    "kind": "List",\n    "items": []\n}\n'
+    human, status, last = proc.stderr.splitlines()
+    assert human.startswith(f"error: {tmp_path / 'in.yaml'}: ") and fragment in human
+    assert json.loads(status)["code"] == 400
+    assert last == "summary: 0 VMs, 0 admitted, 0 refused, 1 error, 1 file"
+    assert "Traceback" not in proc.stderr and len(proc.stderr) < 2000
 
 
 @pytest.mark.parametrize("output", ["json", "yaml"])
@@ -90,8 +92,9 @@ def test_a_quantity_of_too_many_digits_fails_the_vm(tmp_path: Path) -> None:
     )
     proc = run(tmp_path, text, "-o", "json")
     assert proc.returncode == 1
-    human, status = proc.stderr.splitlines()
-    assert human.startswith("error: default/vm1: ") and "at most 4000 significant digits" in human
+    human, status, _ = proc.stderr.splitlines()
+    assert human.startswith(f"refused: {tmp_path / 'in.yaml'}: document 1: default/vm1: ")
+    assert "at most 4000 significant digits" in human
     assert json.loads(status)["code"] == 422
     assert "Traceback" not in proc.stderr
 
@@ -114,8 +117,12 @@ def test_a_vm_without_spec_and_a_typo_fail_by_default(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1
     lines = proc.stderr.splitlines()
-    assert lines[0] == 'error: default/vm1: VirtualMachine.kubevirt.io "vm1" is invalid: spec: Required value'
-    assert lines[2].startswith('error: default/vm2: VirtualMachine.kubevirt.io "vm2" is invalid: ')
+    where = f"refused: {tmp_path / 'in.yaml'}: document"
+    assert (
+        lines[0]
+        == f'{where} 1: default/vm1: VirtualMachine.kubevirt.io "vm1" is invalid: spec: Required value'
+    )
+    assert lines[2].startswith(f'{where} 2: default/vm2: VirtualMachine.kubevirt.io "vm2" is invalid: ')
     assert 'unknown field "spec.template.spec.domain.cpuu"' in lines[2]
     validated = run(
         tmp_path, HEAD + SPEC.replace("domain:", "domain:\n        cpuu: {cores: 2}"), "--validate"

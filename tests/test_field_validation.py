@@ -93,9 +93,14 @@ def via_cli(
     return code, out, err
 
 
+SUMMARY_ONE_ADMITTED = "summary: 1 VM, 1 admitted, 0 refused, 0 errors, 1 file"
+
+
 def cli_status(err: str) -> dict[str, Any]:
-    lines = [line for line in err.splitlines() if not line.startswith("Warning: ")]
-    assert len(lines) == 2 and lines[0].startswith("error: default/vm1: "), err
+    lines = [line for line in err.splitlines() if not line.startswith(("Warning: ", "summary: "))]
+    assert (
+        len(lines) == 2 and lines[0].startswith("refused: ") and ": document 1: default/vm1: " in lines[0]
+    ), err
     status: dict[str, Any] = json.loads(lines[1])
     return status
 
@@ -175,7 +180,10 @@ async def test_warn_expands_and_warns_everywhere(
     code, out, err = via_cli(tmp_path, yaml.dump(vm, Dumper=KubeDumper), "Warn", capsys)
     assert code == 0
     assert json.loads(out) == ignored.vm
-    assert err.splitlines() == [f"Warning: default/vm1: {t}" for t in texts]
+    assert err.splitlines() == [
+        *(f"Warning: {tmp_path / 'vm.yaml'}: document 1: default/vm1: {t}" for t in texts),
+        SUMMARY_ONE_ADMITTED,
+    ]
 
     result = expand(vm, field_validation="Warn")
     assert result.vm == ignored.vm and list(result.warnings) == texts
@@ -188,7 +196,7 @@ async def test_ignore_says_nothing(tmp_path: Path, capsys: pytest.CaptureFixture
     reply = await via_server(tmp_path, json.dumps(TYPO).encode(), "Ignore")
     assert reply.status == 200 and "warning" not in reply.headers
     code, _, err = via_cli(tmp_path, yaml.dump(TYPO, Dumper=KubeDumper), "ignore", capsys)  # any case
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, SUMMARY_ONE_ADMITTED + "\n")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         expand_vm(TYPO, field_validation="Ignore")
@@ -234,12 +242,19 @@ def test_duplicate_fields_on_the_command_line(tmp_path: Path, capsys: pytest.Cap
     assert causes_of(cli_status(err)) == [("spec.runStrategy", "FieldValueDuplicate")]
     code, out, err = via_cli(tmp_path, DUP_YAML, "Warn", capsys)
     assert code == 0 and json.loads(out)["spec"]["runStrategy"] == "Always"
-    assert err == 'Warning: default/vm1: duplicate field "spec.runStrategy"\n'
-    # In another object of the input: a usage error at Strict, a warning at Warn.
+    assert err == (
+        f'Warning: {tmp_path / "vm.yaml"}: document 1: default/vm1: duplicate field "spec.runStrategy"\n'
+        f"{SUMMARY_ONE_ADMITTED}\n"
+    )
+    # In another object of the input: an error at Strict (exit 2; the VM, which does not use it, is
+    # still judged), a warning at Warn.
     other = DUP_YAML.replace("runStrategy: Halted\n  runStrategy", "runStrategy")
     other += "---\nkind: VirtualMachineInstancetype\nmetadata: {name: it, name: it2}\nspec: {}\n"
     code, out, err = via_cli(tmp_path, other, None, capsys)
-    assert code == 2 and 'document 2, line 13: duplicate field "metadata.name"' in err
+    assert code == 2 and json.loads(out)["metadata"]["name"] == "vm1"
+    where = f"error: {tmp_path / 'vm.yaml'}: document 2, line 13"
+    assert f'{where}: VirtualMachineInstancetype default/it2: duplicate field "metadata.name"' in err
+    assert err.endswith("summary: 1 VM, 1 admitted, 0 refused, 1 error, 1 file\n")
     code, out, err = via_cli(tmp_path, other, "Warn", capsys)
     assert code == 0 and 'document 2: duplicate field "metadata.name"' in err
 

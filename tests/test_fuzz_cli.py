@@ -37,6 +37,19 @@ from tests.fuzzing import (
 )
 
 TARGET = "command line: kubevirt-expand expand"
+JSONL_MEMBERS = [
+    "file",
+    "document",
+    "item",
+    "line",
+    "kind",
+    "namespace",
+    "name",
+    "outcome",
+    "status",
+    "warnings",
+    "object",
+]
 
 
 def _write(docs: list[Any], fmt: str) -> str:
@@ -72,7 +85,7 @@ def runs(draw: st.DrawFn) -> dict[str, Any]:
             else (yaml.safe_dump(kubevirt).encode())
         )
         options += ["--kubevirt", "kubevirt.yaml"]
-    options += ["-o", draw(st.sampled_from(["yaml", "json"]))]
+    options += ["-o", draw(st.sampled_from(["yaml", "json", "jsonl"]))]
     options += draw(st.sampled_from([[], ["--presets"], ["--validate"], ["--presets", "--validate"]]))
     options += ["--field-validation", draw(st.sampled_from(["Strict", "warn", "Ignore"]))]
     namespace = draw(st.sampled_from([None, "default", "other", "Not_A_Namespace", "x" * 300]))
@@ -119,12 +132,22 @@ def test_the_command_line_exits_cleanly(run: dict[str, Any]) -> None:
     assert "Internal error occurred" not in err, err[-4000:]
     if code:
         assert err.strip(), "a failure without a message"
-        assert err.splitlines()[0].startswith(("error:", "Warning:", "usage:")), err[:500]
-    else:
+        assert err.splitlines()[0].startswith(("error:", "refused:", "Warning:", "usage:")), err[:500]
+    if code in (0, 1):  # verdicts were reached: the summary line ends the run
+        assert err.splitlines()[-1].startswith("summary: "), err[-500:]
+    fmt = run["options"][run["options"].index("-o") + 1]
+    if fmt == "jsonl":
+        # One result per line, every line the same members, an outcome the exit code agrees with.
+        results = [json.loads(line) for line in out.splitlines()]
+        assert all(list(r) == JSONL_MEMBERS for r in results), out[:2000]
+        outcomes = {r["outcome"] for r in results}
+        assert outcomes <= {"Admitted", "Refused", "Error"}
+        assert code != 0 or outcomes == {"Admitted"}
+        assert code != 1 or ("Refused" in outcomes and "Error" not in outcomes)
+    elif not code:
         assert out.strip()
         # What was printed reads back, and -o yaml says what -o json says (kubectl reads the YAML
         # as the server's reader does: every string that would read as something else is quoted).
-        fmt = run["options"][run["options"].index("-o") + 1]
         other = "yaml" if fmt == "json" else "json"
         options = [
             other if o == fmt and i and run["options"][i - 1] == "-o" else o
@@ -148,7 +171,7 @@ def test_the_fuzz_helpers_run_the_real_command_line() -> None:
     docs = case(first_case("docs"))
     good = _write([docs.input["vm"], *docs.input["objects"]], "yaml").encode()
     code, out, err = run_cli({"m.yaml": good}, ["--field-validation", "Ignore"])
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, "summary: 1 VM, 1 admitted, 0 refused, 0 errors, 1 file\n")
     assert yaml.safe_load(out)["kind"] == "VirtualMachine"
     code, out, err = run_cli({"m.yaml": b"kind: ConfigMap\nmetadata: {name: x}\n"}, [])
     assert code == 2 and out == "" and err.startswith("error: no VirtualMachine found in ")

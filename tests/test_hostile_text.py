@@ -77,14 +77,15 @@ def test_command_line_escapes_control_characters_on_stderr(tmp_path: Path) -> No
     assert warned.returncode == 0, warned.stderr
     assert "\x1b" not in warned.stderr and "\x9b" not in warned.stderr
     assert (
-        r'Warning: default/evil\x1b[31m: unknown field "spec.template.spec.domain.x\x1b[2J\x9b"'
+        f"Warning: {path}: document 1: "
+        + r'default/evil\x1b[31m: unknown field "spec.template.spec.domain.x\x1b[2J\x9b"'
         in warned.stderr
     )
     refused = run()
     assert refused.returncode == 1
     assert "\x1b" not in refused.stderr and "\x9b" not in refused.stderr
-    error, status_line = refused.stderr.splitlines()[-2:]
-    assert error.startswith(r"error: default/evil\x1b[31m: ")
+    error, status_line = refused.stderr.splitlines()[-3:-1]
+    assert error.startswith(f"refused: {path}: document 1: " + r"default/evil\x1b[31m: ")
     assert json.loads(status_line)["details"]["name"] == "evil\x1b[31m"
 
 

@@ -2,43 +2,36 @@
 
 Everything the VMs reference is taken from the same inputs, the way ``kubectl apply -f`` would have
 put it into a cluster; the renderer is the one the server runs, so the output equals what the
-``expand-spec`` endpoint (and KubeVirt) would answer.
+``expand-spec`` endpoint (and KubeVirt) would answer. Made to gate CI as well: every file is read and
+every VM judged even when some input is broken, and the exit code tells a refused VM (1) from input
+that needs fixing (2); see :mod:`apiserver.cli.report` for the report and :mod:`apiserver.cli.inputs`
+for what counts as broken input.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-import yaml
-
 from apiserver.cli.helpformat import KubeHelpFormatter
-from apiserver.render import Cause, ExpandError, ObjectIndex, expand
-from apiserver.render.errors import (
-    MAX_CAUSE_TEXT,
-    MAX_CAUSES,
-    MAX_MESSAGE,
-    bound_status,
-    invalid_status,
-    more_text,
-    shorten,
-    status,
+from apiserver.cli.inputs import (
+    DEFAULT_NAMESPACE,
+    UsageError,
+    WatchedLookup,
+    pick_kubevirt,
+    prepare,
+    read_kubevirt,
+    vm_namespace,
 )
-from apiserver.render.fieldvalidation import DEFAULT, IGNORE, LEVELS, STRICT
-from apiserver.render.objects import CLUSTER_SCOPED_KINDS, KUBEVIRT, VIRTUAL_MACHINE, canonical_kind
-from apiserver.sources.documents import KubeDumper, reads_back_as_text
-from apiserver.sources.manifests import Manifest, ManifestError, load_documents, read_manifests
-
-DEFAULT_NAMESPACE = "default"
-KUBEVIRT_CONFIGURATION = "KubeVirtConfiguration"
-KUBEVIRT_GROUP = "kubevirt.io"
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+from apiserver.cli.output import FORMATS, JSON, JSONL, YAML, Writer, printable
+from apiserver.cli.report import ADMITTED, ERROR, EXIT_REFUSED, EXIT_UNUSABLE, REFUSED, VM_KIND, Result, Tally
+from apiserver.render import Cause, ExpandError, ObjectIndex, ObjectRef, expand
+from apiserver.render.errors import MAX_MESSAGE, bound_status, invalid_status, shorten, status
+from apiserver.render.fieldvalidation import DEFAULT, LEVELS
+from apiserver.sources.manifests import Manifest, read_files
 
 EXAMPLES = """\
 examples:
@@ -59,12 +52,16 @@ examples:
   kubevirt-expand expand -f vm.yaml -f examples/instancetypes.yaml -f examples/preferences.yaml \\
       --field-validation Warn
 
-exit status: 0 every VM expanded, 1 some VM failed (its Status is on stderr), 2 usage error
+  # Gate CI: judge every VM of a folder, print verdicts only, keep a report of one JSON line per VM
+  kubevirt-expand expand -f vms/ --validate --check -o jsonl > report.jsonl
+
+exit status:
+  0  every VM admitted (rendered; with --validate, also passed the admission checks)
+  1  some VM refused, the input otherwise sound (each refusal: a line and its Status on stderr)
+  2  unusable input: a file or document that cannot be read (nothing from that file is used), an
+     object defined twice in the inputs, a VM that uses such an object, no VirtualMachine at all, or
+     a usage error; every other VM is still judged and reported
 """
-
-
-class UsageError(Exception):
-    """A problem with the command line or its inputs as a whole: exit 2 with a one-line message."""
 
 
 def add_parser(sub: Any) -> None:
@@ -75,7 +72,8 @@ def add_parser(sub: Any) -> None:
             "Expand every VirtualMachine found in the given manifests (multi-document YAML or JSON, List "
             "objects, folders read recursively) against the instancetypes, preferences, "
             "ControllerRevisions and VirtualMachineInstancePresets found beside it, and print the "
-            "expanded VMs. Failures are printed to stderr as Kubernetes Status objects."
+            "expanded VMs. Failures are printed to stderr as Kubernetes Status objects, each named by "
+            "file and document, and a summary line ends the run."
         ),
         epilog=EXAMPLES,
         formatter_class=KubeHelpFormatter,
@@ -103,9 +101,17 @@ def add_parser(sub: Any) -> None:
     parser.add_argument(
         "-o",
         "--output",
-        choices=("yaml", "json"),
-        default="yaml",
-        help="output format: yaml (one document per VM) or json (a List when there are several)",
+        choices=FORMATS,
+        default=YAML,
+        help=f"output format: {YAML} (one document per admitted VM), {JSON} (the VM when the inputs hold "
+        f"one, else a List of the admitted VMs) or {JSONL} (one JSON object per VM and per input problem: "
+        "file, document, item, line, kind, namespace, name, outcome, status, warnings, object)",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="print verdicts only, no VM: each admitted VM is named on stderr, -o jsonl lines carry no "
+        "object",
     )
     parser.add_argument(
         "--presets", action="store_true", help="also apply the VirtualMachineInstancePresets that match"
@@ -138,158 +144,67 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
     except UsageError as err:
-        print(f"error: {_printable(shorten(str(err), MAX_MESSAGE))}", file=sys.stderr)
-        return EXIT_USAGE
+        print(f"error: {printable(shorten(str(err), MAX_MESSAGE))}", file=sys.stderr)
+        return EXIT_UNUSABLE
     except BrokenPipeError:
         # The reader went away (``| head``): point stdout at /dev/null so the flush at exit is quiet.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_FAILED
+        return EXIT_REFUSED
 
 
 def _run(args: argparse.Namespace) -> int:
     if args.namespace == "":
         raise UsageError("--namespace must not be empty")
-    try:
-        found = read_manifests(args.filename, stdin=sys.stdin.buffer)
-        explicit_kubevirt = _read_kubevirt(args.kubevirt) if args.kubevirt else None
-    except ManifestError as err:
-        raise UsageError(str(err)) from None
+    explicit_kubevirt = read_kubevirt(args.kubevirt, sys.stdin.buffer) if args.kubevirt else None
+    files = read_files(args.filename, stdin=sys.stdin.buffer)
+    prepared = prepare(files, explicit_namespace=args.namespace, field_validation=args.field_validation)
+    kubevirt = explicit_kubevirt if explicit_kubevirt is not None else pick_kubevirt(prepared.kubevirts)
 
-    namespace = args.namespace or DEFAULT_NAMESPACE
-    vms: list[Manifest] = []
-    objects: list[dict[str, Any]] = []
-    kubevirts: list[tuple[str, dict[str, Any]]] = []
-    for manifest in found:
-        source, obj = manifest.source, manifest.object
-        if _is_vm(obj):
-            vms.append(manifest)
-            continue
-        _judge_duplicates(manifest, args.field_validation)
-        if obj["kind"] == KUBEVIRT:
-            kubevirts.append((source, obj))
+    writer = Writer(
+        args.output, check=args.check, single=prepared.vms == 1, stdout=sys.stdout, stderr=sys.stderr
+    )
+    for warning in prepared.warnings:
+        writer.warning(warning)
+    tally = Tally(files=len(files))
+    for entry in prepared.entries:
+        if isinstance(entry, Manifest):
+            result = _judge(entry, prepared.index, prepared.conflicts, kubevirt, args)
         else:
-            _default_namespace(obj, namespace)
-            objects.append(obj)
-    if not vms:
-        raise UsageError(f"no VirtualMachine found in {', '.join(args.filename)}")
-    kubevirt = explicit_kubevirt if explicit_kubevirt is not None else _pick_kubevirt(kubevirts)
-
-    index = ObjectIndex(objects)
-    expanded: list[dict[str, Any]] = []
-    failed = 0
-    for manifest in vms:
-        result = _expand_one(manifest, index, kubevirt, args)
-        if result is None:
-            failed += 1
-            continue
-        expanded.append(result)
-        if args.output == "yaml":
-            _write_yaml(result, first=len(expanded) == 1)
-    if args.output == "json" and expanded:
-        _write_json(expanded, single=len(vms) == 1)
-    sys.stdout.flush()
-    return EXIT_FAILED if failed else EXIT_OK
+            result = entry
+        tally.add(result)
+        writer.result(result)
+    if not tally.vms and not tally.errors:
+        writer.note(f"error: no VirtualMachine found in {', '.join(args.filename)}")
+    writer.finish(tally)
+    return tally.exit_code()
 
 
-def _judge_duplicates(manifest: Manifest, level: str) -> None:
-    """Keys an object other than a VM gave twice: refused (exit 2), warned about, or ignored."""
-    if not manifest.duplicates or level == IGNORE:
-        return
-    first = manifest.duplicates[0]
-    if level == STRICT:
-        error = ManifestError(
-            first.message, source=manifest.source, document=manifest.document, line=first.line
-        )
-        raise UsageError(f"{error} (--field-validation=Ignore or Warn lets it through)")
-    where = f"{manifest.source}: document {manifest.document}"
-    for duplicate in manifest.duplicates[:MAX_CAUSES]:
-        print(
-            f"Warning: {_printable(where)}: {_printable(shorten(duplicate.message, MAX_CAUSE_TEXT))}",
-            file=sys.stderr,
-        )
-    if len(manifest.duplicates) > MAX_CAUSES:
-        print(
-            f"Warning: {_printable(where)}: {more_text(len(manifest.duplicates) - MAX_CAUSES)}",
-            file=sys.stderr,
-        )
-
-
-def _is_vm(obj: Mapping[str, Any]) -> bool:
-    if obj["kind"] != VIRTUAL_MACHINE:
-        return False
-    api_version = obj.get("apiVersion")
-    # Other projects have VirtualMachine kinds too; an apiVersion-less VM is taken as KubeVirt's.
-    return not isinstance(api_version, str) or api_version.partition("/")[0] in ("", KUBEVIRT_GROUP)
-
-
-def _default_namespace(obj: dict[str, Any], namespace: str) -> None:
-    if canonical_kind(obj["kind"]) in CLUSTER_SCOPED_KINDS:
-        return
-    meta = obj.get("metadata")
-    if meta is None:
-        obj["metadata"] = meta = {}
-    if isinstance(meta, dict) and not meta.get("namespace"):
-        meta["namespace"] = namespace
-
-
-def _read_kubevirt(path: str) -> dict[str, Any]:
-    """A KubeVirt CR (also in a List, as ``kubectl get kubevirt -o yaml`` prints it) or its configuration."""
-    source = "<stdin>" if path == "-" else path
-    try:
-        if path == "-":
-            data = sys.stdin.buffer.read()
-        else:
-            with open(path, "rb") as f:
-                data = f.read()
-    except OSError as err:
-        raise UsageError(f"{source}: cannot read: {err.strerror or err}") from None
-    candidates: list[Any] = []
-    for _, doc in load_documents(data, source):
-        if isinstance(doc, dict) and isinstance(doc.get("items"), list) and doc.get("kind") == "List":
-            candidates.extend(doc["items"])
-        else:
-            candidates.append(doc)
-    expected = f"{source}: expected one KubeVirt CR or KubeVirtConfiguration"
-    if len(candidates) != 1:
-        raise UsageError(f"{expected}, found {len(candidates)} documents")
-    (doc,) = candidates
-    if not isinstance(doc, dict):
-        raise UsageError(f"{expected}, found a {type(doc).__name__}")
-    kind = doc.get("kind")
-    if kind == KUBEVIRT:
-        return doc
-    if kind in (None, KUBEVIRT_CONFIGURATION):
-        return {k: v for k, v in doc.items() if k not in ("kind", "apiVersion")}
-    raise UsageError(f"{expected}, found kind {kind}")
-
-
-def _pick_kubevirt(found: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any] | None:
-    if len(found) > 1:
-        where = ", ".join(sorted({source for source, _ in found}))
-        raise UsageError(f"{len(found)} KubeVirt CRs found ({where}); choose one with --kubevirt FILE")
-    return found[0][1] if found else None
-
-
-def _vm_label(vm: Mapping[str, Any]) -> str:
+def _judge(
+    manifest: Manifest,
+    index: ObjectIndex,
+    conflicts: Mapping[ObjectRef, str],
+    kubevirt: Mapping[str, Any] | None,
+    args: argparse.Namespace,
+) -> Result:
+    """The verdict on one VM: rendered (and validated), refused, or no verdict (a conflict, a bug)."""
+    vm = manifest.object
     meta = vm.get("metadata")
     name = meta.get("name") if isinstance(meta, Mapping) else None
-    namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
-    label = name if isinstance(name, str) and name else "(unnamed)"
-    return shorten(
-        f"{namespace}/{label}" if isinstance(namespace, str) and namespace else label, MAX_CAUSE_TEXT
+    result = Result(
+        manifest.source,
+        manifest.document,
+        ADMITTED,
+        item=manifest.item,
+        kind=VM_KIND,
+        namespace=vm_namespace(vm, args.namespace),
+        name=name if isinstance(name, str) else None,
     )
-
-
-def _expand_one(
-    manifest: Manifest, index: ObjectIndex, kubevirt: Mapping[str, Any] | None, args: argparse.Namespace
-) -> dict[str, Any] | None:
-    """The expanded VM, or None after reporting the failure on stderr."""
-    vm = manifest.object
+    lookup = WatchedLookup(index, conflicts)
     try:
         _set_vm_namespace(vm, args.namespace)
-        result = expand(
+        rendered = expand(
             vm,
-            index,
+            lookup,
             kubevirt=kubevirt,
             presets=args.presets,
             validate=args.validate,
@@ -298,15 +213,21 @@ def _expand_one(
             duplicates=[d.path for d in manifest.duplicates],
         )
     except ExpandError as err:
-        _report(vm, err.status)
-        return None
+        result.outcome = ERROR if err.code >= 500 else REFUSED
+        result.status = bound_status(err.status)
     except Exception as err:  # a bug must not end the run for the other VMs, nor show a traceback
         message = f"Internal error occurred: {type(err).__name__}: {err}"
-        _report(vm, status(500, "InternalError", message))
-        return None
-    for warning in result.warnings:
-        print(f"Warning: {_printable(_vm_label(vm))}: {_printable(warning)}", file=sys.stderr)
-    return result.vm
+        result.outcome, result.status = ERROR, bound_status(status(500, "InternalError", message))
+    else:
+        result.warnings = list(rendered.warnings)
+        result.object = None if args.check else rendered.vm
+    if lookup.touched:
+        uses = "; it also uses ".join(dict.fromkeys(lookup.touched))  # each conflict once
+        message = f"{result.label()} uses {uses}"
+        details = {"name": result.name or "", "kind": VM_KIND}
+        result.outcome, result.object = ERROR, None
+        result.status = bound_status(status(409, "Conflict", message, details=details))
+    return result
 
 
 def _set_vm_namespace(vm: dict[str, Any], explicit: str | None) -> None:
@@ -324,51 +245,3 @@ def _set_vm_namespace(vm: dict[str, Any], explicit: str | None) -> None:
         cause = Cause("metadata.namespace", f"{current!r} differs from --namespace {explicit!r}")
         name = meta.get("name")
         raise ExpandError(invalid_status(message, [cause], name=name if isinstance(name, str) else ""))
-
-
-def _report(vm: Mapping[str, Any], status_body: Mapping[str, Any]) -> None:
-    """The failure on stderr, bounded as the server bounds its answers."""
-    status_body = bound_status(status_body)
-    message = str(status_body.get("message", "")).replace("\n", " ")
-    print(f"error: {_printable(_vm_label(vm))}: {_printable(message)}", file=sys.stderr)
-    line = json.dumps(status_body, separators=(",", ":"), ensure_ascii=False)  # escapes C0 itself
-    print(_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", line), file=sys.stderr)
-
-
-# What a line on the terminal must not hold as is (names and fields come from the input): control
-# characters could forge lines or send terminal escape sequences.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-
-
-def _printable(text: str) -> str:
-    """``text`` with its control characters written as ``\\xNN`` / ``\\uNNNN``."""
-    if text.isprintable():
-        return text
-    return _CONTROL.sub(
-        lambda m: f"\\x{ord(m.group()):02x}" if m.group() < "\u0100" else f"\\u{ord(m.group()):04x}", text
-    )
-
-
-class _Dumper(KubeDumper):
-    """Block style, members in the renderer's order, multi-line text (cloud-init) as literal blocks,
-    strings kubectl would read as something else quoted."""
-
-
-def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None if reads_back_as_text(value) else "'"
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_Dumper.add_representer(str, _represent_str)
-
-
-def _write_yaml(vm: Mapping[str, Any], *, first: bool) -> None:
-    text = yaml.dump(
-        vm, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=1 << 16
-    )
-    sys.stdout.write(text if first else "---\n" + text)
-
-
-def _write_json(vms: Sequence[Mapping[str, Any]], *, single: bool) -> None:
-    body: Any = vms[0] if single else {"apiVersion": "v1", "kind": "List", "items": list(vms)}
-    sys.stdout.write(json.dumps(body, indent=4, ensure_ascii=False) + "\n")

@@ -44,13 +44,19 @@ class ManifestError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Manifest:
-    """One Kubernetes object of an input, where it came from, and the keys it gave twice (paths
-    relative to the object)."""
+    """One Kubernetes object of an input, where it came from (``item``: its index in the ``items`` of
+    a ``List`` document), and the keys it gave twice (paths relative to the object)."""
 
     source: str
     document: int
     object: dict[str, Any]
     duplicates: tuple[Duplicate, ...] = ()
+    item: int | None = None
+
+    def where(self) -> str:
+        """``FILE: document N`` or ``FILE: document N, items[I]``."""
+        item = f", items[{self.item}]" if self.item is not None else ""
+        return f"{self.source}: document {self.document}{item}"
 
 
 def _documents(data: bytes | str, source: str) -> list[tuple[int, Any, tuple[Duplicate, ...]]]:
@@ -132,7 +138,8 @@ def load_manifests(data: bytes | str, source: str) -> list[Manifest]:
         for index, item in enumerate(items):
             extra = outside if index == 0 else ()
             item_obj = _check_object(item, source, number, f"items[{index}]: ")
-            objects.append(Manifest(source, number, item_obj, extra + _item_duplicates(duplicates, index)))
+            item_duplicates = extra + _item_duplicates(duplicates, index)
+            objects.append(Manifest(source, number, item_obj, item_duplicates, item=index))
     return objects
 
 

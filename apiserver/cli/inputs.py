@@ -1,0 +1,312 @@
+"""The inputs of one ``kubevirt-expand expand`` run sorted out before any VM is rendered.
+
+From the files read (:func:`apiserver.sources.manifests.read_files`): the VMs to judge, in input order,
+the index of what they may use, the KubeVirt CRs found, and every problem that is not a VM's own, each
+as an ``Error`` :class:`~apiserver.cli.report.Result` in its place among the VMs:
+
+- a file that cannot be read, or holds a broken document (nothing from that file is used);
+- an object defined twice (same kind, namespace and name) anywhere in the inputs: ``kubectl apply``
+  would keep whichever copy it applied last, so the copy found later is an error naming both places;
+  only the first copy goes into the index;
+- an object other than a VM with a key given twice, at ``--field-validation Strict``.
+
+An object behind such a problem is a *conflict*: a VM whose rendering reads it gets an ``Error``
+instead of a verdict (:class:`WatchedLookup` notices), since its verdict would rest on a guess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from apiserver.cli.report import ERROR, Result
+from apiserver.render import ObjectIndex, ObjectRef
+from apiserver.render.errors import MAX_CAUSES, more_text, status
+from apiserver.render.fieldvalidation import STRICT, WARN
+from apiserver.render.objects import (
+    CLUSTER_SCOPED_KINDS,
+    KUBEVIRT,
+    PRESET,
+    RESOURCE_NAMES,
+    VIRTUAL_MACHINE,
+    canonical_kind,
+    ref_of,
+)
+from apiserver.sources.manifests import FileRead, Manifest, ManifestError, load_documents
+
+DEFAULT_NAMESPACE = "default"
+KUBEVIRT_CONFIGURATION = "KubeVirtConfiguration"
+KUBEVIRT_GROUP = "kubevirt.io"
+
+
+class UsageError(Exception):
+    """A problem with the command line or its inputs as a whole: exit 2 with a one-line message."""
+
+
+@dataclass(slots=True)
+class Prepared:
+    """What the run judges: ``entries`` are VMs to render and ready results, in input order."""
+
+    entries: list[Manifest | Result] = field(default_factory=list)
+    index: ObjectIndex = field(default_factory=ObjectIndex)
+    kubevirts: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    conflicts: dict[ObjectRef, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    vms: int = 0
+
+
+def is_vm(obj: Mapping[str, Any]) -> bool:
+    if obj["kind"] != VIRTUAL_MACHINE:
+        return False
+    api_version = obj.get("apiVersion")
+    # Other projects have VirtualMachine kinds too; an apiVersion-less VM is taken as KubeVirt's.
+    return not isinstance(api_version, str) or api_version.partition("/")[0] in ("", KUBEVIRT_GROUP)
+
+
+def vm_namespace(vm: Mapping[str, Any], explicit: str | None) -> str:
+    """The namespace a VM is judged in: its own, else ``-n``, else ``default``."""
+    meta = vm.get("metadata")
+    current = meta.get("namespace") if isinstance(meta, Mapping) else None
+    return current if isinstance(current, str) and current else explicit or DEFAULT_NAMESPACE
+
+
+def _name(obj: Mapping[str, Any]) -> str | None:
+    meta = obj.get("metadata")
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    return name if isinstance(name, str) else None
+
+
+def file_error(error: ManifestError) -> Result:
+    problem = error.problem
+    return Result(
+        error.source,
+        error.document,
+        ERROR,
+        line=error.line,
+        status=status(400, "BadRequest", problem),
+    )
+
+
+def _default_namespace(obj: dict[str, Any], namespace: str) -> None:
+    if canonical_kind(obj["kind"]) in CLUSTER_SCOPED_KINDS:
+        return
+    meta = obj.get("metadata")
+    if meta is None:
+        obj["metadata"] = meta = {}
+    if isinstance(meta, dict) and not meta.get("namespace"):
+        meta["namespace"] = namespace
+
+
+# What identifies an object across the inputs: (API group, kind, namespace, name). The kinds the
+# renderer reads are found by kind alone (a flavor.kubevirt.io VirtualMachineFlavor is the
+# instancetype of that name), so their group is left out.
+Identity = tuple[str, str, str, str]
+
+
+def _identity(manifest: Manifest, explicit: str | None, vm: bool) -> tuple[Identity, ObjectRef | None] | None:
+    obj = manifest.object
+    if vm:
+        name = _name(obj)
+        if not name:
+            return None
+        return ("", VIRTUAL_MACHINE, vm_namespace(obj, explicit), name), None
+    ref = ref_of(obj)
+    if ref is None:
+        return None
+    api_version = obj.get("apiVersion")
+    group = api_version.rpartition("/")[0] if isinstance(api_version, str) else ""
+    if ref.kind in RESOURCE_NAMES:
+        group = ""
+    return (group, ref.kind, ref.namespace, ref.name), ref
+
+
+def _places(manifests: Sequence[Manifest]) -> str:
+    where = [f"in {m.where()}" for m in manifests]
+    listed = ", ".join(where[:-1]) + f" and {where[-1]}"
+    count = "twice" if len(manifests) == 2 else f"{len(manifests)} times"
+    return f"defined {count}: {listed}"
+
+
+def _object_label(kind: str, namespace: str, name: str) -> str:
+    return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+
+
+def prepare(files: Sequence[FileRead], *, explicit_namespace: str | None, field_validation: str) -> Prepared:
+    """Sort the files' objects out (see the module docstring)."""
+    namespace = explicit_namespace or DEFAULT_NAMESPACE
+    out = Prepared()
+    seen: dict[Identity, list[Manifest]] = {}
+    refs: dict[Identity, ObjectRef] = {}
+    objects: list[dict[str, Any]] = []
+    for file in files:
+        if file.error is not None:
+            out.entries.append(file_error(file.error))
+            continue
+        for manifest in file.manifests:
+            obj = manifest.object
+            vm = is_vm(obj)
+            if vm:
+                out.vms += 1
+            elif obj["kind"] == KUBEVIRT:
+                _kubevirt_duplicate_keys(manifest, field_validation, out.warnings)
+                out.kubevirts.append((manifest.source, obj))
+                continue
+            else:
+                _default_namespace(obj, namespace)
+            found = _identity(manifest, explicit_namespace, vm)
+            if found is not None:
+                key, ref = found
+                copies = seen.setdefault(key, [])
+                copies.append(manifest)
+                if ref is not None:
+                    refs[key] = ref
+                if len(copies) > 1:
+                    out.entries.append(_duplicate(manifest, copies[0], key))
+                    continue
+            if vm:
+                out.entries.append(manifest)
+                continue
+            refused = _judge_duplicate_keys(manifest, field_validation, out.warnings)
+            if refused is not None:
+                out.entries.append(refused)
+                ref = ref_of(obj)
+                if ref is not None and refused.status is not None:
+                    out.conflicts[ref] = f"{refused.label()}, which is refused in {refused.where()}: " + str(
+                        refused.status["message"]
+                    )
+            objects.append(obj)
+    for key, copies in seen.items():
+        if len(copies) > 1 and key in refs:
+            out.conflicts[refs[key]] = f"{_object_label(*key[1:])}, which is {_places(copies)}"
+    out.index = ObjectIndex(objects)
+    return out
+
+
+def _duplicate(manifest: Manifest, first: Manifest, key: Identity) -> Result:
+    _, kind, namespace, name = key
+    result = Result(
+        manifest.source,
+        manifest.document,
+        ERROR,
+        item=manifest.item,
+        kind=kind,
+        namespace=namespace or None,
+        name=name,
+    )
+    message = (
+        f"{result.label()} is {_places([first, manifest])}; "
+        "applied together, whichever is applied last replaces the other"
+    )
+    result.status = status(409, "AlreadyExists", message, details={"name": name, "kind": kind})
+    return result
+
+
+def _warn_duplicate_keys(manifest: Manifest, warnings: list[str]) -> None:
+    where = manifest.where()
+    warnings.extend(f"{where}: {d.message}" for d in manifest.duplicates[:MAX_CAUSES])
+    if len(manifest.duplicates) > MAX_CAUSES:
+        warnings.append(f"{where}: {more_text(len(manifest.duplicates) - MAX_CAUSES)}")
+
+
+def _kubevirt_duplicate_keys(manifest: Manifest, level: str, warnings: list[str]) -> None:
+    """A KubeVirt CR configures every verdict: a key given twice in it at Strict stops the run."""
+    if not manifest.duplicates:
+        return
+    if level == STRICT:
+        first = manifest.duplicates[0]
+        error = ManifestError(
+            first.message, source=manifest.source, document=manifest.document, line=first.line
+        )
+        raise UsageError(f"{error} (--field-validation=Ignore or Warn lets it through)")
+    if level == WARN:
+        _warn_duplicate_keys(manifest, warnings)
+
+
+def _judge_duplicate_keys(manifest: Manifest, level: str, warnings: list[str]) -> Result | None:
+    """Keys an object other than a VM gave twice: an error (Strict), warnings (Warn), or nothing."""
+    if not manifest.duplicates or level not in (STRICT, WARN):
+        return None
+    if level == WARN:
+        _warn_duplicate_keys(manifest, warnings)
+        return None
+    first = manifest.duplicates[0]
+    ref = ref_of(manifest.object)
+    message = f"{first.message} (--field-validation=Ignore or Warn lets it through)"
+    return Result(
+        manifest.source,
+        manifest.document,
+        ERROR,
+        item=manifest.item,
+        kind=str(manifest.object["kind"]),
+        namespace=(ref.namespace or None) if ref else None,
+        name=_name(manifest.object),
+        line=first.line,
+        status=status(400, "BadRequest", message),
+    )
+
+
+class WatchedLookup:
+    """The run's index, noting each conflict a rendering read (see the module docstring)."""
+
+    __slots__ = ("_conflicts", "index", "touched")
+
+    def __init__(self, index: ObjectIndex, conflicts: Mapping[ObjectRef, str]) -> None:
+        self.index = index
+        self._conflicts = conflicts
+        self.touched: list[str] = []
+
+    def get(self, ref: ObjectRef) -> Mapping[str, Any] | None:
+        if ref in self._conflicts:
+            self.touched.append(self._conflicts[ref])
+        return self.index.get(ref)
+
+    def presets(self, namespace: str) -> Sequence[Mapping[str, Any]]:
+        for ref, why in self._conflicts.items():
+            if ref.kind == PRESET and ref.namespace == namespace:
+                self.touched.append(why)
+        return self.index.presets(namespace)
+
+
+def read_kubevirt(path: str, stdin: Any) -> dict[str, Any]:
+    """``--kubevirt``: a KubeVirt CR (also in a List, as ``kubectl get kubevirt -o yaml`` prints it) or
+    its configuration. Raises :class:`UsageError`."""
+    source = "<stdin>" if path == "-" else path
+    try:
+        if path == "-":
+            data = stdin.read()
+        else:
+            with open(path, "rb") as f:
+                data = f.read()
+    except OSError as err:
+        raise UsageError(f"{source}: cannot read: {err.strerror or err}") from None
+    try:
+        documents = load_documents(data, source)
+    except ManifestError as err:
+        raise UsageError(str(err)) from None
+    candidates: list[Any] = []
+    for _, doc in documents:
+        if isinstance(doc, dict) and isinstance(doc.get("items"), list) and doc.get("kind") == "List":
+            candidates.extend(doc["items"])
+        else:
+            candidates.append(doc)
+    expected = f"{source}: expected one KubeVirt CR or KubeVirtConfiguration"
+    if len(candidates) != 1:
+        raise UsageError(f"{expected}, found {len(candidates)} documents")
+    (doc,) = candidates
+    if not isinstance(doc, dict):
+        raise UsageError(f"{expected}, found a {type(doc).__name__}")
+    kind = doc.get("kind")
+    if kind == KUBEVIRT:
+        return doc
+    if kind in (None, KUBEVIRT_CONFIGURATION):
+        return {k: v for k, v in doc.items() if k not in ("kind", "apiVersion")}
+    raise UsageError(f"{expected}, found kind {kind}")
+
+
+def pick_kubevirt(found: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any] | None:
+    """The KubeVirt CR among the inputs, if one. Raises :class:`UsageError` for several."""
+    if len(found) > 1:
+        where = ", ".join(sorted({source for source, _ in found}))
+        raise UsageError(f"{len(found)} KubeVirt CRs found ({where}); choose one with --kubevirt FILE")
+    return found[0][1] if found else None

@@ -1,0 +1,125 @@
+"""How ``kubevirt-expand expand`` writes its results: stdout holds only what ``-o`` asks for, stderr the
+verdicts a person reads (each failure as one line and its Status as one line of JSON, warnings, and the
+summary line last).
+
+- ``-o yaml``: the admitted VMs, one document each, written as they are rendered.
+- ``-o json``: as ``kubectl get`` prints: the VM itself when the inputs hold exactly one VM document
+  (nothing when it fails), otherwise a ``List`` of the admitted VMs (empty when none is), so that
+  ``... -o json | jq .spec`` keeps working for one VM.
+- ``-o jsonl``: one :class:`~apiserver.cli.report.Result` per line, for every VM and input problem, the
+  same members whatever the count (see :mod:`apiserver.cli.report`).
+
+``--check`` prints no VM (a jsonl line's ``object`` is null) and names each admitted VM on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+import yaml
+
+from apiserver.cli.report import ADMITTED, REFUSED, Result, Tally
+from apiserver.sources.documents import KubeDumper, reads_back_as_text
+
+YAML, JSON, JSONL = "yaml", "json", "jsonl"
+FORMATS = (YAML, JSON, JSONL)
+
+# What a line must not hold as is (names and fields come from the input): control characters could
+# forge lines or send terminal escape sequences, and U+0085/U+2028/U+2029 end a line for some readers.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def printable(text: str) -> str:
+    """``text`` with its control characters written as ``\\xNN`` / ``\\uNNNN``."""
+    if text.isprintable():
+        return text
+    return _CONTROL.sub(
+        lambda m: f"\\x{ord(m.group()):02x}" if m.group() < "\u0100" else f"\\u{ord(m.group()):04x}", text
+    )
+
+
+def json_line(value: Any) -> str:
+    """``value`` as one line of JSON that no line reader splits (the escapes are JSON's own)."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)  # escapes C0 itself
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+class _Dumper(KubeDumper):
+    """Block style, members in the renderer's order, multi-line text (cloud-init) as literal blocks,
+    strings kubectl would read as something else quoted."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None if reads_back_as_text(value) else "'"
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def to_yaml(obj: Mapping[str, Any]) -> str:
+    return yaml.dump(
+        obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=1 << 16
+    )
+
+
+class Writer:
+    """Writes each result as it comes, and what needs them all (a ``List``, the summary) at the end."""
+
+    def __init__(self, output: str, *, check: bool, single: bool, stdout: TextIO, stderr: TextIO) -> None:
+        self.output = output
+        self.check = check
+        self.single = single
+        self.stdout = stdout
+        self.stderr = stderr
+        self._vms: list[dict[str, Any]] = []
+
+    def note(self, line: str) -> None:
+        print(printable(line), file=self.stderr)
+
+    def warning(self, text: str) -> None:
+        self.note(f"Warning: {text}")
+
+    def result(self, result: Result) -> None:
+        where = result.where()
+        label = result.label()
+        prefix = f"{where}: {label}" if label else where
+        for warning in result.warnings:
+            self.warning(f"{prefix}: {warning}")
+        if result.outcome == ADMITTED:
+            if self.check:
+                self.note(f"admitted: {prefix}")
+            elif result.object is not None:
+                self._vm(result.object)
+        else:
+            status = result.status or {}
+            message = str(status.get("message", "")).replace("\n", " ")
+            verdict = "refused" if result.outcome == REFUSED else "error"
+            named = bool(label) and message.startswith(label + " ")  # ours name the object first
+            self.note(f"{verdict}: {where if named else prefix}: {message}")
+            print(json_line(status), file=self.stderr)
+        if self.output == JSONL:
+            self.stdout.write(json_line(result.to_json()) + "\n")
+
+    def _vm(self, vm: dict[str, Any]) -> None:
+        if self.output == YAML:
+            text = to_yaml(vm)
+            self.stdout.write(text if not self._vms else "---\n" + text)
+            self._vms.append({})  # only counted: the document is written already
+        elif self.output == JSON:
+            self._vms.append(vm)
+
+    def finish(self, tally: Tally) -> None:
+        if self.output == JSON and not self.check:
+            body: Any = (
+                self._vms[0]
+                if self.single and self._vms
+                else {"apiVersion": "v1", "kind": "List", "items": self._vms}
+            )
+            if not (self.single and not self._vms):
+                self.stdout.write(json.dumps(body, indent=4, ensure_ascii=False) + "\n")
+        self.stdout.flush()
+        self.note(tally.summary())

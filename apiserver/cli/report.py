@@ -1,0 +1,129 @@
+"""The verdicts of one ``kubevirt-expand expand`` run: one :class:`Result` per VM or input problem, the
+tally behind the summary line, and the exit code.
+
+A run's report has the same shape whatever the number of VMs: a result per VM document and per input
+problem, in input order, every result with the same members (``None`` where one does not apply), so a
+CI job reads 0, 1 or 5,000 VMs the same way.
+
+Outcomes:
+
+- ``Admitted``: the VM was rendered (and, with ``--validate``, passed the admission checks).
+- ``Refused``: KubeVirt would refuse it; ``status`` is the Status the server would send (4xx).
+- ``Error``: no verdict could be reached: a file that cannot be read, an object defined twice, a VM that
+  uses such an object, or a failure of ours (5xx). ``status`` says which.
+
+Exit codes: 2 when any result is an ``Error`` or no VM was found (the input, not a VM, needs fixing), else
+1 when any VM is refused, else 0. Usage errors (a bad flag) exit 2 before any result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+ADMITTED: Final = "Admitted"
+REFUSED: Final = "Refused"
+ERROR: Final = "Error"
+
+EXIT_ADMITTED: Final = 0
+EXIT_REFUSED: Final = 1
+EXIT_UNUSABLE: Final = 2
+
+VM_KIND: Final = "VirtualMachine"
+
+
+@dataclass(slots=True)
+class Result:
+    """One line of the report: where it came from, what it is, and the verdict.
+
+    ``document`` is the 1-based YAML/JSON document of ``file`` (``None`` when the file as a whole could
+    not be read), ``item`` the 0-based index in the ``items`` of a ``List`` document, ``line`` the line
+    of a syntax error. ``object`` is the expanded VM (``Admitted``, unless the run is ``--check``).
+    """
+
+    file: str
+    document: int | None
+    outcome: str
+    item: int | None = None
+    kind: str | None = None
+    namespace: str | None = None
+    name: str | None = None
+    line: int | None = None
+    status: dict[str, Any] | None = None
+    warnings: list[str] = field(default_factory=list)
+    object: dict[str, Any] | None = None
+
+    @property
+    def is_vm(self) -> bool:
+        return self.kind == VM_KIND
+
+    def where(self) -> str:
+        """``FILE: document N, items[I], line L`` as far as known."""
+        parts = [f"document {self.document}"] if self.document is not None else []
+        if self.item is not None:
+            parts.append(f"items[{self.item}]")
+        if self.line is not None:
+            parts.append(f"line {self.line}")
+        return f"{self.file}: {', '.join(parts)}" if parts else self.file
+
+    def label(self) -> str:
+        """``namespace/name`` for a VM, ``Kind namespace/name`` for another object, ``""`` for a file."""
+        if self.kind is None:
+            return ""
+        name = self.name or "(unnamed)"
+        qualified = f"{self.namespace}/{name}" if self.namespace else name
+        return qualified if self.is_vm else f"{self.kind} {qualified}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``-o jsonl`` line: every member always present, in this order."""
+        return {
+            "file": self.file,
+            "document": self.document,
+            "item": self.item,
+            "line": self.line,
+            "kind": self.kind,
+            "namespace": self.namespace,
+            "name": self.name,
+            "outcome": self.outcome,
+            "status": self.status,
+            "warnings": self.warnings,
+            "object": self.object,
+        }
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+@dataclass(slots=True)
+class Tally:
+    """What the summary line says and the exit code follows from."""
+
+    files: int = 0
+    vms: int = 0
+    admitted: int = 0
+    refused: int = 0
+    errors: int = 0
+
+    def add(self, result: Result) -> None:
+        if result.is_vm:
+            self.vms += 1
+        if result.outcome == ADMITTED:
+            self.admitted += 1
+        elif result.outcome == REFUSED:
+            self.refused += 1
+        else:
+            self.errors += 1
+
+    def summary(self) -> str:
+        """``summary: 3 VMs, 1 admitted, 1 refused, 2 errors, 4 files`` (errors: every ``Error`` result,
+        VM or not)."""
+        return (
+            f"summary: {_count(self.vms, 'VM')}, {self.admitted} admitted, {self.refused} refused, "
+            f"{_count(self.errors, 'error')}, {_count(self.files, 'file')}"
+        )
+
+    def exit_code(self) -> int:
+        if self.errors or not self.vms:
+            return EXIT_UNUSABLE
+        return EXIT_REFUSED if self.refused else EXIT_ADMITTED
