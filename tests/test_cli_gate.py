@@ -320,3 +320,62 @@ def test_broken_stdin_among_files(tmp_path: Path) -> None:
         "error: <stdin>: document 2: not a Kubernetes object (a mapping with a kind), but a list",
         "summary: 1 VM, 1 admitted, 0 refused, 1 error, 2 files",
     ]
+
+
+PROGRESS_RUN = """
+import sys
+from apiserver.cli import main, output
+output._Progress.DELAY = output._Progress.INTERVAL = 0  # draw at every VM, however fast the machine
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_progress_line_only_on_a_terminal(tmp_path: Path) -> None:
+    import os
+    import pty
+
+    write(tmp_path / "in.yaml", instancetype("small", 2), *(vm(f"vm{i}", "small") for i in range(3)))
+    write(tmp_path / "refused.yaml", vm("refused", "missing"))
+    primary, secondary = pty.openpty()
+    try:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                PROGRESS_RUN,
+                "expand",
+                "-f",
+                "in.yaml",
+                "-f",
+                "refused.yaml",
+                "-o",
+                "jsonl",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=secondary,
+            cwd=tmp_path,
+            timeout=120,
+        )
+        os.close(secondary)
+        terminal = b""
+        while True:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:  # EIO: the other end is closed and everything was read
+                break
+            if not chunk:
+                break
+            terminal += chunk
+    finally:
+        os.close(primary)
+    assert proc.returncode == 1
+    assert b"\x1b" not in proc.stdout and len(proc.stdout.splitlines()) == 4
+    text = terminal.decode().replace("\r\n", "\n")
+    # Drawn after each VM but the last, erased before every other line, never left behind.
+    assert text == (
+        "\r\x1b[Kjudged 1/4 VMs\r\x1b[Kjudged 2/4 VMs\r\x1b[Kjudged 3/4 VMs\r\x1b[K"
+        f"refused: refused.yaml: document 1: default/refused: {NOT_FOUND}\n"
+        + text.split("\n")[1]
+        + "\nsummary: 4 VMs, 3 admitted, 1 refused, 0 errors, 2 files\n"
+    )
+    assert json.loads(text.split("\n")[1])["code"] == 422

@@ -161,7 +161,12 @@ def _run(args: argparse.Namespace) -> int:
     kubevirt = explicit_kubevirt if explicit_kubevirt is not None else pick_kubevirt(prepared.kubevirts)
 
     writer = Writer(
-        args.output, check=args.check, single=prepared.vms == 1, stdout=sys.stdout, stderr=sys.stderr
+        args.output,
+        check=args.check,
+        vms=prepared.vms,
+        stdout=sys.stdout,
+        stderr=sys.stderr,
+        progress=sys.stderr.isatty(),
     )
     for warning in prepared.warnings:
         writer.warning(warning)

@@ -10,12 +10,17 @@ summary line last).
   same members whatever the count (see :mod:`apiserver.cli.report`).
 
 ``--check`` prints no VM (a jsonl line's ``object`` is null) and names each admitted VM on stderr.
+
+When stderr is a terminal and the run takes more than a second, a progress line (``judged 1200/5000
+VMs``) is kept at the bottom of it, redrawn at most ten times a second and erased before anything else
+is written there; logs and pipes never see it.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Mapping
 from typing import Any, TextIO
 
@@ -69,16 +74,30 @@ def to_yaml(obj: Mapping[str, Any]) -> str:
 class Writer:
     """Writes each result as it comes, and what needs them all (a ``List``, the summary) at the end."""
 
-    def __init__(self, output: str, *, check: bool, single: bool, stdout: TextIO, stderr: TextIO) -> None:
+    def __init__(
+        self, output: str, *, check: bool, vms: int, stdout: TextIO, stderr: TextIO, progress: bool = False
+    ) -> None:
         self.output = output
         self.check = check
-        self.single = single
+        self.single = vms == 1
         self.stdout = stdout
         self.stderr = stderr
         self._vms: list[dict[str, Any]] = []
+        self._progress = _Progress(stderr, vms) if progress else None
 
     def note(self, line: str) -> None:
+        self._erase_progress()
         print(printable(line), file=self.stderr)
+
+    def _erase_progress(self) -> None:
+        """Before any other line on stderr."""
+        if self._progress is not None:
+            self._progress.erase()
+
+    def _out(self, text: str) -> None:
+        if self._progress is not None and self.stdout.isatty():  # the same terminal, likely
+            self._progress.erase()
+        self.stdout.write(text)
 
     def warning(self, text: str) -> None:
         self.note(f"Warning: {text}")
@@ -100,26 +119,56 @@ class Writer:
             verdict = "refused" if result.outcome == REFUSED else "error"
             named = bool(label) and message.startswith(label + " ")  # ours name the object first
             self.note(f"{verdict}: {where if named else prefix}: {message}")
-            print(json_line(status), file=self.stderr)
+            self.stderr.write(json_line(status) + "\n")
         if self.output == JSONL:
-            self.stdout.write(json_line(result.to_json()) + "\n")
+            self._out(json_line(result.to_json()) + "\n")
+        if self._progress is not None and result.is_vm:
+            self._progress.advance()
 
     def _vm(self, vm: dict[str, Any]) -> None:
         if self.output == YAML:
             text = to_yaml(vm)
-            self.stdout.write(text if not self._vms else "---\n" + text)
+            self._out(text if not self._vms else "---\n" + text)
             self._vms.append({})  # only counted: the document is written already
         elif self.output == JSON:
             self._vms.append(vm)
 
     def finish(self, tally: Tally) -> None:
         if self.output == JSON and not self.check:
-            body: Any = (
-                self._vms[0]
-                if self.single and self._vms
-                else {"apiVersion": "v1", "kind": "List", "items": self._vms}
-            )
-            if not (self.single and not self._vms):
-                self.stdout.write(json.dumps(body, indent=4, ensure_ascii=False) + "\n")
+            if not self.single:
+                self._write_json({"apiVersion": "v1", "kind": "List", "items": self._vms})
+            elif self._vms:
+                self._write_json(self._vms[0])
         self.stdout.flush()
         self.note(tally.summary())
+
+    def _write_json(self, body: Mapping[str, Any]) -> None:
+        self._out(json.dumps(body, indent=4, ensure_ascii=False) + "\n")
+
+
+class _Progress:
+    """The terminal's progress line (see the module docstring)."""
+
+    DELAY = 1.0  # seconds before the first drawing: short runs never show it
+    INTERVAL = 0.1
+
+    def __init__(self, stream: TextIO, total: int) -> None:
+        self.stream = stream
+        self.total = total
+        self.done = 0
+        self.shown = False
+        self.next_draw = time.monotonic() + self.DELAY
+
+    def advance(self) -> None:
+        self.done += 1
+        now = time.monotonic()
+        if now >= self.next_draw and self.done < self.total:
+            self.next_draw = now + self.INTERVAL
+            self.stream.write(f"\r\x1b[Kjudged {self.done}/{self.total} VMs")
+            self.stream.flush()
+            self.shown = True
+
+    def erase(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.shown = False
