@@ -14,6 +14,11 @@ Each fenced block preceded by ``<!-- recipe: KIND -->`` is run:
 - ``python``: with this Python from that folder; a line ``EXPR    # LITERAL`` must give that literal.
 - ``output``: a ``$ command`` and the output shown below it, compared exactly (stdout, then stderr).
 - ``devcluster``: run by tests/realk8s/test_dev_cluster.py (``hack/dev-cluster.sh``, a real control plane).
+- ``ci``: a CI configuration (a GitHub Actions workflow, a GitLab CI job, a ``.pre-commit-config.yaml``
+  using this repository's ``.pre-commit-hooks.yaml``): its commands run with bash as the CI system would
+  (steps in order, ``if: failure()``/``always()`` honoured, a failing command failing the job), minus
+  ``pip install`` (the command is installed already) and ``uses:`` actions, in a folder whose ``vms/`` is a
+  copy of ``examples/``: the job must pass, then fail once a refused VM is added.
 
 Blocks not marked need what a test cannot have here (a cluster, virtctl, ``pip install``, a server on
 port 8443) and say so beside them.
@@ -33,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.http_helpers import EXAMPLES, REPO, ServerProcess, start_process
 
@@ -54,7 +60,7 @@ EXPECTED = {
 }
 
 
-KINDS = ("server", "offline", "python", "output")
+KINDS = ("server", "offline", "python", "output", "ci")
 # Marked blocks run by another module: ``devcluster`` by tests/realk8s/test_dev_cluster.py, in order on one
 # project copy (they start and stop a real control plane).
 RUN_ELSEWHERE = ("devcluster",)
@@ -348,3 +354,105 @@ def test_the_link_check_catches_a_broken_link(tmp_path: Path) -> None:
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(REPO).as_posix())
 def test_relative_links_reach_a_file_and_heading(page: Path) -> None:
     assert broken_links(page) == []
+
+
+# --- CI configurations -----------------------------------------------------------------------------------
+
+CI_INSTALL = re.compile(r"^\s*pip install ")
+REFUSED_VM = """\
+apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata:
+  name: refused
+spec:
+  instancetype:
+    name: no-such-instancetype
+  template:
+    spec:
+      domain:
+        devices: {}
+"""
+
+
+@dataclass(frozen=True)
+class CiStep:
+    command: str
+    when: str = "success"  # GitHub's if: success() (the default), failure() or always()
+
+
+def ci_steps(text: str) -> list[CiStep]:
+    """The commands a CI configuration runs, in order, with when each runs."""
+    config = yaml.safe_load(text)
+    if "jobs" in config:  # GitHub Actions: the run steps (uses: steps are actions, not run here)
+        conditions = {"failure()": "failure", "always()": "always"}
+        return [
+            CiStep(step["run"], conditions.get(step.get("if", ""), "success"))
+            for job in config["jobs"].values()
+            for step in job["steps"]
+            if "run" in step
+        ]
+    if "repos" in config:  # pre-commit: each hook's entry (from this repository's hooks) with its args
+        hooks = {h["id"]: h for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())}
+        return [
+            CiStep(shlex.join([*shlex.split(hooks[hook["id"]]["entry"]), *hook.get("args", [])]))
+            for repo in config["repos"]
+            for hook in repo["hooks"]
+        ]
+    # GitLab CI: every job's before_script and script lines
+    return [
+        CiStep(line)
+        for job in config.values()
+        if isinstance(job, dict) and "script" in job
+        for line in [*job.get("before_script", []), *job["script"]]
+    ]
+
+
+def run_ci(root: Path, env: dict[str, str], steps: list[CiStep]) -> tuple[bool, str]:
+    """(whether the job failed, everything its commands printed)."""
+    failed, printed = False, ""
+    for step in steps:
+        if (step.when == "success" and failed) or (step.when == "failure" and not failed):
+            continue
+        if CI_INSTALL.match(step.command):
+            continue
+        result = subprocess.run(
+            ["bash", "-e", "-c", step.command],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+        printed += result.stdout + result.stderr
+        failed = failed or result.returncode != 0
+    return failed, printed
+
+
+def test_ci_steps_read_each_system() -> None:
+    github = ci_steps(
+        "jobs: {a: {steps: [{uses: x}, {run: pip install y}, {run: check}, {run: note, if: failure()}]}}"
+    )
+    assert github == [CiStep("pip install y"), CiStep("check"), CiStep("note", "failure")]
+    assert ci_steps("job: {before_script: [a], script: [b]}\nvariables: {X: 1}") == [CiStep("a"), CiStep("b")]
+    hook = ci_steps("repos: [{repo: r, rev: v, hooks: [{id: kubevirt-expand, args: [-f, 'a b/']}]}]")
+    assert hook == [CiStep("kubevirt-expand expand --check -f 'a b/'")]
+
+
+@pytest.mark.skipif(not IN_A_VENV, reason="the recipes use the kubevirt-expand of .venv")
+@pytest.mark.parametrize("recipe", recipes("ci"), ids=lambda r: r.id)
+def test_ci_recipe(tmp_path: Path, recipe: Recipe) -> None:
+    steps = ci_steps(recipe.code)
+    assert any("kubevirt-expand" in step.command for step in steps), steps
+    if shutil.which("jq") is None and any("jq " in step.command for step in steps):
+        pytest.skip("the recipe uses jq, which is not installed")
+    root = _workspace_root(tmp_path)
+    env = _env(root)
+    shutil.copytree(EXAMPLES, root / "vms")
+    failed, printed = run_ci(root, env, steps)
+    assert not failed, f"{recipe.where}:\n{printed[-3000:]}"
+    (root / "vms" / "refused.yaml").write_text(REFUSED_VM)
+    failed, printed = run_ci(root, env, steps)
+    assert failed, f"{recipe.where}: a refused VM should fail the job\n{printed[-3000:]}"
+    if any(step.when == "failure" for step in steps):  # GitHub's annotations
+        assert "::error file=vms/refused.yaml,title=Refused::" in printed, printed[-3000:]
