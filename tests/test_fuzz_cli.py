@@ -35,21 +35,9 @@ from tests.fuzzing import (
     text_mutated,
     unlimited_int_text,
 )
+from tests.test_cli_gate import MEMBERS as JSONL_MEMBERS
 
 TARGET = "command line: kubevirt-expand expand"
-JSONL_MEMBERS = [
-    "file",
-    "document",
-    "item",
-    "line",
-    "kind",
-    "namespace",
-    "name",
-    "outcome",
-    "status",
-    "warnings",
-    "object",
-]
 
 
 def _write(docs: list[Any], fmt: str) -> str:

@@ -195,11 +195,9 @@ def _judge(
     vm = manifest.object
     meta = vm.get("metadata")
     name = meta.get("name") if isinstance(meta, Mapping) else None
-    result = Result(
-        manifest.source,
-        manifest.document,
+    result = Result.of(
+        manifest,
         ADMITTED,
-        item=manifest.item,
         kind=VM_KIND,
         namespace=vm_namespace(vm, args.namespace),
         name=name if isinstance(name, str) else None,

@@ -185,15 +185,7 @@ def prepare(files: Sequence[FileRead], *, explicit_namespace: str | None, field_
 
 def _duplicate(manifest: Manifest, first: Manifest, key: Identity) -> Result:
     _, kind, namespace, name = key
-    result = Result(
-        manifest.source,
-        manifest.document,
-        ERROR,
-        item=manifest.item,
-        kind=kind,
-        namespace=namespace or None,
-        name=name,
-    )
+    result = Result.of(manifest, ERROR, kind=kind, namespace=namespace or None, name=name)
     message = (
         f"{result.label()} is {_places([first, manifest])}; "
         "applied together, whichever is applied last replaces the other"
@@ -233,11 +225,9 @@ def _judge_duplicate_keys(manifest: Manifest, level: str, warnings: list[str]) -
     first = manifest.duplicates[0]
     ref = ref_of(manifest.object)
     message = f"{first.message} (--field-validation=Ignore or Warn lets it through)"
-    return Result(
-        manifest.source,
-        manifest.document,
+    return Result.of(
+        manifest,
         ERROR,
-        item=manifest.item,
         kind=str(manifest.object["kind"]),
         namespace=(ref.namespace or None) if ref else None,
         name=_name(manifest.object),

@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from apiserver.sources.manifests import Manifest
+
 ADMITTED: Final = "Admitted"
 REFUSED: Final = "Refused"
 ERROR: Final = "Error"
@@ -52,6 +54,11 @@ class Result:
     status: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
     object: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, manifest: Manifest, outcome: str, **members: Any) -> Result:
+        """A result about ``manifest``, placed where it was found."""
+        return cls(manifest.source, manifest.document, outcome, item=manifest.item, **members)
 
     @property
     def is_vm(self) -> bool:
