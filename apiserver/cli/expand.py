@@ -119,7 +119,8 @@ def add_parser(sub: Any) -> None:
     parser.add_argument(
         "--validate",
         action="store_true",
-        help="also run KubeVirt's admission checks on the instancetype and preference",
+        help="also run KubeVirt's VM admission webhook as for a CREATE: a VM it would refuse is refused "
+        "(exit 1) with its causes",
     )
     parser.add_argument(
         "--field-validation",
