@@ -44,6 +44,7 @@ def vm(name: str, instancetype: str = "cmedium", **extra: Any) -> dict[str, Any]
         "kind": "VirtualMachine",
         "metadata": {"name": name, **extra},
         "spec": {
+            "runStrategy": "Halted",
             "instancetype": {"kind": "VirtualMachineInstancetype", "name": instancetype},
             "template": {"spec": {"domain": {"devices": {}}}},
         },
@@ -209,8 +210,20 @@ def test_exit_codes_tell_refused_from_broken(repo: Path) -> None:
         "error: vms/nope.yaml: no such file or directory",
         "summary: 3 VMs, 3 admitted, 0 refused, 1 error, 4 files",
     ]
-    # --validate makes the verdicts stricter, not the codes different.
+    # --validate makes the verdicts stricter (KubeVirt's webhook wants a run strategy), not the codes different.
     assert cli(*good, "--check", "--validate", cwd=repo).returncode == 0
+    halted = vm("halted")
+    del halted["spec"]["runStrategy"]
+    write(repo / "vms" / "50-no-run-strategy.yaml", halted)
+    with_it = [*good, "-f", "vms/50-no-run-strategy.yaml", "--check"]
+    assert cli(*with_it, cwd=repo).returncode == 0
+    proc = cli(*with_it, "--validate", cwd=repo)
+    assert proc.returncode == 1
+    assert human_lines(proc.stderr)[-2:] == [
+        "refused: vms/50-no-run-strategy.yaml: document 1: default/halted: admission webhook would deny the "
+        "VirtualMachine: RunStrategy must be specified",
+        "summary: 4 VMs, 3 admitted, 1 refused, 0 errors, 4 files",
+    ]
     # No VM at all is unusable input too (a gate that checked nothing), with the reason.
     proc = cli("-f", "vms/10-instancetypes.yaml", "-o", "jsonl", cwd=repo)
     assert (proc.returncode, proc.stdout) == (2, "")
