@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from apiserver.render import revision
+from apiserver.render import names, revision
 from apiserver.render.errors import (
     CAUSE_INVALID,
     CAUSE_NOT_FOUND,
@@ -132,10 +132,14 @@ _REFS: dict[tuple[str, str, str], ObjectRef] = {}
 _REFS_SIZE = 8192
 
 
-def _ref(kind: str, namespace: str, name: str) -> ObjectRef:
+def _ref(kind: str, namespace: str, name: str, field: str) -> ObjectRef:
+    """The ref, once its name and namespace are known to be valid (a 422 naming ``field`` or the VM's
+    ``metadata.namespace`` if not): only valid refs are kept, so a known one costs no validation."""
     key = (kind, namespace, name)
     ref = _REFS.get(key)
     if ref is None:
+        names.check_namespace(namespace, "metadata.namespace")
+        names.check_name(name, field)
         if len(_REFS) >= _REFS_SIZE:
             _REFS.clear()
         ref = _REFS[key] = ObjectRef(kind, namespace, name)
@@ -181,7 +185,7 @@ def find_spec(family: _Family, vm: JSON, lookup: ObjectLookup, *, head: bool = F
     )
     if ref_revision:
         field = family.status_field
-        rev = _get(lookup, _ref(CONTROLLER_REVISION, namespace, ref_revision), field)
+        rev = _get(lookup, _ref(CONTROLLER_REVISION, namespace, ref_revision, field), field)
         labels = (rev.get("metadata") or {}).get("labels") or {}
         if isinstance(labels, Mapping) and labels.get(OBJECT_NAME_LABEL) == name:
             return _decode_revision(family, rev, field, head)
@@ -197,7 +201,8 @@ def find_spec(family: _Family, vm: JSON, lookup: ObjectLookup, *, head: bool = F
         message = "resource name may not be empty"
         raise ExpandError.invalid(message, Cause(family.name_field, message, CAUSE_REQUIRED))
     ref_namespace = "" if canonical_kind in (CLUSTER_INSTANCETYPE, CLUSTER_PREFERENCE) else namespace
-    obj = _get(lookup, _ref(canonical_kind, ref_namespace, name), family.name_field)
+    field = family.name_field
+    obj = _get(lookup, _ref(canonical_kind, ref_namespace, name, field), field)
     try:
         return _cached_spec(family, obj, "object", family.from_object)
     except revision.RevisionError as err:
@@ -216,7 +221,7 @@ def _get(lookup: ObjectLookup, ref: ObjectRef, field: str) -> Mapping[str, Any]:
 def _from_revision(
     family: _Family, lookup: ObjectLookup, namespace: str, name: str, field: str, head: bool = False
 ) -> JSON:
-    rev = _get(lookup, _ref(CONTROLLER_REVISION, namespace, name), field)
+    rev = _get(lookup, _ref(CONTROLLER_REVISION, namespace, name, field), field)
     return _decode_revision(family, rev, field, head)
 
 

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from apiserver.render import names
 from apiserver.render.errors import (
     CAUSE_INVALID,
     CAUSE_NOT_FOUND,
@@ -137,7 +138,7 @@ def _infer(vm: dict[str, Any], spec: dict[str, Any], field: str, lookup: ObjectL
     ignore = matcher.get("inferFromVolumeFailurePolicy") == IGNORE
     labels = _INSTANCETYPE if field == "instancetype" else _PREFERENCE
     try:
-        name, kind = _Resolver(vm, labels, lookup).from_volumes(str(matcher["inferFromVolume"]))
+        name, kind = _Resolver(vm, labels, lookup, field).from_volumes(str(matcher["inferFromVolume"]))
     except _InferenceFailed as err:
         if err.ignorable and ignore:
             del spec[field]
@@ -165,31 +166,61 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+@dataclass(frozen=True, slots=True)
+class _Named:
+    """Where a name (and its namespace) to look up came from: a field of the VM, or ``origin``, a
+    fetched object (DataVolume, DataSource) whose content is not repeated in errors."""
+
+    name: str
+    namespace: str
+    name_field: str
+    namespace_field: str = "metadata.namespace"
+    origin: str = ""
+
+
 class _Resolver:
     """One inference: the lookups of volume.go, in its order, with its errors."""
 
-    def __init__(self, vm: Mapping[str, Any], labels: _Labels, lookup: ObjectLookup) -> None:
+    def __init__(self, vm: Mapping[str, Any], labels: _Labels, lookup: ObjectLookup, matcher: str) -> None:
         self.vm = vm
         self.namespace = str(_dict(vm.get("metadata")).get("namespace") or "")
         self.labels = labels
         self.lookup = lookup
+        self.matcher_field = f"spec.{matcher}.inferFromVolume"
 
     def from_volumes(self, volume_name: str) -> tuple[str, str]:
         template_spec = _dict(_dict(_dict(self.vm.get("spec")).get("template")).get("spec"))
-        for volume in template_spec.get("volumes") or ():
+        for index, volume in enumerate(template_spec.get("volumes") or ()):
             if not isinstance(volume, dict) or volume.get("name") != volume_name:
                 continue
+            field = f"spec.template.spec.volumes[{index}]"
             pvc = volume.get("persistentVolumeClaim")
             if isinstance(pvc, dict):
-                return self.from_pvc(str(pvc.get("claimName") or ""), self.namespace)
+                name = str(pvc.get("claimName") or "")
+                return self.from_pvc(_Named(name, self.namespace, f"{field}.persistentVolumeClaim.claimName"))
             dv = volume.get("dataVolume")
             if isinstance(dv, dict):
-                return self.from_data_volume(str(dv.get("name") or ""))
+                return self.from_data_volume(str(dv.get("name") or ""), f"{field}.dataVolume.name")
             raise _InferenceFailed(_UNSUPPORTED_VOLUME.format(volume_name), ignorable=True)
         raise _InferenceFailed(_NO_VOLUME.format(volume_name), not_found=True)
 
-    def _get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any]:
-        ref = ObjectRef(kind, namespace, name)
+    def _ref(self, kind: str, named: _Named) -> ObjectRef:
+        """The ref to look up, once its name and namespace are valid (else the 422 naming the field, or
+        for a name read from an object, the matcher, without repeating the object's content)."""
+        if named.origin:
+            namespace_ok = not named.namespace or names.valid_namespace(named.namespace)
+            if not (names.valid_name(named.name) and namespace_ok):
+                message = (
+                    f"{named.origin} names a {kind} by an invalid name or namespace in {named.name_field}"
+                )
+                raise ExpandError.invalid(message, Cause(self.matcher_field, message, CAUSE_INVALID))
+        else:
+            names.check_name(named.name, named.name_field)
+            names.check_namespace(named.namespace, named.namespace_field)
+        return ObjectRef(kind, named.namespace, named.name)
+
+    def _get(self, kind: str, named: _Named) -> Mapping[str, Any]:
+        ref = self._ref(kind, named)
         obj = self.lookup.get(ref)
         if obj is None:
             raise _InferenceFailed(ref.not_found_message(), not_found=True)
@@ -201,60 +232,80 @@ class _Resolver:
             raise _InferenceFailed(_MISSING_LABEL.format(self.labels.name), ignorable=True)
         return str(labels[self.labels.name] or ""), str(labels.get(self.labels.kind) or "")
 
-    def from_pvc(self, name: str, namespace: str) -> tuple[str, str]:
-        return self.from_labels(self._get(PERSISTENT_VOLUME_CLAIM, namespace, name))
+    def from_pvc(self, named: _Named) -> tuple[str, str]:
+        return self.from_labels(self._get(PERSISTENT_VOLUME_CLAIM, named))
 
-    def from_snapshot(self, name: str, namespace: str) -> tuple[str, str]:
-        return self.from_labels(self._get(VOLUME_SNAPSHOT, namespace, name))
+    def from_snapshot(self, named: _Named) -> tuple[str, str]:
+        return self.from_labels(self._get(VOLUME_SNAPSHOT, named))
 
-    def from_data_volume(self, dv_name: str) -> tuple[str, str]:
-        for template in _dict(self.vm.get("spec")).get("dataVolumeTemplates") or ():
+    def from_data_volume(self, dv_name: str, field: str) -> tuple[str, str]:
+        for index, template in enumerate(_dict(self.vm.get("spec")).get("dataVolumeTemplates") or ()):
             if isinstance(template, dict) and _dict(template.get("metadata")).get("name") == dv_name:
-                return self.from_data_volume_spec(_dict(template.get("spec")))
-        ref = ObjectRef(DATA_VOLUME, self.namespace, dv_name)
-        dv = self.lookup.get(ref)
+                return self.from_data_volume_spec(
+                    _dict(template.get("spec")), f"spec.dataVolumeTemplates[{index}].spec"
+                )
+        named = _Named(dv_name, self.namespace, field)
+        dv = self.lookup.get(self._ref(DATA_VOLUME, named))
         if dv is None:  # garbage-collected DataVolume: its PVC has the same name
-            return self.from_pvc(dv_name, self.namespace)
+            return self.from_pvc(named)
         try:
             return self.from_labels(dv)
         except _InferenceFailed:
-            return self.from_data_volume_spec(_dict(dv.get("spec")))
+            origin = f"DataVolume {self.namespace}/{dv_name}"
+            return self.from_data_volume_spec(_dict(dv.get("spec")), "spec", origin)
 
-    def from_data_volume_spec(self, spec: Mapping[str, Any]) -> tuple[str, str]:
+    def from_data_volume_spec(self, spec: Mapping[str, Any], field: str, origin: str = "") -> tuple[str, str]:
         source = spec.get("source")
         if isinstance(source, dict):
             pvc = source.get("pvc")
             if isinstance(pvc, dict):
-                return self.from_pvc(str(pvc.get("name") or ""), str(pvc.get("namespace") or ""))
+                return self.from_pvc(_source_named(pvc, f"{field}.source.pvc", origin))
             snapshot = source.get("snapshot")
             if isinstance(snapshot, dict):
-                return self.from_snapshot(
-                    str(snapshot.get("name") or ""), str(snapshot.get("namespace") or "")
-                )
+                return self.from_snapshot(_source_named(snapshot, f"{field}.source.snapshot", origin))
         source_ref = spec.get("sourceRef")
         if isinstance(source_ref, dict):
-            return self.from_source_ref(source_ref)
+            return self.from_source_ref(source_ref, f"{field}.sourceRef", origin)
         raise _InferenceFailed(_UNSUPPORTED_DV_SOURCE, ignorable=True)
 
-    def from_source_ref(self, source_ref: Mapping[str, Any]) -> tuple[str, str]:
+    def from_source_ref(self, source_ref: Mapping[str, Any], field: str, origin: str) -> tuple[str, str]:
         kind = source_ref.get("kind")
         if kind != "DataSource":
             raise _InferenceFailed(_UNSUPPORTED_SOURCE_REF.format(kind or ""), ignorable=True)
         # An absent namespace means the VM's; a present one is used even when empty, as in Go.
         namespace = source_ref["namespace"] if source_ref.get("namespace") is not None else self.namespace
-        return self.from_data_source(str(source_ref.get("name") or ""), str(namespace))
+        named = _Named(
+            str(source_ref.get("name") or ""),
+            str(namespace),
+            f"{field}.name",
+            f"{field}.namespace",
+            origin,
+        )
+        return self.from_data_source(named)
 
-    def from_data_source(self, name: str, namespace: str) -> tuple[str, str]:
-        ds = self._get(DATA_SOURCE, namespace, name)
+    def from_data_source(self, named: _Named) -> tuple[str, str]:
+        ds = self._get(DATA_SOURCE, named)
         try:
             return self.from_labels(ds)
         except _InferenceFailed:
             pass
+        origin = f"DataSource {named.namespace}/{named.name}"
         source = _dict(_dict(ds.get("spec")).get("source"))
         pvc = source.get("pvc")
         if isinstance(pvc, dict):
-            return self.from_pvc(str(pvc.get("name") or ""), str(pvc.get("namespace") or ""))
+            return self.from_pvc(_source_named(pvc, "spec.source.pvc", origin))
         snapshot = source.get("snapshot")
         if isinstance(snapshot, dict):
-            return self.from_snapshot(str(snapshot.get("name") or ""), str(snapshot.get("namespace") or ""))
+            return self.from_snapshot(_source_named(snapshot, "spec.source.snapshot", origin))
         raise _InferenceFailed(_MISSING_DS_SOURCE, ignorable=True)
+
+
+def _source_named(source: Mapping[str, Any], field: str, origin: str) -> _Named:
+    """The ``{name, namespace}`` of a PVC or snapshot source (an empty namespace stays empty, as in Go)."""
+    return _Named(
+        str(source.get("name") or ""),
+        str(source.get("namespace") or ""),
+        f"{field}.name",
+        f"{field}.namespace",
+        origin,
+    )
