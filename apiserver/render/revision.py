@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -26,7 +27,7 @@ from apiserver.render import gojson
 from apiserver.render.models import scheme, v1alpha
 from apiserver.render.models._base import CLEAN, GoModel, go_json_kind, raw_context
 from apiserver.render.models._errors import describe
-from apiserver.render.models._json import Parsed, compact, parse
+from apiserver.render.models._json import Parsed, parse
 from apiserver.render.models.v1beta1 import InstancetypeSpec, PreferenceSpec
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "ObjectDecodeError",
     "RevisionError",
     "decode_revision",
+    "holds_spec",
     "instancetype_spec_from_object",
     "instancetype_spec_from_revision",
     "is_v1beta1_object",
@@ -126,16 +128,37 @@ def decode_revision(rev: Mapping[str, Any]) -> DecodedRevision:
             raise RevisionError(
                 f"{_DECODE_FAILED}couldn't get version/kind; json parse error: {err}"
             ) from None
-        text = raw.decode("utf-8", errors="replace")
     else:
         if data is None:
             return DecodedRevision("<nil>")
         parsed = Parsed(data, duplicates=False)
-        text = compact(data)
     decoded = _decode_spec_revision(parsed)
     if decoded is not None:
         return decoded
-    return _decode_object(parsed.value, text)
+    return _decode_object(parsed.value)
+
+
+def holds_spec(rev: Mapping[str, Any]) -> bool:
+    """Whether a ControllerRevision holds an instance type or preference (one of the four kinds, or a
+    legacy SpecRevision wrapper) that decodes: what KubeVirt writes for a VM. Anything else (a
+    StatefulSet's or DaemonSet's revision, damaged data) holds no such thing. Remembered per object:
+    revisions never change, and the sources hand out the same instance while they hold it."""
+    key = id(rev)
+    known = _HOLDS.get(key)
+    if known is not None and known[0] is rev:
+        return known[1]
+    try:
+        holds = decode_revision(rev).spec is not None
+    except RevisionError:
+        holds = False
+    _HOLDS[key] = (rev, holds)
+    if len(_HOLDS) > _HOLDS_SIZE:
+        _HOLDS.popitem(last=False)
+    return holds
+
+
+_HOLDS: OrderedDict[int, tuple[Mapping[str, Any], bool]] = OrderedDict()
+_HOLDS_SIZE = 4096
 
 
 def is_v1beta1_object(rev: Mapping[str, Any]) -> bool:
@@ -262,14 +285,18 @@ _FIND_KIND = (
 )
 
 
-def _decode_object(value: Any, text: str) -> DecodedRevision:
-    """``decodeControllerRevisionObject``: apimachinery's universal deserializer, then v1beta1 conversion."""
+def _decode_object(value: Any) -> DecodedRevision:
+    """``decodeControllerRevisionObject``: apimachinery's universal deserializer, then v1beta1 conversion.
+
+    apimachinery's "Object 'Kind' is missing in '<data>'" quotes the revision's whole data; here the
+    message ends before the data (the corpus pins only the prefix): an error is no way to read a
+    revision, whatever it holds (a StatefulSet's pod template, with its environment)."""
     api_version, kind = _interpret(value)
     group, version = _parse_group_version(api_version)
     if not kind:
-        raise RevisionError(f"{_DECODE_FAILED}Object 'Kind' is missing in '{text}'")
+        raise RevisionError(f"{_DECODE_FAILED}Object 'Kind' is missing in the revision's data")
     if not version:
-        raise RevisionError(f"{_DECODE_FAILED}Object 'apiVersion' is missing in '{text}'")
+        raise RevisionError(f"{_DECODE_FAILED}Object 'apiVersion' is missing in the revision's data")
     try:
         go_type = scheme.go_type(group, version, kind)
     except scheme.NotRegistered as err:
