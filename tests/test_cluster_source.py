@@ -106,3 +106,33 @@ async def test_legacy_flavors_are_found_under_instancetype_refs(tmp_path: Path) 
             assert found is not None and found["kind"] == "VirtualMachineFlavor"
         finally:
             await source.close()
+
+
+@pytest.mark.parametrize("name", [".", "..", "a/b", "Upper", "x" * 254, ""])
+async def test_a_name_no_object_can_have_is_never_read(
+    fake: FakeKube, source: ClusterSource, name: str
+) -> None:
+    """A name that would change what the URL means ('.' lists, '..' reads a discovery document) or that
+    Kubernetes would refuse for any object is not found, without a request."""
+    for kind in ("VirtualMachineInstancetype", "VirtualMachineClusterPreference", "ControllerRevision"):
+        assert await source.get(ref(kind, name)) is None
+    for kind in ("PersistentVolumeClaim", "DataVolume", "DataSource", "VolumeSnapshot"):
+        assert await source.get(ref(kind, name)) is None
+    assert await source.get_vm("default", name) is None
+    assert await source.get(ObjectRef("ControllerRevision", "..", "r")) is None
+    assert await source.presets("..") == []
+    assert fake.count("get") == 0 and fake.count("list") == 0
+
+
+def test_resource_paths_escape_and_refuse() -> None:
+    from apiserver.sources.cluster.kinds import INSTANCETYPE, PVC, InvalidName
+
+    assert (
+        INSTANCETYPE.path("ns", "a.b")
+        == "/apis/instancetype.kubevirt.io/v1beta1/namespaces/ns/virtualmachineinstancetypes/a.b"
+    )
+    assert PVC.path("ns") == "/api/v1/namespaces/ns/persistentvolumeclaims"
+    assert PVC.path() == "/api/v1/persistentvolumeclaims"
+    for namespace, name in (("ns", "."), ("ns", ".."), ("..", "x"), ("", "x"), ("ns", "a%2fb")):
+        with pytest.raises(InvalidName):
+            INSTANCETYPE.path(namespace, name)

@@ -36,7 +36,7 @@ from apiserver.http.media import JSON, encode, etag_of, negotiate, respond_tagge
 from apiserver.http.metrics import Metrics
 from apiserver.http.respcache import Entry, ResponseCache, vm_token
 from apiserver.http.settings import Settings
-from apiserver.render import ExpandError
+from apiserver.render import ExpandError, names
 from apiserver.render.errors import VM_GROUP, status
 from apiserver.sources.base import MISSING, Missing, Source, SourceUnavailable
 from apiserver.sources.collection.items import Item
@@ -173,6 +173,17 @@ class ExpandHandlers:
             message, kind = f'virtualmachines.kubevirt.io "{name}" not found', "virtualmachines"
         details = {"name": name, "group": VM_GROUP, "kind": kind}
         return StatusError(status(404, "NotFound", message, details=details))
+
+    def _check_path(self, namespace: str, name: str | None = None) -> None:
+        """422 for a namespace (or VM name) in the path that no object can have, before it is read
+        under it: as a URL segment, ``.`` or ``..`` would mean a list or another resource."""
+        for field, value, errors in (
+            ("metadata.namespace", namespace, names.label_errors(namespace)),
+            ("metadata.name", name, names.subdomain_errors(name) if name is not None else []),
+        ):
+            if errors:
+                self.metrics.render_errors.labels("Invalid").inc()
+                raise StatusError(names.invalid_value(field, value or "", errors, name=name or "").status)
 
     def _failed(self, err: ExpandError, *, get: bool) -> StatusError:
         self.metrics.render_errors.labels(err.reason or "Unknown").inc()
@@ -325,6 +336,7 @@ class ExpandHandlers:
         media_type = negotiate(request)
         presets, validate = query_flag(request, "presets"), query_flag(request, "validate")  # 400 first
         namespace, name = params["namespace"], params["name"]
+        self._check_path(namespace, name)
         vm: Mapping[str, Any] | Missing | None = MISSING
         if self.peekable is not None:
             vm = self.peekable.peek_vm(namespace, name)
@@ -386,6 +398,7 @@ class ExpandHandlers:
             return await self._put(request, params)
 
     async def _put(self, request: web.Request, params: Mapping[str, str]) -> web.Response:
+        self._check_path(params["namespace"])
         media_type = negotiate(request)
         fmt = body_format(request)
         presets, validate = query_flag(request, "presets"), query_flag(request, "validate")

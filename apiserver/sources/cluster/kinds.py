@@ -6,6 +6,11 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from apiserver.render import objects as o
+from apiserver.render.names import valid_name, valid_namespace
+
+
+class InvalidName(ValueError):
+    """A name or namespace no object can have: no path is built for it, so nothing is read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +30,16 @@ class Resource:
         return f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
 
     def path(self, namespace: str = "", name: str = "") -> str:
-        """The collection (all namespaces when ``namespace`` is empty) or object path."""
+        """The collection (all namespaces when ``namespace`` is empty) or object path.
+
+        Names and namespaces are checked as Kubernetes validates them (:mod:`apiserver.render.names`)
+        and escaped: a name like ``.`` or ``..`` would otherwise make the URL mean a list or a
+        discovery document. Raises :class:`InvalidName` for one no object can have (and for an object
+        of a namespaced kind without a namespace)."""
+        if (namespace and not valid_namespace(namespace)) or (
+            name and (not valid_name(name) or (self.namespaced and not namespace))
+        ):
+            raise InvalidName(f"no {self.plural} can be named {namespace!r}/{name!r}")
         parts = [self.group_version_path]
         if self.namespaced and namespace:
             parts.append(f"namespaces/{quote(namespace, safe='')}")

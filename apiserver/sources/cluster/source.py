@@ -27,7 +27,7 @@ from apiserver.sources.base import MISSING, CacheStats, Check, Missing, SourceUn
 from apiserver.sources.cluster import kinds
 from apiserver.sources.cluster.cache import Backoff, WatchCache, deployed, slim
 from apiserver.sources.cluster.client import ApiError, JSONDict, KubeClient, load_configuration
-from apiserver.sources.cluster.kinds import Resource
+from apiserver.sources.cluster.kinds import InvalidName, Resource
 from apiserver.sources.cluster.revisions import ABSENT, RevisionCache
 from apiserver.sources.collection.store import RenderedStore
 
@@ -309,7 +309,13 @@ class ClusterSource:
     async def _read(self, resource: Resource, namespace: str, name: str) -> JSONDict | None:
         client = self._client()
         try:
-            obj = await client.get(resource.path(namespace, name))
+            if not name:  # the path would be the collection's
+                raise InvalidName("an object needs a name")
+            path = resource.path(namespace, name)
+        except InvalidName:  # no such object can exist: nothing to ask
+            return None
+        try:
+            obj = await client.get(path)
         except ApiError as err:
             if err.code == 404:
                 return None
@@ -319,7 +325,11 @@ class ClusterSource:
     async def _list(self, resource: Resource, namespace: str) -> list[JSONDict]:
         client = self._client()
         try:
-            page = await client.get(resource.path(namespace), verb="list")
+            path = resource.path(namespace)
+        except InvalidName:
+            return []
+        try:
+            page = await client.get(path, verb="list")
         except ApiError as err:
             if err.code == 404:
                 return []
