@@ -14,6 +14,7 @@ from apiserver.auth.config import TrustOptions, TrustState
 from apiserver.auth.options import AuthOptions
 from apiserver.auth.tls import ServingTLS
 from tests.auth_fixtures import GROUP, PKI, auth_env, wait_for
+from tests.fakekube.reviews import Rule
 
 DISCOVERY = f"/apis/{GROUP}/v1"
 EXPAND = f"/apis/{GROUP}/v1/namespaces/ns1/virtualmachines/vm1/expand-spec"
@@ -310,42 +311,47 @@ class _NoObjects:
         return []
 
 
-async def test_reference_checks_ask_for_each_namespaced_object_read(tmp_path: Path) -> None:
+async def test_caller_access_reviews_each_read_as_the_caller_once(tmp_path: Path) -> None:
+    """The tenancy gate's SubjectAccessReviews: the caller's identity, the read's attributes, the
+    answers cached as the request's own; refused is kube-apiserver's 403, no answer a 503."""
+    from apiserver.auth.access import CallerAccess
     from apiserver.auth.identity import UserInfo
-    from apiserver.render.objects import ObjectRef
+    from apiserver.sources.access import Read
 
     async with auth_env(tmp_path) as env:
-        gate = env.runtime.gate
-        gate.authorize_references = True
         env.reviews.allow(user="alice", resource="virtualmachinepreferences")
         env.reviews.deny(user="alice", resource="controllerrevisions")
+        env.reviews.rules.append(Rule("error", user="alice", resource="persistentvolumeclaims"))
         alice = UserInfo("alice", groups=("system:authenticated",))
-        refs = [
-            ObjectRef("VirtualMachineClusterInstancetype", "", "cluster-wide"),  # not checked: cluster-scoped
-            ObjectRef("VirtualMachinePreference", "ns1", "pref"),
-            ObjectRef("ControllerRevision", "ns1", "rev-1"),
-        ]
-        verdict = await gate.check_references(alice, refs)
-        assert verdict.status is not None and verdict.status["code"] == 403
-        asked = [r["spec"]["resourceAttributes"] for r in env.reviews.access_reviews]
+        access = CallerAccess(env.runtime.gate, alice)
+        pref = Read("get", "instancetype.kubevirt.io", "virtualmachinepreferences", "ns1", "pref")
+        rev = Read("get", "apps", "controllerrevisions", "ns1", "rev-1")
+        presets = Read("list", "kubevirt.io", "virtualmachineinstancepresets", "ns1")
+        assert await access.review(pref) is None
+        refusal = await access.review(rev)
+        assert refusal is not None and refusal["code"] == 403
+        assert refusal["message"] == (
+            'controllerrevisions.apps "rev-1" is forbidden: User "alice" cannot get resource '
+            '"controllerrevisions" in API group "apps" in the namespace "ns1"'
+        )
+        refusal = await access.review(presets)
+        assert refusal is not None and refusal["message"] == (
+            'virtualmachineinstancepresets.kubevirt.io is forbidden: User "alice" cannot list resource '
+            '"virtualmachineinstancepresets" in API group "kubevirt.io" in the namespace "ns1"'
+        )
+        assert await access.review(pref) is None and (await access.review(rev) or {}).get("code") == 403
+        asked = [(r["spec"]["user"], r["spec"]["resourceAttributes"]) for r in env.reviews.access_reviews]
         assert asked == [
-            {
-                "namespace": "ns1",
-                "verb": "get",
-                "group": "instancetype.kubevirt.io",
-                "resource": "virtualmachinepreferences",
-                "name": "pref",
-            },
-            {
-                "namespace": "ns1",
-                "verb": "get",
-                "group": "apps",
-                "resource": "controllerrevisions",
-                "name": "rev-1",
-            },
-        ]
-        gate.authorize_references = False
-        assert (await gate.check_references(alice, refs)).status is None
+            ("alice", {"namespace": "ns1", "verb": "get", "group": "instancetype.kubevirt.io",
+                       "resource": "virtualmachinepreferences", "name": "pref"}),
+            ("alice", {"namespace": "ns1", "verb": "get", "group": "apps", "resource": "controllerrevisions",
+                       "name": "rev-1"}),
+            ("alice", {"namespace": "ns1", "verb": "list", "group": "kubevirt.io",
+                       "resource": "virtualmachineinstancepresets"}),
+        ]  # fmt: skip
+        pvc = Read("get", "", "persistentvolumeclaims", "ns2", "disk")
+        failed = await access.review(pvc)
+        assert failed is not None and failed["code"] == 503 and failed["details"]["retryAfterSeconds"] == 3
 
 
 async def test_authorize_references_checks_the_instancetype_read(tmp_path: Path) -> None:

@@ -21,7 +21,6 @@ from apiserver.render.objects import (
     INSTANCETYPE,
     INSTANCETYPE_GROUP,
     PREFERENCE,
-    VIRTUAL_MACHINE_INSTANCE,
     ObjectRef,
 )
 
@@ -156,35 +155,6 @@ def read_attributes(refs: Iterable[ObjectRef]) -> list[Attributes]:
             namespace=ref.namespace,
             group=group,
             resource=resource,
-            name=ref.name,
-        )
-        if attrs not in out:
-            out.append(attrs)
-    return out
-
-
-# Kinds a request may reference whose read --authorize-references checks, as (group, resource).
-_REFERENCE_RESOURCES = {
-    INSTANCETYPE: (INSTANCETYPE_GROUP, "virtualmachineinstancetypes"),
-    PREFERENCE: (INSTANCETYPE_GROUP, "virtualmachinepreferences"),
-    CONTROLLER_REVISION: ("apps", "controllerrevisions"),
-    VIRTUAL_MACHINE_INSTANCE: ("kubevirt.io", "virtualmachineinstances"),
-}
-
-
-def reference_attributes(refs: Iterable[ObjectRef]) -> list[Attributes]:
-    """``get`` attributes for each namespaced instancetype, preference, revision or VMI a rendering read."""
-    out: list[Attributes] = []
-    for ref in refs:
-        target = _REFERENCE_RESOURCES.get(ref.kind)
-        if target is None or not ref.namespace:
-            continue
-        attrs = Attributes(
-            verb="get",
-            resource_request=True,
-            namespace=ref.namespace,
-            group=target[0],
-            resource=target[1],
             name=ref.name,
         )
         if attrs not in out:

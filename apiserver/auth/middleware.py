@@ -24,7 +24,6 @@ from apiserver.auth.authorization import (
     SubjectAccessReviewer,
     forbidden_status,
     read_attributes,
-    reference_attributes,
     request_attributes,
 )
 from apiserver.auth.cache import TTLCache
@@ -329,9 +328,11 @@ class AuthGate:
             return Verdict(status=unauthorized())
         if kind is PathClass.AUTHENTICATED:
             return Verdict(user=user)
-        return await self._decide(user, _attributes(info.method, info.path), basis)
+        return await self.decide(user, _attributes(info.method, info.path), basis)
 
-    async def _decide(self, user: UserInfo, attrs: Attributes, basis: _Basis | None = None) -> Verdict:
+    async def decide(self, user: UserInfo, attrs: Attributes, basis: _Basis | None = None) -> Verdict:
+        """Allowed (the user), refused (kube-apiserver's 403, logged) or undecided (503): a request's
+        own authorization, and each read the tenancy gate asks about (:mod:`apiserver.auth.access`)."""
         try:
             decision = await self.authorize(user, attrs, basis)
         except ReviewError as exc:
@@ -354,13 +355,3 @@ class AuthGate:
             if not decision.allowed:
                 return False
         return True
-
-    async def check_references(self, user: UserInfo, refs: Iterable[ObjectRef]) -> Verdict:
-        """With ``--authorize-references``: may ``user`` read what the rendering read on their behalf?"""
-        if not self.authorize_references:
-            return Verdict(user=user)
-        for attrs in reference_attributes(refs):
-            verdict = await self._decide(user, attrs)
-            if verdict.status is not None:
-                return verdict
-        return Verdict(user=user)

@@ -154,8 +154,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add(
         "--authorize-references",
         action="store_true",
-        help="also require that the caller may get the namespaced instancetypes, preferences and "
-        "ControllerRevisions a request reads",
+        help="also require that the caller may get every instancetype, preference (cluster kinds too) "
+        "and ControllerRevision a request reads, before anything of it is answered (PVCs, DataVolumes, "
+        "DataSources, VolumeSnapshots, presets and revisions holding no instancetype or preference are "
+        "always reviewed)",
     )
     add(
         "--tls-min-version",

@@ -7,28 +7,25 @@ not, so nothing downstream can mistake them for an identity. The caller is left 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 from multidict import CIMultiDict, CIMultiDictProxy
 
+from apiserver.auth.access import CallerAccess
 from apiserver.auth.authorization import authorization_path
 from apiserver.auth.identity import UserInfo
-from apiserver.auth.middleware import AuthGate, RequestInfo, Verdict
+from apiserver.auth.middleware import AuthGate, RequestInfo
 from apiserver.auth.requestheader import RawHeaders
 from apiserver.auth.tls import peer_certificate_der
 from apiserver.http.errors import StatusError
 from apiserver.http.logging import USER_KEY
 from apiserver.render.objects import ObjectRef
+from apiserver.sources.access import CLOSED, AccessGate
 
 GATE_KEY = web.RequestKey("auth_gate", AuthGate)
-
-
-def _raise_if_refused(verdict: Verdict) -> None:
-    if verdict.status is not None:
-        raise StatusError(verdict.status, verdict.headers)
 
 
 # Clients repeat the same header sets (the aggregator: the same user and groups): strip each once.
@@ -119,26 +116,26 @@ async def may_read(request: web.Request, refs: Sequence[ObjectRef]) -> bool:
     return allowed
 
 
-async def check_references(request: web.Request, refs: Iterable[ObjectRef]) -> None:
-    """Raise 403 when ``--authorize-references`` is on and the caller may not read what was rendered."""
+def read_gate(request: web.Request) -> AccessGate:
+    """The tenancy gate for the caller of ``request`` (see :mod:`apiserver.sources.access`): their
+    SubjectAccessReviews decide what a rendering may read for them. A request that reached a handler
+    without a known caller (none should) may read nothing that needs a review."""
     gate = request.get(GATE_KEY)
     user = request.get(USER_KEY)
     if gate is None or not isinstance(user, UserInfo):
-        return
-    _raise_if_refused(await gate.check_references(user, refs))
+        return AccessGate(CLOSED)
+    return AccessGate(CallerAccess(gate, user), all_references=gate.authorize_references)
 
 
 def admission_shortcut(gate: AuthGate) -> Callable[[web.Request], bool]:
     """The middleware's synchronous half, for answers the dispatcher gives without awaiting: True when
     the gate remembers admitting this very request (``AuthGate.admitted``), having left the caller on
-    it; False when the middleware must run (to decide, or to refuse), and always with
-    ``--authorize-references`` (what a rendering read is reviewed on the whole way). Identity headers
-    stay on the request: such an answer is served from the response cache and reads no header that
-    could carry an identity."""
+    it; False when the middleware must run (to decide, or to refuse). The handlers' synchronous answers
+    are only cached ones that need no review of what they read for this caller (the tenancy gate's).
+    Identity headers stay on the request: such an answer is served from the response cache and reads
+    no header that could carry an identity."""
 
     def admitted(request: web.Request) -> bool:
-        if gate.authorize_references:
-            return False
         transport = request.transport
         der = peer_certificate_der(transport.get_extra_info("ssl_object")) if transport is not None else None
         admission = gate.admitted(request.method, request.path, request.raw_headers, der)

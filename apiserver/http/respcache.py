@@ -23,6 +23,7 @@ from multidict import CIMultiDict
 
 from apiserver.render import ExpandError
 from apiserver.render.objects import ObjectRef
+from apiserver.sources.access import Read
 from apiserver.sources.base import Peekable
 from apiserver.sources.gather import Rendered
 
@@ -32,13 +33,15 @@ _OVERHEAD = 512
 
 @dataclass(slots=True)
 class Entry:
-    """One cached answer: the encoded 200 (body, ETag, Warning headers) or the rendering error."""
+    """One cached answer: the encoded 200 (body, ETag, Warning headers) or the rendering error, and
+    the reviews a caller must pass to be given it (``reviews``: those its first caller passed, in
+    order; a rendering for another caller would make the very same, as it reads the same objects)."""
 
     body: bytes
     etag: str
     warnings: tuple[tuple[str, str], ...]
     error: ExpandError | None
-    refs: tuple[ObjectRef, ...]
+    reviews: tuple[Read, ...]
     # What the rendering read, compared by identity with what the source holds now.
     objects: tuple[tuple[ObjectRef, Mapping[str, Any] | None], ...]
     preset_lists: tuple[tuple[str, Sequence[Mapping[str, Any]]], ...]
@@ -132,7 +135,7 @@ class ResponseCache:
             etag=etag,
             warnings=warnings,
             error=rendered.error,
-            refs=tuple(rendered.objects),
+            reviews=rendered.reviews,
             objects=tuple(rendered.objects.items()),
             preset_lists=tuple(rendered.preset_lists.items()),
             kubevirt=rendered.kubevirt,

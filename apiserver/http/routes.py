@@ -20,7 +20,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 from multidict import CIMultiDict
 
-from apiserver.http.authn import GATE_KEY, check_references
+from apiserver.http.authn import read_gate
 from apiserver.http.bodies import (
     OFFLOAD_BYTES,
     BodyBudget,
@@ -38,6 +38,7 @@ from apiserver.http.respcache import Entry, ResponseCache, vm_token
 from apiserver.http.settings import Settings
 from apiserver.render import ExpandError, names
 from apiserver.render.errors import VM_GROUP, status
+from apiserver.sources.access import AccessGate, AccessRefused, Read
 from apiserver.sources.base import MISSING, Missing, Source, SourceUnavailable
 from apiserver.sources.collection.items import Item
 from apiserver.sources.collection.store import RenderedStore
@@ -72,12 +73,6 @@ def query_flag(request: web.Request, name: str) -> bool:
     )
 
 
-def _checks_references(request: web.Request) -> bool:
-    """Whether ``--authorize-references`` asks for a review of what a cached answer read."""
-    gate = request.get(GATE_KEY)
-    return gate is not None and gate.authorize_references
-
-
 def _flags(request: web.Request) -> tuple[bool, bool]:
     """``presets`` and ``validate`` (400 as :func:`query_flag` words it)."""
     if not request.query_string:
@@ -85,9 +80,16 @@ def _flags(request: web.Request) -> tuple[bool, bool]:
     return query_flag(request, "presets"), query_flag(request, "validate")
 
 
-def _unauthenticated(_request: web.Request) -> bool:
-    """No middleware puts an authentication gate on requests: nothing to review."""
-    return False
+def _no_gate(_request: web.Request) -> None:
+    """No middleware authenticates requests (the folder source on loopback): nobody to review."""
+    return None
+
+
+def _refused(err: AccessRefused) -> StatusError:
+    """The caller may not see what the rendering needs: kube-apiserver's 403 for that read (or a 503
+    with Retry-After when the review could not be made)."""
+    retry = (err.status.get("details") or {}).get("retryAfterSeconds")
+    return StatusError(err.status, {"Retry-After": str(retry)} if retry else None)
 
 
 def warning_header(text: str) -> str:
@@ -147,7 +149,7 @@ class ExpandHandlers:
         self.peekable = peekable(source)
         # With the VM cache, GET expand-spec (the default answer) comes from the rendered VMs' store.
         self.store: RenderedStore | None = getattr(source, "collection", None)
-        self._checks_references = _checks_references if authenticated else _unauthenticated
+        self._gate: Callable[[web.Request], AccessGate | None] = read_gate if authenticated else _no_gate
         self.cache = cache or ResponseCache()
         self.bodies = BodyBudget(settings.max_body_bytes_in_flight)
 
@@ -212,7 +214,7 @@ class ExpandHandlers:
         if key is not None and source is not None:
             entry = cache.get(key, source)
             if entry is not None:
-                if entry.error is None and not self._checks_references(request):  # nothing to await
+                if entry.error is None and not entry.reviews:  # nothing to await
                     return self._response(request, entry, get=get, media_type=media_type)
                 return await self._send(request, entry, get=get, media_type=media_type)
         if get and ("apiVersion" not in vm or "kind" not in vm):
@@ -226,9 +228,12 @@ class ExpandHandlers:
                 validate=validate,
                 exact_names=get,
                 run=offload if large else None,
+                gate=self._gate(request),
             )
         except SourceUnavailable as err:
             raise self._source_failure(err) from None
+        except AccessRefused as err:
+            raise _refused(err) from None
         if rendered.error is not None:
             if key is not None and source is not None:
                 cache.put(key, source, rendered, pinned=pinned, key_size=key_size)
@@ -240,7 +245,7 @@ class ExpandHandlers:
         )
         warnings = warning_headers((*field_warnings, *result.warnings))
         etag = etag_of(body) if get else ""
-        entry = Entry(body, etag, warnings, None, tuple(rendered.objects), (), (), None, None, 0)
+        entry = Entry(body, etag, warnings, None, rendered.reviews, (), (), None, None, 0)
         if key is not None and source is not None:
             entry = (
                 cache.put(
@@ -258,11 +263,21 @@ class ExpandHandlers:
         return await self._send(request, entry, get=get, media_type=media_type)
 
     async def _send(self, request: web.Request, entry: Entry, *, get: bool, media_type: str) -> web.Response:
+        if entry.reviews:  # this caller must pass what the first one did, before anything is shown
+            await self._review(request, entry.reviews)
         if entry.error is not None:
             raise self._failed(entry.error, get=get)
-        if self._checks_references(request):  # may the caller read what was rendered?
-            await check_references(request, entry.refs)
         return self._response(request, entry, get=get, media_type=media_type)
+
+    async def _review(self, request: web.Request, reviews: tuple[Read, ...]) -> None:
+        gate = self._gate(request)
+        if gate is None:
+            return
+        try:
+            for read in reviews:
+                await gate.review(read)
+        except AccessRefused as err:
+            raise _refused(err) from None
 
     def _response(self, request: web.Request, entry: Entry, *, get: bool, media_type: str) -> web.Response:
         headers = entry.headers
@@ -327,7 +342,7 @@ class ExpandHandlers:
             return None if item.error is not None else self._from_store(request, item)
         key = _get_key(request, presets, validate, media_type, vm_token(vm, held=True))
         entry = self.cache.get(key, source)
-        if entry is None or entry.error is not None:
+        if entry is None or entry.error is not None or entry.reviews:
             return None
         return self._response(request, entry, get=True, media_type=media_type)
 
@@ -349,7 +364,8 @@ class ExpandHandlers:
         if vm is None:
             raise self._vm_not_found(name)
         assert not isinstance(vm, Missing)
-        if held and not self._checks_references(request):
+        gate = self._gate(request)
+        if held and not (gate is not None and gate.all_references):
             item = self._stored(request, vm, params, media_type, (presets, validate))
             if item is not None:
                 return self._from_store(request, item)
@@ -386,7 +402,7 @@ class ExpandHandlers:
             return None
         data = await request.read()  # kept by the request: put() reads the same bytes
         entry = self.cache.get(_put_key(request, fmt, presets, validate, level, media_type, data), source)
-        if entry is None or entry.error is not None:
+        if entry is None or entry.error is not None or entry.reviews:
             return None
         return self._response(request, entry, get=False, media_type=media_type)
 
@@ -408,7 +424,7 @@ class ExpandHandlers:
         if self.peekable is not None:
             entry = self.cache.get(key, self.peekable)
             if entry is not None:
-                if entry.error is None and not self._checks_references(request):  # nothing to await
+                if entry.error is None and not entry.reviews:  # nothing to await
                     return self._response(request, entry, get=False, media_type=media_type)
                 return await self._send(request, entry, get=False, media_type=media_type)
         kubevirt_messages = self.settings.kubevirt_error_codes

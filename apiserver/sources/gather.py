@@ -5,6 +5,11 @@ A source that implements :class:`~apiserver.sources.base.Peekable` answers every
 an await, so a warm request renders in one pass; only what its caches do not hold costs a
 ``LookupPending`` round trip. The objects each render read are returned, so a caller can tell later
 whether a rendering is still current (:mod:`apiserver.http.respcache`).
+
+With an :class:`~apiserver.sources.access.AccessGate` (a caller is known), nothing reaches the renderer
+that the tenancy model does not let the caller see: an object that needs a review takes the
+asynchronous way even when cached, and the reviews made are returned in order, so that a cached
+rendering can be given to another caller only after the same reviews for them.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from functools import partial
 from typing import Any
 
 from apiserver.render import ExpandError, ExpandResult, LookupPending, ObjectRef, expand
+from apiserver.sources.access import AccessGate, Read, presets_read, read_of
 from apiserver.sources.base import MISSING, Peekable, Source
 
 # A VM references at most two objects, each possibly through a revision and then the live object,
@@ -23,14 +29,17 @@ _MAX_ROUNDS = 16
 
 
 class _Fetched:
-    """An ObjectLookup over what has been read so far for one request (peeked or fetched)."""
+    """An ObjectLookup over what has been read so far for one request (peeked or fetched), and what
+    the caller has been reviewed for (``reviews``, in order; nothing without a gate)."""
 
-    __slots__ = ("_peekable", "objects", "preset_lists")
+    __slots__ = ("_gate", "_peekable", "objects", "preset_lists", "reviews")
 
-    def __init__(self, peekable: Peekable | None) -> None:
+    def __init__(self, peekable: Peekable | None, gate: AccessGate | None) -> None:
         self.objects: dict[ObjectRef, Mapping[str, Any] | None] = {}
         self.preset_lists: dict[str, Sequence[Mapping[str, Any]]] = {}
+        self.reviews: list[Read] = []
         self._peekable = peekable
+        self._gate = gate
 
     def get(self, ref: ObjectRef) -> Mapping[str, Any] | None:
         try:
@@ -40,8 +49,11 @@ class _Fetched:
         if self._peekable is not None:
             obj = self._peekable.peek(ref)
             if obj is not MISSING:
-                self.objects[ref] = obj  # type: ignore[assignment]
-                return obj  # type: ignore[return-value]
+                gate = self._gate
+                # Only what needs no review now is used at once; the rest is reviewed on the way back.
+                if gate is None or not gate.needs_review(ref, obj):  # type: ignore[arg-type]
+                    self.objects[ref] = obj  # type: ignore[assignment]
+                    return obj  # type: ignore[return-value]
         raise LookupPending(ref)
 
     def presets(self, namespace: str) -> Sequence[Mapping[str, Any]]:
@@ -49,12 +61,38 @@ class _Fetched:
             return self.preset_lists[namespace]
         except KeyError:
             pass
-        if self._peekable is not None:
+        if self._peekable is not None and self._gate is None:
             found = self._peekable.peek_presets(namespace)
             if found is not MISSING:
                 self.preset_lists[namespace] = found  # type: ignore[assignment]
                 return found  # type: ignore[return-value]
         raise LookupPending(presets_namespace=namespace)
+
+    async def review(self, read: Read) -> None:
+        """Ask the gate once per read and request (raises AccessRefused)."""
+        if self._gate is not None and read not in self.reviews:
+            await self._gate.review(read)
+            self.reviews.append(read)
+
+    async def fetch(self, source: Source, ref: ObjectRef) -> None:
+        """Read ``ref`` for the renderer, with the reviews the gate asks for around the read."""
+        gate = self._gate
+        if gate is not None and gate.review_first(ref):
+            await self.review(read_of(ref))
+        found = await source.get(ref)
+        if gate is not None and gate.needs_review(ref, found):
+            await self.review(read_of(ref))
+        self.objects[ref] = found
+
+    async def fetch_presets(self, source: Source, namespace: str) -> None:
+        if self._gate is not None:
+            await self.review(presets_read(namespace))
+        found: Sequence[Mapping[str, Any]] | object = MISSING
+        if self._peekable is not None:
+            found = self._peekable.peek_presets(namespace)
+        if found is MISSING:
+            found = await source.presets(namespace)
+        self.preset_lists[namespace] = found  # type: ignore[assignment]
 
 
 @dataclass(slots=True)
@@ -67,6 +105,8 @@ class Rendered:
     objects: dict[ObjectRef, Mapping[str, Any] | None]
     preset_lists: dict[str, Sequence[Mapping[str, Any]]]
     kubevirt: Mapping[str, Any] | None
+    # The reviews the caller passed, in the order made (what another caller must pass for this answer).
+    reviews: tuple[Read, ...] = ()
 
 
 # Whether a source's class implements Peekable, by class: ``isinstance`` against a runtime-checkable
@@ -102,14 +142,17 @@ async def render_traced(
     exact_names: bool = False,
     kubevirt: Mapping[str, Any] | object | None = MISSING,
     run: Callable[[Callable[[], ExpandResult]], Awaitable[ExpandResult]] | None = None,
+    gate: AccessGate | None = None,
 ) -> Rendered:
     """Expand ``vm`` with the objects ``source`` holds; return the result and what it read.
 
     ``kubevirt`` is the CR when the caller already read it. ``run`` runs each rendering pass (a
-    worker thread for a large VM; by default here, synchronously). A rendering failure (ExpandError,
-    the user's problem) is returned in ``error``; SourceUnavailable (the store's) is raised.
+    worker thread for a large VM; by default here, synchronously). ``gate``: the caller's, when one is
+    known (see :mod:`apiserver.sources.access`). A rendering failure (ExpandError, the user's problem)
+    is returned in ``error``; SourceUnavailable (the store's) and AccessRefused (the caller may not see
+    what the rendering needs) are raised.
     """
-    fetched = _Fetched(peekable(source))
+    fetched = _Fetched(peekable(source), gate)
     cr: Mapping[str, Any] | None = (
         await kubevirt_of(source) if kubevirt is MISSING else kubevirt  # type: ignore[assignment]
     )
@@ -133,14 +176,13 @@ async def render_traced(
                 )
         except LookupPending as pending:
             if pending.ref is not None:
-                fetched.objects[pending.ref] = await source.get(pending.ref)
+                await fetched.fetch(source, pending.ref)
             elif pending.presets_namespace is not None:
-                ns = pending.presets_namespace
-                fetched.preset_lists[ns] = await source.presets(ns)
+                await fetched.fetch_presets(source, pending.presets_namespace)
             continue
         except ExpandError as err:
-            return Rendered(None, err, fetched.objects, fetched.preset_lists, cr)
-        return Rendered(result, None, fetched.objects, fetched.preset_lists, cr)
+            return Rendered(None, err, fetched.objects, fetched.preset_lists, cr, tuple(fetched.reviews))
+        return Rendered(result, None, fetched.objects, fetched.preset_lists, cr, tuple(fetched.reviews))
     raise RuntimeError("the renderer kept asking for objects")  # pragma: no cover - a bug
 
 
@@ -151,12 +193,16 @@ async def render_from_source(
     presets: bool = False,
     validate: bool = False,
     exact_names: bool = False,
+    gate: AccessGate | None = None,
 ) -> tuple[ExpandResult, list[ObjectRef]]:
     """Expand ``vm`` with the objects ``source`` holds; also return the refs that were read.
 
-    Raises ExpandError (the user's problem), SourceUnavailable (the store's) or LookupPending never.
+    Raises ExpandError (the user's problem), SourceUnavailable (the store's), AccessRefused (with a
+    ``gate``: the caller's) or LookupPending never.
     """
-    rendered = await render_traced(source, vm, presets=presets, validate=validate, exact_names=exact_names)
+    rendered = await render_traced(
+        source, vm, presets=presets, validate=validate, exact_names=exact_names, gate=gate
+    )
     if rendered.error is not None:
         raise rendered.error
     assert rendered.result is not None

@@ -1,0 +1,158 @@
+"""What the server may read on a caller's behalf: the tenancy model, held here for every source.
+
+The server reads the cluster with its own account, which can read every namespace. What a caller may
+learn through an answer follows KubeVirt's own model, and nothing more:
+
+* **Instancetypes and preferences** a VM references (the namespaced kinds in the VM's namespace, the
+  cluster kinds), and **ControllerRevisions that hold one** (what KubeVirt writes for a VM: data that
+  decodes to one of the four kinds, or a legacy spec wrapper) are used without asking: a caller who may
+  expand, or create VMs, in a namespace can learn their specs through the VM they render, as with
+  KubeVirt's own expand-spec and admission.
+* **Everything else** is read only after a SubjectAccessReview says the caller may read it, with the
+  verb kube-apiserver would authorize: ``get`` on the PersistentVolumeClaim, DataVolume, DataSource or
+  VolumeSnapshot that ``inferFromVolume`` follows (in any namespace the VM names), ``get`` on a
+  ControllerRevision that holds no instancetype or preference (a StatefulSet's, a DaemonSet's, damaged
+  data) or does not exist, ``list`` on the VirtualMachineInstancePresets of the namespace
+  (``?presets=true``).
+* With ``--authorize-references`` every referenced object is reviewed (``get``), the instancetype and
+  preference kinds (cluster kinds included) and every ControllerRevision too, before it is read.
+
+A review comes before anything of the object can show in the answer, and before the object is read at
+all where its kind alone calls for one: a refusal is kube-apiserver's 403 for that read, whether the
+object exists or not (refused and missing look the same to a caller who may not read it; both are that
+403). A ControllerRevision is read first (with the server's account) to see whether it holds an
+instancetype or preference; one that does not is answered as if it did not exist unless the caller may
+read it. The one difference a caller without rights can tell is "holds an instancetype or preference",
+which KubeVirt's model shows anyway.
+
+:class:`ReadAccess` is the caller's side (one per request, bound to the caller's identity: the auth
+layer's :class:`~apiserver.auth.access.CallerAccess`); :class:`AccessGate` is the policy above over it,
+which :mod:`apiserver.sources.gather` consults for every object a rendering asks for. Anything else
+that answers with objects on a caller's behalf (a list of rendered VMs) consults the same gate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from apiserver.render import objects as o
+from apiserver.render.errors import status
+from apiserver.render.objects import ObjectRef
+from apiserver.render.revision import holds_spec
+from apiserver.sources.cluster import kinds
+
+# Kinds whose objects a rendering uses as KubeVirt would, without a review (unless all are reviewed).
+SPEC_KINDS = frozenset({o.INSTANCETYPE, o.CLUSTER_INSTANCETYPE, o.PREFERENCE, o.CLUSTER_PREFERENCE})
+# Kinds read only for inferFromVolume: always reviewed, before they are read.
+VOLUME_KINDS = frozenset(kinds.DIRECT)
+_RESOURCES = {
+    r.kind: r
+    for r in (
+        kinds.INSTANCETYPE,
+        kinds.CLUSTER_INSTANCETYPE,
+        kinds.PREFERENCE,
+        kinds.CLUSTER_PREFERENCE,
+        kinds.CONTROLLER_REVISION,
+        kinds.PRESET,
+        *kinds.DIRECT.values(),
+    )
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """One read on a caller's behalf, in the terms of a SubjectAccessReview's ``resourceAttributes``."""
+
+    verb: str  # get | list
+    group: str
+    resource: str
+    namespace: str
+    name: str = ""
+
+    def describe(self) -> str:
+        where = f" in namespace {self.namespace}" if self.namespace else ""
+        what = f"{self.resource}.{self.group}" if self.group else self.resource
+        return f"{self.verb} {what} {self.name!r}{where}" if self.name else f"{self.verb} {what}{where}"
+
+
+def read_of(ref: ObjectRef) -> Read:
+    """The ``get`` a caller would need to read ``ref`` themselves."""
+    resource = _RESOURCES[ref.kind]
+    namespace = ref.namespace if resource.namespaced else ""
+    return Read("get", resource.group, resource.plural, namespace, ref.name)
+
+
+def presets_read(namespace: str) -> Read:
+    """The ``list`` a caller would need to read the presets of ``namespace``."""
+    return Read("list", kinds.PRESET.group, kinds.PRESET.plural, namespace)
+
+
+class ReadAccess(Protocol):
+    """The caller's side of the gate: may they make ``read``? One per request, bound to the caller."""
+
+    async def review(self, read: Read) -> Mapping[str, Any] | None:
+        """None when the caller may; else the Status to answer instead: kube-apiserver's 403 for that
+        read, or a 503 (with ``details.retryAfterSeconds``) when no decision could be made."""
+
+
+class AccessRefused(Exception):
+    """A rendering needs something the caller may not see: ``status`` is the whole answer."""
+
+    def __init__(self, read: Read, status: Mapping[str, Any]) -> None:
+        super().__init__(f"{read.describe()}: {status.get('message', '')}")
+        self.read = read
+        self.status = dict(status)
+
+
+@dataclass(frozen=True, slots=True)
+class AccessGate:
+    """The tenancy model over one caller's :class:`ReadAccess` (see the module docstring).
+
+    ``all_references``: ``--authorize-references``, every referenced object is reviewed before it is
+    read. The questions are synchronous and cheap (a kind look-up; for a revision, whether it holds a
+    spec, remembered per object); only :meth:`review` awaits.
+    """
+
+    access: ReadAccess
+    all_references: bool = False
+
+    def review_first(self, ref: ObjectRef) -> bool:
+        """Whether ``ref`` needs a review before it is read at all."""
+        kind = ref.kind
+        if kind in VOLUME_KINDS:
+            return True
+        return self.all_references and (kind in SPEC_KINDS or kind == o.CONTROLLER_REVISION)
+
+    def needs_review(self, ref: ObjectRef, found: Mapping[str, Any] | None) -> bool:
+        """Whether what was read for ``ref`` (``found``; None: missing) may reach the renderer only
+        after a review."""
+        kind = ref.kind
+        if kind in SPEC_KINDS:
+            return self.all_references
+        if kind == o.CONTROLLER_REVISION:
+            return self.all_references or found is None or not holds_spec(found)
+        return kind in VOLUME_KINDS
+
+    async def review(self, read: Read) -> None:
+        """Raise :class:`AccessRefused` unless the caller may make ``read``."""
+        refusal = await self.access.review(read)
+        if refusal is not None:
+            raise AccessRefused(read, refusal)
+
+
+class _Open:
+    async def review(self, read: Read) -> None:
+        return None
+
+
+class _Closed:
+    """Refuses everything: for a request whose caller is unknown where one is expected."""
+
+    async def review(self, read: Read) -> Mapping[str, Any]:
+        return status(403, "Forbidden", f"{read.describe()}: the caller of this request is not known")
+
+
+OPEN: ReadAccess = _Open()
+CLOSED: ReadAccess = _Closed()
