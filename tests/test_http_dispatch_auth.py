@@ -24,6 +24,7 @@ from tests.http_helpers import EXAMPLES, vm_path
 
 ALICE = [("X-Remote-User", "alice"), ("X-Remote-Group", "dev"), ("Accept", "application/json")]
 BOB = [("X-Remote-User", "bob"), ("X-Remote-Group", "dev"), ("Accept", "application/json")]
+JSON = [("Content-Type", "application/json")]
 
 
 def dispatcher(env: AuthEnv) -> Dispatcher:
@@ -87,3 +88,72 @@ async def test_the_access_log_names_the_caller_either_way(
         lines = [r.getMessage() for r in caplog.records if r.name == "apiserver.access"]
         assert len(lines) == 2 and all(line.endswith(" user=alice") for line in lines)
         assert all(f"GET {vm_path()} 200 " in line for line in lines)
+
+
+async def test_an_answer_that_needed_reviews_is_given_to_another_caller_only_after_them(
+    tmp_path: Path,
+) -> None:
+    """alice may read the PVC her VM infers its instancetype from; bob may only expand. bob's identical
+    request is refused as if rendered for him, although alice's answer (and error) is cached, and never
+    from the shortcut; alice keeps getting it, after her cached review."""
+    import shutil
+
+    import yaml
+
+    folder = tmp_path / "objects"
+    shutil.copytree(EXAMPLES, folder)
+    labels = {"instancetype.kubevirt.io/default-instancetype": "cmedium"}
+    pvc = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "disk", "namespace": "ns-b", "labels": labels},
+    }
+    (folder / "pvc.yaml").write_text(yaml.safe_dump(pvc))
+    put = vm_path().replace("virtualmachines/fedora/expand-spec", "expand-vm-spec")
+    vm = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachine",
+        "metadata": {"name": "x"},
+        "spec": {
+            "instancetype": {"inferFromVolume": "root"},
+            "dataVolumeTemplates": [
+                {
+                    "metadata": {"name": "dv"},
+                    "spec": {"source": {"pvc": {"namespace": "ns-b", "name": "disk"}}},
+                }
+            ],
+            "template": {
+                "spec": {
+                    "domain": {"devices": {}},
+                    "volumes": [{"name": "root", "dataVolume": {"name": "dv"}}],
+                }
+            },
+        },
+    }
+    async with auth_env(tmp_path, source=FolderSource(folder, watch=False)) as env:
+        env.reviews.rules[:] = [
+            Rule("allow", user="alice"),
+            Rule("allow", user="bob", resource="expand-vm-spec"),
+        ]
+        for _ in range(2):
+            code, _, body = await env.call(
+                put, cert=env.pki.aggregator, headers=ALICE + JSON, method="PUT", body=vm
+            )
+            assert code == 200, body
+        at_once = dispatcher(env).answered_at_once
+        for _ in range(2):
+            code, _, body = await env.call(
+                put, cert=env.pki.aggregator, headers=BOB + JSON, method="PUT", body=vm
+            )
+            assert code == 403
+            assert body["message"] == (
+                'persistentvolumeclaims "disk" is forbidden: User "bob" cannot get resource '
+                '"persistentvolumeclaims" in API group "" in the namespace "ns-b"'
+            )
+        assert dispatcher(env).answered_at_once == at_once
+        pvc_reviews = [
+            r["spec"]
+            for r in env.reviews.access_reviews
+            if r["spec"]["resourceAttributes"].get("resource") == "persistentvolumeclaims"
+        ]
+        assert [s["user"] for s in pvc_reviews] == ["alice", "bob"]  # each cached afterwards
