@@ -45,20 +45,6 @@ from apiserver.sources.cluster import kinds
 
 # Kinds whose objects a rendering uses as KubeVirt would, without a review (unless all are reviewed).
 SPEC_KINDS = frozenset({o.INSTANCETYPE, o.CLUSTER_INSTANCETYPE, o.PREFERENCE, o.CLUSTER_PREFERENCE})
-# Kinds read only for inferFromVolume: always reviewed, before they are read.
-VOLUME_KINDS = frozenset(kinds.DIRECT)
-_RESOURCES = {
-    r.kind: r
-    for r in (
-        kinds.INSTANCETYPE,
-        kinds.CLUSTER_INSTANCETYPE,
-        kinds.PREFERENCE,
-        kinds.CLUSTER_PREFERENCE,
-        kinds.CONTROLLER_REVISION,
-        kinds.PRESET,
-        *kinds.DIRECT.values(),
-    )
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,10 +64,11 @@ class Read:
 
 
 def read_of(ref: ObjectRef) -> Read:
-    """The ``get`` a caller would need to read ``ref`` themselves."""
-    resource = _RESOURCES[ref.kind]
-    namespace = ref.namespace if resource.namespaced else ""
-    return Read("get", resource.group, resource.plural, namespace, ref.name)
+    """The ``get`` a caller would need to read ``ref`` themselves (a kind the renderer has no resource
+    name for: a read of resource ``kind``, which no RBAC rule grants)."""
+    qualified = o.RESOURCE_NAMES.get(ref.kind, ref.kind)
+    resource, _, group = qualified.partition(".")
+    return Read("get", group, resource, ref.namespace, ref.name)
 
 
 def presets_read(namespace: str) -> Read:
@@ -119,11 +106,12 @@ class AccessGate:
     all_references: bool = False
 
     def review_first(self, ref: ObjectRef) -> bool:
-        """Whether ``ref`` needs a review before it is read at all."""
+        """Whether ``ref`` needs a review before it is read at all: every kind but the instancetype
+        and preference kinds and ControllerRevisions (those only with ``all_references``)."""
         kind = ref.kind
-        if kind in VOLUME_KINDS:
-            return True
-        return self.all_references and (kind in SPEC_KINDS or kind == o.CONTROLLER_REVISION)
+        if kind in SPEC_KINDS or kind == o.CONTROLLER_REVISION:
+            return self.all_references
+        return True
 
     def needs_review(self, ref: ObjectRef, found: Mapping[str, Any] | None) -> bool:
         """Whether what was read for ``ref`` (``found``; None: missing) may reach the renderer only
@@ -133,7 +121,7 @@ class AccessGate:
             return self.all_references
         if kind == o.CONTROLLER_REVISION:
             return self.all_references or found is None or not holds_spec(found)
-        return kind in VOLUME_KINDS
+        return True
 
     async def review(self, read: Read) -> None:
         """Raise :class:`AccessRefused` unless the caller may make ``read``."""
