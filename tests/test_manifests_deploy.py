@@ -292,27 +292,29 @@ def _triples(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
     }
 
 
-def _declared(module: str) -> set[Grant]:
-    """A module's RULES: (api_group, resource, verbs[, namespace, resource_names]) each."""
-    import importlib
-
-    mod = importlib.import_module(module)
+def _declared(rules: Any, what: str) -> set[Grant]:
+    """Rules the code declares: (api_group, resource, verbs[, namespace, resource_names]) each."""
     out: set[Grant] = set()
-    for rule in mod.RULES:
+    for rule in rules:
         namespace = getattr(rule, "namespace", None)
         names = getattr(rule, "resource_names", ()) or ("",)
         for verb in rule.verbs:
             for name in names:
                 where = f"{namespace}/{name}" if namespace else ""
                 out.add((rule.api_group, rule.resource, verb, where))
-    assert out, f"{module}.RULES is empty"
+    assert out, f"{what} is empty"
     return out
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_the_server_is_granted_exactly_what_the_code_declares(overlay: str) -> None:
-    """Nothing the code reads is missing (a 403 in production), nothing more is granted."""
+    """Nothing the code reads with the Deployment's flags is missing (a 403 in production), nothing
+    more is granted: what the reader role holds follows from the flags (rules_for)."""
+    from apiserver.auth import rbac as auth_rbac
+    from apiserver.sources.cluster import rbac
+
     objects = rendered(overlay)
+    options = serve_options(container(objects)["args"])
     sa = only(objects, "ServiceAccount")
     subject = {"kind": "ServiceAccount", "name": sa["metadata"]["name"], "namespace": NAMESPACE}
     cluster_roles = {r["metadata"]["name"]: r for r in of_kind(objects, "ClusterRole")}
@@ -335,10 +337,32 @@ def test_the_server_is_granted_exactly_what_the_code_declares(overlay: str) -> N
         "name": "extension-apiserver-authentication-reader",
     }
     granted |= AUTHENTICATION_READER
-    declared = _declared("apiserver.sources.cluster.rbac") | _declared("apiserver.auth.rbac")
+    reads = rbac.rules_for(vm_cache=options.vm_cache)
+    declared = _declared(reads, "sources.cluster.rbac") | _declared(auth_rbac.RULES, "auth.rbac")
     assert granted == declared, (
         f"missing: {sorted(declared - granted)}; granted but unused: {sorted(granted - declared)}"
     )
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_list_and_watch_on_vms_are_granted_because_the_deployment_passes_vm_cache(overlay: str) -> None:
+    """The collection needs the VM cache, so the base Deployment passes --vm-cache; that flag, not a
+    default, is why the reader role may list and watch VirtualMachines in every namespace."""
+    from apiserver.sources.cluster import rbac
+
+    objects = rendered(overlay)
+    assert serve_options(container(objects)["args"]).vm_cache
+    vm_verbs = {
+        verb
+        for role in of_kind(objects, "ClusterRole")
+        for rule in role["rules"]
+        if "virtualmachines" in rule.get("resources", []) and "kubevirt.io" in rule.get("apiGroups", [])
+        for verb in rule["verbs"]
+    }
+    assert {"list", "watch"} <= vm_verbs
+    without = {(r.resource, v) for r in rbac.rules_for(vm_cache=False) for v in r.verbs}
+    assert ("virtualmachines", "get") in without
+    assert not {("virtualmachines", "list"), ("virtualmachines", "watch")} & without
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)

@@ -18,7 +18,7 @@ import pytest
 from apiserver.render.objects import ObjectRef
 from apiserver.sources.base import SourceUnavailable
 from apiserver.sources.cluster import ClusterSource
-from apiserver.sources.cluster.rbac import RULES
+from apiserver.sources.cluster.rbac import RULES, rules_for
 from tests.clusters import Cluster
 from tests.fakekube import FLAVOR_RESOURCES
 from tests.fakekube.testing import eventually, obj
@@ -344,16 +344,23 @@ async def test_watches_that_end_are_resumed_without_listing(cluster: Cluster, ob
         await source.close()
 
 
-def rule_set(drop: Callable[[str], bool] = lambda _r: False) -> list[tuple[str, str, tuple[str, ...]]]:
-    return [(r.api_group, r.resource, r.verbs) for r in RULES if not drop(r.resource)]
+def rule_set(
+    drop: Callable[[str], bool] = lambda _r: False, rules: tuple[Any, ...] = RULES
+) -> list[tuple[str, str, tuple[str, ...]]]:
+    return [(r.api_group, r.resource, r.verbs) for r in rules if not drop(r.resource)]
 
 
-async def test_the_deployments_rbac_rules_allow_every_read(cluster: Cluster, objects: Objects) -> None:
-    """A user granted exactly :data:`RULES` (the ClusterRole the manifests deploy) reads everything."""
-    kubeconfig = await cluster.kubeconfig_for("expand-reader", rule_set())
+@pytest.mark.parametrize("vm_cache", [False, True], ids=["default", "vm-cache"])
+async def test_the_deployments_rbac_rules_allow_every_read(
+    cluster: Cluster, objects: Objects, vm_cache: bool
+) -> None:
+    """A user granted exactly :func:`rules_for` the flags (the ClusterRoles the manifests deploy with
+    them) reads everything."""
+    rules = rule_set(rules=rules_for(vm_cache=vm_cache))
+    kubeconfig = await cluster.kubeconfig_for(f"expand-reader-{int(vm_cache)}", rules)
     await cluster.create(vm("vm", cluster.namespace))
     await cluster.create(revision("rev", cluster.namespace, {}))
-    source = await started(cluster, kubeconfig, vm_cache=True)
+    source = await started(cluster, kubeconfig, vm_cache=vm_cache)
     try:
         assert source.collection is not None  # its renderings read with the same rules
         await asyncio.wait_for(source.collection.ready.wait(), 30)
