@@ -82,3 +82,31 @@ def test_bearer_token_parsing() -> None:
     assert bearer_token("bearer abc") == "abc"
     assert bearer_token("Basic abc") is None
     assert bearer_token("Bearer ") is None
+
+
+async def test_review_cache_counts_and_the_metrics_export_it() -> None:
+    """What an operator weighs --authorize-references by: lookups answered from the cache, reviews asked."""
+    import asyncio
+
+    from apiserver.auth.cache import TTLCache
+    from apiserver.http.metrics import Metrics
+
+    cache: TTLCache[bool] = TTLCache(lambda _v: 10.0)
+    asked = 0
+
+    async def review() -> bool:
+        nonlocal asked
+        asked += 1
+        await asyncio.sleep(0.01)
+        return True
+
+    await asyncio.gather(*(cache.get("k", review) for _ in range(3)))  # one review, two share it
+    await cache.get("k", review)
+    await cache.get("other", review)
+    assert (asked, cache.hits, cache.misses) == (2, 3, 2)
+    metrics = Metrics()
+    metrics.watch_reviews("subjectaccessreviews", lambda: (len(cache), cache.hits, cache.misses))
+    text = metrics.exposition().decode()
+    assert 'kubevirt_expand_review_cache_entries{review="subjectaccessreviews"} 2.0' in text
+    assert 'kubevirt_expand_review_cache_hits_total{review="subjectaccessreviews"} 3.0' in text
+    assert 'kubevirt_expand_review_cache_misses_total{review="subjectaccessreviews"} 2.0' in text

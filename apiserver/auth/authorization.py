@@ -214,6 +214,10 @@ class SubjectAccessReviewer:
         self._client = client
         self._cache: TTLCache[Decision] = TTLCache(lambda d: allowed_ttl if d.allowed else denied_ttl)
 
+    def cache_figures(self) -> tuple[int, int, int]:
+        """Decisions held, lookups answered from them, and reviews asked of the cluster."""
+        return len(self._cache), self._cache.hits, self._cache.misses
+
     async def authorize(self, user: UserInfo, attrs: Attributes) -> Decision:
         """Allowed or denied; :class:`ReviewError` when the cluster could not be asked."""
         return (await self.authorize_until(user, attrs))[0]

@@ -27,6 +27,9 @@ class TTLCache(Generic[V]):
         self._max = max_entries
         self._entries: OrderedDict[Hashable, tuple[float, V]] = OrderedDict()
         self._inflight: dict[Hashable, asyncio.Future[V]] = {}
+        # Lookups answered from the cache (or by a computation already under way), and computed.
+        self.hits = 0
+        self.misses = 0
 
     def clear(self) -> None:
         self._entries.clear()
@@ -54,11 +57,14 @@ class TTLCache(Generic[V]):
         if entry is not None:
             if entry[0] > now:
                 self._entries.move_to_end(key)
+                self.hits += 1
                 return entry[1]
             del self._entries[key]
         pending = self._inflight.get(key)
         if pending is not None:
+            self.hits += 1
             return await asyncio.shield(pending)
+        self.misses += 1
         future: asyncio.Future[V] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:

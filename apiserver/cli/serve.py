@@ -313,6 +313,7 @@ async def _serve_authenticated(
     """Load the cluster connections for reviews, keep the trust settings current, serve with the gate."""
     from apiserver.auth.tls import ServingTLS
     from apiserver.http.authn import admission_shortcut, auth_middleware
+    from apiserver.http.metrics import Metrics
     from apiserver.http.server import certificate_files
     from apiserver.sources.base import Check
     from apiserver.sources.cluster.client import api_client, load_configuration
@@ -326,6 +327,9 @@ async def _serve_authenticated(
             "(give --authentication-kubeconfig/--authorization-kubeconfig or --kubeconfig)"
         ) from None
     runtime = auth_options.AuthRuntime(options, authn_api=api_client(authn), authz_api=api_client(authz))
+    metrics = Metrics()
+    if runtime.gate.reviewer is not None:
+        metrics.watch_reviews("subjectaccessreviews", runtime.gate.reviewer.cache_figures)
     await runtime.start()
     try:
         cert, key = certificate_files(settings)
@@ -344,6 +348,7 @@ async def _serve_authenticated(
                     authentication=True,
                     ssl_context=tls.context,
                     checks=[lambda: [Check(auth_options.READINESS_CHECK, *runtime.readiness())]],
+                    metrics=metrics,
                 )
             )
         finally:

@@ -14,7 +14,7 @@ library's Counter, Histogram and Gauge would export.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from prometheus_client import CollectorRegistry, Counter, disable_created_metrics, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -65,6 +65,34 @@ class _ProblemsCollector(Collector):
                 value=float(len(self._source.problems())),
             )
         ]
+
+
+class _ReviewCollector(Collector):
+    """A review cache's figures (decisions held, lookups answered from it, reviews asked), read at
+    scrape time: what ``--authorize-references`` costs shows as reviews asked per request."""
+
+    def __init__(self, review: str, figures: Callable[[], tuple[int, int, int]]) -> None:
+        self._review = review
+        self._figures = figures
+
+    def collect(self) -> Iterable[Metric]:
+        size, hits, misses = self._figures()
+        labels = ["review"]
+        held = GaugeMetricFamily(
+            f"{_PREFIX}_review_cache_entries", "Decisions a review cache holds.", labels=labels
+        )
+        answered = CounterMetricFamily(
+            f"{_PREFIX}_review_cache_hits",
+            "Lookups a review cache answered without asking the cluster.",
+            labels=labels,
+        )
+        asked = CounterMetricFamily(
+            f"{_PREFIX}_review_cache_misses", "Reviews asked of the cluster.", labels=labels
+        )
+        held.add_metric([self._review], size)
+        answered.add_metric([self._review], hits)
+        asked.add_metric([self._review], misses)
+        return [held, answered, asked]
 
 
 class _Latency:
@@ -135,6 +163,10 @@ class Metrics:
             self.registry.register(_SourceCollector(source))
         if isinstance(source, ReportsProblems):
             self.registry.register(_ProblemsCollector(source))
+
+    def watch_reviews(self, review: str, figures: Callable[[], tuple[int, int, int]]) -> None:
+        """Export a review cache's figures (``review``: subjectaccessreviews, tokenreviews)."""
+        self.registry.register(_ReviewCollector(review, figures))
 
     def started(self) -> None:
         """A request came in (``kubevirt_expand_http_requests_in_flight``)."""

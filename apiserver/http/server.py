@@ -29,6 +29,7 @@ from apiserver.http.app import build_app, install_dispatcher, install_expect_gua
 from apiserver.http.connections import ConnectionLimits, GuardedSite
 from apiserver.http.dispatch import Admission
 from apiserver.http.health import ChecksFn, ServerState
+from apiserver.http.metrics import Metrics
 from apiserver.http.settings import Settings
 from apiserver.sources.base import Source
 
@@ -170,6 +171,7 @@ class Server:
         ssl_context: ssl.SSLContext | None = None,
         checks: Iterable[ChecksFn] = (),
         dispatch: bool = True,
+        metrics: Metrics | None = None,
     ) -> None:
         """``dispatch=False`` routes the expand endpoints through aiohttp's router like every other
         path, instead of :mod:`apiserver.http.dispatch` (tests compare the two)."""
@@ -177,7 +179,13 @@ class Server:
         self.settings = settings
         self.state = ServerState()
         self.app = build_app(
-            settings, source, middlewares=middlewares, admission=admission, state=self.state, checks=checks
+            settings,
+            source,
+            middlewares=middlewares,
+            admission=admission,
+            state=self.state,
+            checks=checks,
+            metrics=metrics,
         )
         self._ssl = ssl_context
         self._dispatch = dispatch
