@@ -260,7 +260,7 @@ class ExpandHandlers:
                 )
                 or entry
             )
-        return await self._send(request, entry, get=get, media_type=media_type)
+        return self._response(request, entry, get=get, media_type=media_type)  # reviews passed above
 
     async def _send(self, request: web.Request, entry: Entry, *, get: bool, media_type: str) -> web.Response:
         if entry.reviews:  # this caller must pass what the first one did, before anything is shown
