@@ -48,24 +48,23 @@ def _max_len(length: int) -> str:
     return f"must be no more than {length} characters"
 
 
-def subdomain_errors(value: str) -> list[str]:
-    """``validation.IsDNS1123Subdomain``: what is wrong with ``value`` as an object name (empty: nothing)."""
+def _errors(value: str, max_len: int, pattern: re.Pattern[str], message: str) -> list[str]:
     errors = []
-    if len(value) > SUBDOMAIN_MAX:
-        errors.append(_max_len(SUBDOMAIN_MAX))
-    if not _SUBDOMAIN_RE.fullmatch(value):
-        errors.append(_SUBDOMAIN_ERROR)
+    if len(value) > max_len:
+        errors.append(_max_len(max_len))
+    if not pattern.fullmatch(value):
+        errors.append(message)
     return errors
+
+
+def subdomain_errors(value: str) -> list[str]:
+    """``validation.IsDNS1123Subdomain``: what is wrong with ``value`` as an object name."""
+    return _errors(value, SUBDOMAIN_MAX, _SUBDOMAIN_RE, _SUBDOMAIN_ERROR)
 
 
 def label_errors(value: str) -> list[str]:
     """``validation.IsDNS1123Label``: what is wrong with ``value`` as a namespace name."""
-    errors = []
-    if len(value) > LABEL_MAX:
-        errors.append(_max_len(LABEL_MAX))
-    if not _LABEL_RE.fullmatch(value):
-        errors.append(_LABEL_ERROR)
-    return errors
+    return _errors(value, LABEL_MAX, _LABEL_RE, _LABEL_ERROR)
 
 
 def invalid_value(field: str, value: str, errors: list[str], *, name: str = "") -> ExpandError:
