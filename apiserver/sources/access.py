@@ -41,7 +41,6 @@ from apiserver.render import objects as o
 from apiserver.render.errors import status
 from apiserver.render.objects import ObjectRef
 from apiserver.render.revision import holds_spec
-from apiserver.sources.cluster import kinds
 
 # Kinds whose objects a rendering uses as KubeVirt would, without a review (unless all are reviewed).
 SPEC_KINDS = frozenset({o.INSTANCETYPE, o.CLUSTER_INSTANCETYPE, o.PREFERENCE, o.CLUSTER_PREFERENCE})
@@ -73,7 +72,8 @@ def read_of(ref: ObjectRef) -> Read:
 
 def presets_read(namespace: str) -> Read:
     """The ``list`` a caller would need to read the presets of ``namespace``."""
-    return Read("list", kinds.PRESET.group, kinds.PRESET.plural, namespace)
+    resource, _, group = o.RESOURCE_NAMES[o.PRESET].partition(".")
+    return Read("list", group, resource, namespace)
 
 
 class ReadAccess(Protocol):
