@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,13 +16,6 @@ from apiserver.auth.cache import TTLCache
 from apiserver.auth.identity import MASTERS_GROUP, UserInfo
 from apiserver.auth.reviews import SUBJECT_ACCESS_REVIEW_PATH, ReviewClient, ReviewError
 from apiserver.render.errors import status
-from apiserver.render.objects import (
-    CONTROLLER_REVISION,
-    INSTANCETYPE,
-    INSTANCETYPE_GROUP,
-    PREFERENCE,
-    ObjectRef,
-)
 
 log = logging.getLogger(__name__)
 
@@ -126,40 +119,6 @@ def request_attributes(method: str, path: str) -> Attributes:
         subresource=subresource,
         name=name,
     )
-
-
-# Every kind a rendering may read, as (group, resource): what a caller must be allowed to get to see a
-# rendering that read it (the collection's guarded items).
-_READ_RESOURCES = {
-    INSTANCETYPE: (INSTANCETYPE_GROUP, "virtualmachineinstancetypes"),
-    "VirtualMachineClusterInstancetype": (INSTANCETYPE_GROUP, "virtualmachineclusterinstancetypes"),
-    PREFERENCE: (INSTANCETYPE_GROUP, "virtualmachinepreferences"),
-    "VirtualMachineClusterPreference": (INSTANCETYPE_GROUP, "virtualmachineclusterpreferences"),
-    CONTROLLER_REVISION: ("apps", "controllerrevisions"),
-    "PersistentVolumeClaim": ("", "persistentvolumeclaims"),
-    "DataVolume": ("cdi.kubevirt.io", "datavolumes"),
-    "DataSource": ("cdi.kubevirt.io", "datasources"),
-    "VolumeSnapshot": ("snapshot.storage.k8s.io", "volumesnapshots"),
-    "VirtualMachineInstancePreset": ("kubevirt.io", "virtualmachineinstancepresets"),
-}
-
-
-def read_attributes(refs: Iterable[ObjectRef]) -> list[Attributes]:
-    """``get`` attributes for each object in ``refs`` (unknown kinds: a rule nobody can hold)."""
-    out: list[Attributes] = []
-    for ref in refs:
-        group, resource = _READ_RESOURCES.get(ref.kind, ("kubevirt-expand.invalid", ref.kind.lower()))
-        attrs = Attributes(
-            verb="get",
-            resource_request=True,
-            namespace=ref.namespace,
-            group=group,
-            resource=resource,
-            name=ref.name,
-        )
-        if attrs not in out:
-            out.append(attrs)
-    return out
 
 
 @dataclass(frozen=True, slots=True)

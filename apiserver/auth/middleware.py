@@ -23,7 +23,6 @@ from apiserver.auth.authorization import (
     Decision,
     SubjectAccessReviewer,
     forbidden_status,
-    read_attributes,
     request_attributes,
 )
 from apiserver.auth.cache import TTLCache
@@ -34,7 +33,6 @@ from apiserver.auth.requestheader import CredentialFilter, Headers, RawHeaders
 from apiserver.auth.reviews import ReviewError
 from apiserver.auth.tokenreview import TokenAuthenticator, bearer_token
 from apiserver.render.errors import status
-from apiserver.render.objects import ObjectRef
 
 log = logging.getLogger(__name__)
 
@@ -342,16 +340,3 @@ class AuthGate:
             return Verdict(user=user)
         log.info("forbidden: %r may not %s (%s)", user.name, attrs.describe(), decision.reason or "no reason")
         return Verdict(user=user, status=forbidden_status(user, attrs, decision.reason))
-
-    async def may_read(self, user: UserInfo, refs: Iterable[ObjectRef]) -> bool:
-        """Whether ``user`` may get every object in ``refs`` (a review each, cached); a review that
-        cannot be made counts as a no."""
-        for attrs in read_attributes(refs):
-            try:
-                decision = await self.authorize(user, attrs)
-            except ReviewError as exc:
-                log.warning("cannot authorize %s for %r: %s", attrs.describe(), user.name, exc)
-                return False
-            if not decision.allowed:
-                return False
-        return True

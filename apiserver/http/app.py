@@ -19,7 +19,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
 from apiserver.http import collection, discovery, health, openapi, routes, version
-from apiserver.http.authn import may_read
+from apiserver.http.authn import read_gate
 from apiserver.http.deadlines import Deadlines
 from apiserver.http.dispatch import Admission, Dispatcher, FrontLayer
 from apiserver.http.errors import StatusError, from_http_exception, internal_error, status_response, too_large
@@ -199,7 +199,7 @@ def build_app(
     app[FRONT] = front
     store = getattr(source, "collection", None)
     collection.add_routes(
-        app, collection.CollectionHandlers(store, metrics, may_read if middlewares else None)
+        app, collection.CollectionHandlers(store, metrics, read_gate if middlewares else None)
     )
     expand_api = {resource.canonical for resource in app.router.resources()}
     discovery.add_routes(app, settings, collection=store is not None)

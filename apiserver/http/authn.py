@@ -7,7 +7,7 @@ not, so nothing downstream can mistake them for an identity. The caller is left 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -22,7 +22,6 @@ from apiserver.auth.requestheader import RawHeaders
 from apiserver.auth.tls import peer_certificate_der
 from apiserver.http.errors import StatusError
 from apiserver.http.logging import USER_KEY
-from apiserver.render.objects import ObjectRef
 from apiserver.sources.access import CLOSED, AccessGate
 
 GATE_KEY = web.RequestKey("auth_gate", AuthGate)
@@ -104,18 +103,6 @@ def auth_middleware(gate: AuthGate) -> Middleware:
     return authenticate
 
 
-async def may_read(request: web.Request, refs: Sequence[ObjectRef]) -> bool:
-    """Whether the caller may get every object in ``refs`` (True without authentication: no tenancy)."""
-    gate = request.get(GATE_KEY)
-    user = request.get(USER_KEY)
-    if gate is None:
-        return True
-    if not isinstance(user, UserInfo):
-        return False
-    allowed: bool = await gate.may_read(user, refs)
-    return allowed
-
-
 def read_gate(request: web.Request) -> AccessGate:
     """The tenancy gate for the caller of ``request`` (see :mod:`apiserver.sources.access`): their
     SubjectAccessReviews decide what a rendering may read for them. A request that reached a handler
@@ -143,6 +130,7 @@ def admission_shortcut(gate: AuthGate) -> Callable[[web.Request], bool]:
             return False
         if admission.verdict.user is not None:
             request[USER_KEY] = admission.verdict.user
+        request[GATE_KEY] = gate  # the handler's tenancy gate (read_gate) is the caller's, as ever
         return True
 
     return admitted

@@ -17,7 +17,7 @@ import bisect
 import contextlib
 import random
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -29,7 +29,7 @@ from apiserver.http.errors import StatusError, bad_request, not_found, unavailab
 from apiserver.http.media import JSON, YAML, encode, parse_accept
 from apiserver.http.metrics import Metrics
 from apiserver.render.errors import status
-from apiserver.render.objects import ObjectRef
+from apiserver.sources.access import AccessGate, Read
 from apiserver.sources.collection import items as it
 from apiserver.sources.collection.items import Item, Key
 from apiserver.sources.collection.selectors import (
@@ -51,8 +51,9 @@ MIN_REQUEST_TIMEOUT = 1800
 BOOKMARK_EVERY = 60.0
 _CHUNK = 256 * 1024  # bytes written to a streamed list between drains
 
-# May the caller read these objects? (user's SubjectAccessReviews, on the request's auth gate)
-Guard = Callable[[web.Request, Sequence[ObjectRef]], Awaitable[bool]]
+# The caller's tenancy gate (apiserver.sources.access): what an item's rendering read that they must
+# pass a review for, and whether they do. None: no authentication, every item shown whole.
+GateOf = Callable[[web.Request], AccessGate | None]
 
 
 def _truthy(value: str) -> bool:
@@ -291,10 +292,10 @@ def expired(message: str, token: str = "") -> StatusError:
 class CollectionHandlers:
     """get, list and watch over a store (None: the collection is not served, every call says why)."""
 
-    def __init__(self, store: RenderedStore | None, metrics: Metrics, guard: Guard | None = None) -> None:
+    def __init__(self, store: RenderedStore | None, metrics: Metrics, gate_of: GateOf | None = None) -> None:
         self.store = store
         self.metrics = metrics
-        self.guard = guard
+        self.gate_of = gate_of
 
     def _store(self) -> RenderedStore:
         store = self.store
@@ -326,7 +327,7 @@ class CollectionHandlers:
             raise StatusError(
                 status(404, "NotFound", f'{it.PLURAL}.{it.GROUP} "{name}" not found', details=details)
             )
-        body = await self._visible(request, item)
+        body = await self._visible(self._gate(request), item)
         if media.kind == "table":
             meta = {"resourceVersion": item.version}
             include = request.query.get("includeObject", "Metadata")
@@ -473,17 +474,28 @@ class CollectionHandlers:
         await response.write_eof()
         return response
 
-    async def _visible(self, request: web.Request, item: Item) -> bytes:
-        if not item.guarded or self.guard is None:
-            return item.body
-        if await self.guard(request, item.guarded):
-            return item.body
-        return redacted(item)
+    def _gate(self, request: web.Request) -> AccessGate | None:
+        return None if self.gate_of is None else self.gate_of(request)
+
+    async def _visible(
+        self, gate: AccessGate | None, item: Item, version: str | None = None, body: bytes | None = None
+    ) -> bytes:
+        """The item as this caller may see it: whole once they pass the reviews its rendering calls
+        for (the tenancy model's, the same cached SubjectAccessReviews as GET expand-spec's), else
+        :func:`redacted`. ``body``: the item's bytes to send when whole (a watch event's copy)."""
+        whole = item.body if body is None else body
+        if gate is None:
+            return whole
+        due = gate.due(item.reviews)
+        if not due or await gate.allows(due):
+            return whole
+        return redacted(item, due, version)
 
     async def _bodies(self, request: web.Request, picked: Sequence[Item]) -> list[bytes]:
-        if self.guard is None or not any(i.guarded for i in picked):
+        gate = self._gate(request)
+        if gate is None or not any(gate.due(i.reviews) for i in picked):
             return [i.body for i in picked]
-        return [await self._visible(request, i) for i in picked]
+        return [await self._visible(gate, i) for i in picked]
 
     # -- watch ---------------------------------------------------------------------------------
 
@@ -509,10 +521,11 @@ class CollectionHandlers:
         response = web.StreamResponse(headers={"Content-Type": JSON, "Transfer-Encoding": "chunked"})
         await response.prepare(request)
         writer = _EventWriter(response, media, query.include_object)
+        gate = self._gate(request)
         self.metrics_watchers(1)
         try:
             for item in initial:
-                await writer.event("ADDED", await self._visible(request, item), item)
+                await writer.event("ADDED", await self._visible(gate, item), item)
             last_bookmark = time.monotonic()
             sent_version = ""
             while True:
@@ -526,13 +539,7 @@ class CollectionHandlers:
                     kind = _event_type(entry, namespace, query)
                     if kind is None:
                         continue
-                    body = entry.body
-                    if (
-                        entry.item.guarded
-                        and self.guard is not None
-                        and not await self.guard(request, entry.item.guarded)
-                    ):
-                        body = redacted(entry.item, entry.version)
+                    body = await self._visible(gate, entry.item, entry.version, entry.body)
                     await writer.event(kind, body, entry.item, entry.version)
                     sent_version = entry.version
                 now = time.monotonic()
@@ -631,20 +638,26 @@ def _with_body(item: Item, body: bytes) -> Item:
         (),
         None,
         it._cells(summary, cond),
-        item.guarded,
+        item.reviews,
     )
     return copy
 
 
-def redacted(item: Item, version: str | None = None) -> bytes:
-    """The item for a caller who may not read what its rendering read: the VM's name, labels and
-    matchers (what the VM itself says), no rendering, and a condition saying why, naming only the kinds."""
+def redacted(item: Item, due: Sequence[Read], version: str | None = None) -> bytes:
+    """The item for a caller who may not read what its rendering read (``due``, the reviews they did
+    not all pass): the VM's name, labels and matchers (what the VM itself says), no rendering, and a
+    condition saying why, naming only the resources (not which object, not whether it exists)."""
     doc = orjson.loads(item.body)
     doc.pop("virtualMachine", None)
     summary = doc.get("summary") or {}
     summary.pop("cpu", None)
     summary.pop("memory", None)
-    kinds = sorted({ref.kind for ref in item.guarded})
+    for key in ("instancetype", "preference"):  # which was found (a pinned revision, or live) is not told
+        matcher = summary.get(key)
+        if isinstance(matcher, dict):
+            matcher.pop("source", None)
+            matcher.pop("revisionName", None)
+    kinds = sorted({read.resource + (f".{read.group}" if read.group else "") for read in due})
     doc["status"] = {
         "conditions": [
             {

@@ -270,8 +270,10 @@ class ExpandHandlers:
         return self._response(request, entry, get=get, media_type=media_type)
 
     async def _review(self, request: web.Request, reviews: tuple[Read, ...]) -> None:
+        """Raise the 403 (or 503) a rendering for this caller would have met, unless they pass every
+        review in ``reviews`` (made in the same order as that rendering would)."""
         gate = self._gate(request)
-        if gate is None:
+        if gate is None or not reviews:
             return
         try:
             for read in reviews:
@@ -302,12 +304,16 @@ class ExpandHandlers:
         flags: tuple[bool, bool],
     ) -> Item | None:
         """The store's item for GET expand-spec's default answer (JSON, no presets, no validate) when it
-        is current for ``vm`` and shows nothing beyond the VM's instancetype and preference."""
+        is current for ``vm`` and read only what the tenancy model shows without a review (the VM's
+        instancetypes, preferences and revisions holding one: objects the store watches, or immutable).
+        Any other read (the volume inferFromVolume follows: not watched, so the item may be behind it)
+        is made again for the caller, through their gate. The caller is shown the item only after
+        :meth:`AccessGate.due` of its reviews (with --authorize-references, every object it read)."""
         store = self.store
         if store is None or media_type != JSON or flags != (False, False):
             return None
         item = store.current(params["namespace"], params["name"], vm)
-        if item is None or item.guarded:
+        if item is None or item.reviews.model:
             return None
         return item
 
@@ -324,7 +330,8 @@ class ExpandHandlers:
     def get_cached(self, request: web.Request, params: Mapping[str, str]) -> web.Response | None:
         """:meth:`get`'s answer when it is a current cached 200 for the VM the source holds; None for
         anything else (then :meth:`get` decides it all). Called only when no middleware has anything
-        left to check (the dispatcher's admission shortcut), so no review of what it read is due."""
+        left to check (the dispatcher's admission shortcut); an answer that needs a review of what it
+        read for this caller (a tenancy gate's) is never given here."""
         source = self.peekable
         if source is None:
             return None
@@ -339,7 +346,10 @@ class ExpandHandlers:
         assert not isinstance(vm, Missing)
         item = self._stored(request, vm, params, media_type, (presets, validate))
         if item is not None:
-            return None if item.error is not None else self._from_store(request, item)
+            gate = self._gate(request)
+            if item.error is not None or (gate is not None and gate.due(item.reviews)):
+                return None  # the whole way, which reviews them
+            return self._from_store(request, item)
         key = _get_key(request, presets, validate, media_type, vm_token(vm, held=True))
         entry = self.cache.get(key, source)
         if entry is None or entry.error is not None or entry.reviews:
@@ -364,10 +374,12 @@ class ExpandHandlers:
         if vm is None:
             raise self._vm_not_found(name)
         assert not isinstance(vm, Missing)
-        gate = self._gate(request)
-        if held and not (gate is not None and gate.all_references):
+        if held:
             item = self._stored(request, vm, params, media_type, (presets, validate))
             if item is not None:
+                gate = self._gate(request)
+                if gate is not None:
+                    await self._review(request, gate.due(item.reviews))
                 return self._from_store(request, item)
         token = vm_token(vm, held=held)
         key = None if token is None else _get_key(request, presets, validate, media_type, token)

@@ -27,13 +27,18 @@ which KubeVirt's model shows anyway.
 
 :class:`ReadAccess` is the caller's side (one per request, bound to the caller's identity: the auth
 layer's :class:`~apiserver.auth.access.CallerAccess`); :class:`AccessGate` is the policy above over it,
-which :mod:`apiserver.sources.gather` consults for every object a rendering asks for. Anything else
-that answers with objects on a caller's behalf (a list of rendered VMs) consults the same gate.
+which :mod:`apiserver.sources.gather` consults for every object a rendering asks for.
+
+A rendering made with the server's account and no caller (the collection's store renders every VM
+ahead of any request) carries its :class:`Reviews`: the same model applied to what it read, once for the
+default and once for ``--authorize-references``. A caller is shown it (a list item, GET expand-spec's
+answer from the store) only after passing :meth:`AccessGate.due` of them, through the same
+:class:`ReadAccess` and so the same cached SubjectAccessReviews as a rendering made for them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -68,6 +73,17 @@ def read_of(ref: ObjectRef) -> Read:
     qualified = o.RESOURCE_NAMES.get(ref.kind, ref.kind)
     resource, _, group = qualified.partition(".")
     return Read("get", group, resource, ref.namespace, ref.name)
+
+
+def needs_review(ref: ObjectRef, found: Mapping[str, Any] | None, *, all_references: bool = False) -> bool:
+    """The model for one object: whether what was read for ``ref`` (``found``; None: missing) may
+    reach a caller's answer only after their review (see the module docstring)."""
+    kind = ref.kind
+    if kind in SPEC_KINDS:
+        return all_references
+    if kind == o.CONTROLLER_REVISION:
+        return all_references or found is None or not holds_spec(found)
+    return True
 
 
 def presets_read(namespace: str) -> Read:
@@ -115,19 +131,57 @@ class AccessGate:
 
     def needs_review(self, ref: ObjectRef, found: Mapping[str, Any] | None) -> bool:
         """Whether what was read for ``ref`` (``found``; None: missing) may reach the renderer only
-        after a review."""
-        kind = ref.kind
-        if kind in SPEC_KINDS:
-            return self.all_references
-        if kind == o.CONTROLLER_REVISION:
-            return self.all_references or found is None or not holds_spec(found)
-        return True
+        after a review (:func:`needs_review` with this gate's ``all_references``)."""
+        return needs_review(ref, found, all_references=self.all_references)
+
+    def due(self, reviews: Reviews) -> tuple[Read, ...]:
+        """The reviews this caller must pass to be shown a rendering made without them."""
+        return reviews.every if self.all_references else reviews.model
 
     async def review(self, read: Read) -> None:
         """Raise :class:`AccessRefused` unless the caller may make ``read``."""
         refusal = await self.access.review(read)
         if refusal is not None:
             raise AccessRefused(read, refusal)
+
+    async def allows(self, reads: Iterable[Read]) -> bool:
+        """Whether the caller may make every read (a refusal, or a review that could not be made:
+        no). For answers that show something else instead of refusing (a list's item)."""
+        for read in reads:
+            if await self.access.review(read) is not None:
+                return False
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class Reviews:
+    """What a caller must pass to see a rendering made without one (the store's): ``model`` under the
+    tenancy model, ``every`` with ``--authorize-references`` (each object read, in the order read;
+    the same reads, in the same order, a rendering for the caller would have reviewed)."""
+
+    model: tuple[Read, ...] = ()
+    every: tuple[Read, ...] = ()
+
+
+NO_REVIEWS = Reviews()
+# Renderings of many VMs read the same few objects: one Reviews (and Read) each, not one per VM.
+_INTERNED: dict[tuple[tuple[ObjectRef, bool], ...], Reviews] = {}
+_INTERNED_SIZE = 4096
+
+
+def reviews_of(objects: Mapping[ObjectRef, Mapping[str, Any] | None]) -> Reviews:
+    """The :class:`Reviews` of a rendering that read ``objects`` (each ref with what was found)."""
+    if not objects:
+        return NO_REVIEWS
+    key = tuple((ref, needs_review(ref, found)) for ref, found in objects.items())
+    known = _INTERNED.get(key)
+    if known is None:
+        if len(_INTERNED) >= _INTERNED_SIZE:
+            _INTERNED.clear()
+        every = tuple(read_of(ref) for ref, _ in key)
+        model = tuple(read for read, (_, due) in zip(every, key, strict=True) if due)
+        known = _INTERNED[key] = Reviews(model, every)
+    return known
 
 
 class _Open:

@@ -16,9 +16,9 @@ from typing import Any
 import orjson
 
 from apiserver.render import ExpandError
-from apiserver.render import objects as o
-from apiserver.render.objects import CONTROLLER_REVISION, ObjectRef
+from apiserver.render.objects import ObjectRef
 from apiserver.render.summary import summarize
+from apiserver.sources.access import Reviews, reviews_of
 
 GROUP = "expand.kubevirt-expand.io"
 VERSION = "v1"
@@ -61,9 +61,10 @@ class Item:
     warnings: tuple[str, ...]
     error: ExpandError | None
     cells: tuple[Any, ...]  # Table cells but NAME and AGE (see TABLE_COLUMNS)
-    # Objects the rendering read that the caller must be allowed to get to see it (not instancetypes or
-    # preferences: PVCs and the like for inferFromVolume, a ControllerRevision behind a failure).
-    guarded: tuple[ObjectRef, ...]
+    # What a caller must pass to be shown the rendering (the tenancy model, apiserver.sources.access:
+    # the PVC and the like inferFromVolume read, a revision holding no instancetype or preference; with
+    # --authorize-references every object read).
+    reviews: Reviews
     # GET expand-spec's headers (ETag, Content-Type, Warning), built on first use by the HTTP layer.
     headers: Any = None
 
@@ -129,21 +130,6 @@ def _cells(summary: Mapping[str, Any], condition: Mapping[str, Any]) -> tuple[An
     )
 
 
-def guarded_refs(objects: Mapping[ObjectRef, Any], failed: bool) -> tuple[ObjectRef, ...]:
-    """What a caller must be allowed to read to see this rendering (see :attr:`Item.guarded`)."""
-    granted = {o.INSTANCETYPE, o.CLUSTER_INSTANCETYPE, o.PREFERENCE, o.CLUSTER_PREFERENCE, o.VIRTUAL_MACHINE}
-    out = []
-    for ref in objects:
-        if ref.kind in granted:
-            continue
-        # A revision the VM pins holds its instancetype or preference: granted, unless it could not be
-        # read as one (then the failure's message is about someone else's object).
-        if ref.kind == CONTROLLER_REVISION and not failed:
-            continue
-        out.append(ref)
-    return tuple(out)
-
-
 def make_item(
     key: Key,
     vm: Mapping[str, Any],
@@ -191,7 +177,7 @@ def make_item(
         warnings=tuple(warnings),
         error=error,
         cells=_cells(parts["summary"], parts["conditions"][0]),
-        guarded=guarded_refs(objects, rendered is None),
+        reviews=reviews_of(objects),
     )
 
 
