@@ -33,7 +33,8 @@ import pytest
 
 from tests.realk8s.controlplane import ControlPlane, Credentials, Response, poll
 from tests.realk8s.deployed import DeployedServer
-from tests.realk8s.test_auth import EXPAND_RULES
+from tests.realk8s.test_auth import EXPAND_RULES, binding
+from tests.realk8s.test_auth import user as rbac_user
 
 GROUP = "subresources.kubevirt.io"
 IT_API = "instancetype.kubevirt.io/v1beta1"
@@ -624,6 +625,100 @@ def assert_applied(t: Tenancy, kind: str, outcome: str, reply: Response) -> None
             assert serial is None
         return
     assert annotations.get("tenancy.test/mark") == expected[kind], vm
+
+
+# -- the collection's store: GET expand-spec answered from it, and its items ---------------------------
+
+EVMS = "/apis/expand.kubevirt-expand.io/v1/namespaces/{ns}/expandedvirtualmachines"
+
+
+def stored_vms(t: Tenancy) -> list[dict[str, Any]]:
+    """Two stored VMs the store renders with the server's account: one reads only its namespaced
+    instancetype, one infers its instancetype from PVC ``disk-a`` (which only the reader may get)."""
+    plain = machine(t, instancetype={"kind": "VirtualMachineInstancetype", "name": "it-a"})
+    plain["metadata"]["name"] = "stored-it"
+    infer = inferring(machine(t), {"persistentVolumeClaim": {"claimName": "disk-a"}})
+    infer["metadata"]["name"] = "stored-pvc"
+    return [plain, infer]
+
+
+def get_as(cluster: ControlPlane, t: Tenancy, user: str, path: str) -> Response:
+    headers = {"Accept": "application/json"}
+    return cluster.request(path, headers=headers, credentials=t.credentials[user])
+
+
+def test_store_served_get_and_collection_items_per_caller(
+    server: DeployedServer, control_plane: ControlPlane, tenancy: Tenancy
+) -> None:
+    """The store (the Deployment's --vm-cache) renders both VMs, the PVC one included. GET
+    expand-spec: the reader gets the store's rendering; alice gets, for the PVC VM, the same 403 for the
+    PVC read as her PUT of it (and with --authorize-references, the 403 for the instancetype of the
+    other, from the store's path); a list: each item is whole for the reader, and for alice whole only
+    where the model shows it to her, else Rendered=Unknown Forbidden with nothing of the PVC."""
+    t = tenancy
+    collection_role = {"kind": "ClusterRole", "name": "kubevirt-expand:expandedvirtualmachines"}
+    control_plane.apply(
+        *stored_vms(t),
+        binding(t.ns, "evm-readers", collection_role, rbac_user(t.reader), rbac_user(t.alice)),
+    )
+    items_path = EVMS.format(ns=t.ns)
+
+    def listed(who: str) -> dict[str, dict[str, Any]]:
+        reply = get_as(control_plane, t, who, items_path)
+        if reply.status != 200:
+            return {}
+        return {i["metadata"]["name"]: i for i in reply.json()["items"]}
+
+    items = poll(
+        "the store's items, visible to the reader",
+        lambda: listed(t.reader),
+        lambda got: {"stored-it", "stored-pvc"} <= set(got) and "virtualMachine" in got["stored-pvc"],
+        timeout=30,
+    )
+    # Rendered with the server's account: the PVC's label chose the instancetype.
+    rendered_pvc = items["stored-pvc"]["virtualMachine"]
+    assert rendered_pvc["spec"]["template"]["metadata"]["annotations"]["tenancy.test/mark"] == "MARK-INFERRED"
+    for name in ("stored-it", "stored-pvc"):
+        reply = get_as(
+            control_plane,
+            t,
+            t.reader,
+            f"/apis/{GROUP}/v1/namespaces/{t.ns}/virtualmachines/{name}/expand-spec",
+        )
+        assert reply.status == 200, reply.body
+        assert reply.json() == items[name]["virtualMachine"], name
+
+    offset = server.log_size()
+    expand = f"/apis/{GROUP}/v1/namespaces/{t.ns}/virtualmachines/{{}}/expand-spec"
+    pvc_refusal = forbidden(t.alice, "get", "", "persistentvolumeclaims", t.ns, "disk-a")
+    put_reply = put(control_plane, t, t.alice, Case(stored_vms(t)[1]))
+    assert put_reply.status == 403 and put_reply.json() == pvc_refusal
+    for _ in range(2):  # the second may come by the dispatcher's shortcut: the same answer
+        reply = get_as(control_plane, t, t.alice, expand.format("stored-pvc"))
+        assert reply.status == 403 and reply.json() == pvc_refusal, reply.body
+        reply = get_as(control_plane, t, t.alice, expand.format("stored-it"))
+        if strict(server):
+            it_refusal = forbidden(t.alice, "get", IT_GROUP, "virtualmachineinstancetypes", t.ns, "it-a")
+            assert reply.status == 403 and reply.json() == it_refusal, reply.body
+        else:
+            assert reply.status == 200 and reply.json() == items["stored-it"]["virtualMachine"]
+    listing = get_as(control_plane, t, t.alice, items_path)
+    assert listing.status == 200, listing.body
+    mine = {i["metadata"]["name"]: i for i in listing.json()["items"]}
+    hidden = mine["stored-pvc"]
+    assert "virtualMachine" not in hidden and "cpu" not in hidden["summary"]
+    condition = hidden["status"]["conditions"][0]
+    assert (condition["status"], condition["reason"]) == ("Unknown", "Forbidden")
+    assert "persistentvolumeclaims" in condition["message"]
+    if strict(server):
+        assert "virtualMachine" not in mine["stored-it"]
+        assert "virtualmachineinstancetypes" in mine["stored-it"]["status"]["conditions"][0]["message"]
+    else:
+        assert mine["stored-it"] == items["stored-it"]
+    time.sleep(0.3)  # access-log lines are written a moment after the answer
+    assert_nothing_shows(
+        ["MARK-INFERRED", t.inferred, "MARK-VOLUME"], listing, list(server.log_lines_since(offset))
+    )
 
 
 def test_bob_is_refused_by_kube_apiserver_before_us(
