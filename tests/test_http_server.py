@@ -133,6 +133,41 @@ async def test_serves_tls_12_or_newer_only(tmp_path: Path) -> None:
             await asyncio.to_thread(handshake, old)
 
 
+async def test_tls_12_suites_are_go_defaults_as_kube_apiservers(tmp_path: Path) -> None:
+    """TLS 1.2 with ECDHE and AEAD (or Go's ECDHE CBC-SHA), never the CBC-SHA256/384 suites OpenSSL
+    would add, nor static RSA; the authenticated listener's context has the same suites."""
+    from apiserver.auth.tls import TLS12_CIPHERS, ServingTLS
+    from apiserver.http.server import server_ssl_context
+
+    async with running_server(MemorySource(), tmp_path) as srv:
+        port = srv.server.port
+
+        def handshake(ciphers: str) -> str | None:
+            context = client_ssl(srv.ca_file)
+            context.maximum_version = ssl.TLSVersion.TLSv1_2
+            context.set_ciphers(ciphers)
+            with (
+                socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+                context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+            ):
+                cipher = tls.cipher()
+                return cipher[0] if cipher else None
+
+        assert await asyncio.to_thread(handshake, "ECDHE-ECDSA-AES128-GCM-SHA256") == (
+            "ECDHE-ECDSA-AES128-GCM-SHA256"
+        )
+        for refused in ("ECDHE-ECDSA-AES128-SHA256", "ECDHE-ECDSA-AES256-SHA384", "AES128-GCM-SHA256"):
+            with pytest.raises((ssl.SSLError, OSError)):
+                await asyncio.to_thread(handshake, refused)
+    cert, key = tmp_path / "certs" / "apiserver.crt", tmp_path / "certs" / "apiserver.key"
+    plain = server_ssl_context(cert, key)
+    tls12 = {c["name"] for c in plain.get_ciphers() if c["protocol"] != "TLSv1.3"}
+    assert tls12 == set(TLS12_CIPHERS.split(":"))
+    serving = ServingTLS(str(cert), str(key))
+    names = {c["name"] for c in serving.context.get_ciphers() if c["protocol"] != "TLSv1.3"}
+    assert names == tls12
+
+
 async def test_serves_given_certificate_files(tmp_path: Path) -> None:
     ca = trustme.CA()
     leaf = ca.issue_cert("127.0.0.1", "localhost")

@@ -35,6 +35,35 @@ TLS_VERSIONS = {
     "VersionTLS13": ssl.TLSVersion.TLSv1_3,
 }
 
+# The TLS 1.2 suites Go's crypto/tls offers by default (a Go server such as kube-apiserver without
+# --tls-cipher-suites; Go 1.22 and later): ECDHE key exchange only, with AES-GCM, ChaCha20-Poly1305 or
+# AES-CBC with SHA-1. Not OpenSSL's CBC-SHA256/384 suites, which Go leaves out (Lucky13-style timing),
+# nor static-RSA key exchange. TLS 1.3 suites are not set here (OpenSSL's defaults are Go's three).
+TLS12_CIPHERS = ":".join(
+    (
+        "ECDHE-ECDSA-AES128-GCM-SHA256",
+        "ECDHE-RSA-AES128-GCM-SHA256",
+        "ECDHE-ECDSA-AES256-GCM-SHA384",
+        "ECDHE-RSA-AES256-GCM-SHA384",
+        "ECDHE-ECDSA-CHACHA20-POLY1305",
+        "ECDHE-RSA-CHACHA20-POLY1305",
+        "ECDHE-ECDSA-AES128-SHA",
+        "ECDHE-RSA-AES128-SHA",
+        "ECDHE-ECDSA-AES256-SHA",
+        "ECDHE-RSA-AES256-SHA",
+    )
+)
+
+
+def serving_context(min_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_2) -> ssl.SSLContext:
+    """A server-side context with kube-apiserver's TLS defaults: ``min_version`` or newer, Go's
+    TLS 1.2 suites (:data:`TLS12_CIPHERS`), no renegotiation (one peer certificate per connection)."""
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.minimum_version = min_version
+    ctx.set_ciphers(TLS12_CIPHERS)
+    ctx.options |= ssl.OP_NO_RENEGOTIATION
+    return ctx
+
 
 class _Expectation:
     """What the handshake log says was expected; updated with the trust settings."""
@@ -143,9 +172,7 @@ class ServingTLS:
         self._expectation.text = " or ".join(expected) or "no CA (client certificates are not accepted)"
 
     def _build(self) -> ssl.SSLContext:
-        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        ctx.minimum_version = self.min_version
-        ctx.options |= ssl.OP_NO_RENEGOTIATION  # one peer certificate per connection (see peer_der)
+        ctx = serving_context(self.min_version)  # no renegotiation: one peer certificate (see peer_der)
         ctx.load_cert_chain(self.cert_file, self.key_file)
         if self._verify_pem:
             ctx.load_verify_locations(cadata=self._verify_pem.decode("ascii", "replace"))

@@ -25,6 +25,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from apiserver.auth.tls import serving_context
 from apiserver.http.app import build_app, install_dispatcher, install_expect_guard
 from apiserver.http.connections import ConnectionLimits, GuardedSite
 from apiserver.http.dispatch import Admission
@@ -147,9 +148,9 @@ def certificate_files(settings: Settings) -> tuple[Path, Path]:
 
 
 def server_ssl_context(cert_file: Path, key_file: Path) -> ssl.SSLContext:
-    """TLS 1.2 or newer with the serving certificate; authentication may add client-CA settings."""
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    """TLS 1.2 or newer, kube-apiserver's suites, with the serving certificate (without authentication;
+    with it, :class:`apiserver.auth.tls.ServingTLS` builds the context)."""
+    context = serving_context()
     try:
         context.load_cert_chain(cert_file, key_file)
     except (OSError, ssl.SSLError) as err:
