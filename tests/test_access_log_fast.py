@@ -126,3 +126,32 @@ async def test_queued_entries_keep_their_place_and_follow_a_new_formatter() -> N
     assert lines[1].endswith(" INFO apiserver.test: between")  # formatted when it was logged
     assert lines[2] == "INFO GET /apis/g/v1/namespaces/d/virtualmachines/x/expand-spec 404 2.0ms"
     assert len(lines) == 3
+
+
+JWT = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl"
+
+
+@pytest.mark.parametrize("formatter", [TextFormatter(), JSONFormatter()], ids=["text", "json"])
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "logrecord"])
+def test_credentials_in_the_query_are_not_written(formatter: logging.Formatter, fast: bool) -> None:
+    """A token passed as ?access_token= (or any parameter named for a credential, or any JWT-shaped
+    value) is written as REDACTED; the other parameters as sent."""
+    query = f"presets=true&access_token={JWT}&x={JWT}&password=hunter2&validate=true"
+    with root_handler() as (stream, handler):
+        handler.setFormatter(formatter)
+        extra = None if fast else logging.NullHandler()
+        if extra is not None:
+            logging.getLogger(ACCESS_LOGGER).addHandler(extra)
+        try:
+            request = make_mocked_request(
+                "GET", f"/apis/g/v1/namespaces/d/virtualmachines/v/expand-spec?{query}"
+            )
+            log_request(request, 200, 0.001)
+            handler.flush()
+        finally:
+            if extra is not None:
+                logging.getLogger(ACCESS_LOGGER).removeHandler(extra)
+    line = stream.getvalue()
+    assert "hunter2" not in line and "eyJ" not in line, line
+    assert "presets=true&access_token=REDACTED&x=REDACTED&password=REDACTED&validate=true" in line
+    assert access.redact_query("presets=true&tokenless") == "presets=true&tokenless"

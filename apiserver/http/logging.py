@@ -49,6 +49,27 @@ def escape(text: str) -> str:
     return _UNSAFE.sub(_escape_one, text)
 
 
+# Query parameters whose value is a credential (a bearer token passed as ?access_token=, a password, a
+# signature), by name; and any value shaped like a JWT, whatever its name.
+_SECRET_NAME = re.compile(r"token|passw|secret|signature|credential|api[-_]?key|authorization", re.IGNORECASE)
+_JWT = re.compile(r"eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.?")
+REDACTED = "REDACTED"
+
+
+def redact_query(query: str) -> str:
+    """``query`` as the access log writes it: the value of each parameter that carries a credential
+    replaced by ``REDACTED`` (the name kept, so the line still says what was sent)."""
+    if not (_SECRET_NAME.search(query) or "eyJ" in query):
+        return query
+    parts = []
+    for part in query.split("&"):
+        name, eq, value = part.partition("=")
+        if eq and (_SECRET_NAME.search(name) or _JWT.search(value)):
+            part = f"{name}={REDACTED}"
+        parts.append(part)
+    return "&".join(parts)
+
+
 class JSONFormatter(logging.Formatter):
     """One JSON object per line; the access log's fields become top-level members."""
 
@@ -136,7 +157,7 @@ class TextFormatter(logging.Formatter):
             self._stamp,
             int((created - second) * 1000),  # LogRecord's msecs
             escape(method),
-            escape(f"{path}?{query}" if query else path),
+            escape(f"{path}?{redact_query(query)}" if query else path),
             code,
             seconds * 1000,
             f" user={escape(name)}" if name else "",
@@ -277,7 +298,7 @@ def _access_args(access: AccessEntry) -> tuple[Any, ...]:
     name = _name_of(user)
     return (
         method,
-        f"{path}?{query}" if query else path,
+        f"{path}?{redact_query(query)}" if query else path,
         code,
         seconds * 1000,
         f" user={name}" if name else "",
@@ -294,7 +315,7 @@ def _access_parts(access: AccessEntry) -> tuple[tuple[Any, ...], dict[str, Any]]
         "latency_ms": round(seconds * 1000, 3),
     }
     if query:
-        fields["query"] = query
+        fields["query"] = redact_query(query)
     name = _name_of(user)
     if name:
         fields["user"] = name
