@@ -256,3 +256,17 @@ async def test_a_kind_looked_for_again_keeps_versions_resumable(
         f"{BASE}/expandedvirtualmachines?watch=true&resourceVersion={version}&timeoutSeconds=1"
     )
     assert reply.status == 200 and b'"ERROR"' not in reply.body
+
+
+async def test_readyz_verbose_shows_no_object_counts(server: tuple[RunningServer, ClusterSource]) -> None:
+    """/readyz is open to anyone: each cache and the collection say ok, not how many objects the
+    cluster has of each kind (/metrics, which is authorized, does)."""
+    srv, _ = server
+    reply = await srv.get("/readyz?verbose")
+    assert reply.status == 200
+    lines = reply.body.decode().splitlines()
+    cache_lines = [line for line in lines if line.startswith(("[+]cache-", "[+]collection"))]
+    assert "[+]collection ok" in cache_lines and "[+]cache-virtualmachines ok" in cache_lines
+    shapes = (" ok", " ok - not installed in this cluster")
+    assert all(line.endswith(shapes) for line in cache_lines), lines
+    assert not [line for line in lines if any(ch.isdigit() for ch in line)], lines

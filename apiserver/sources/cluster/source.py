@@ -240,14 +240,15 @@ class ClusterSource:
             if cache.missing is True:
                 out.append(Check(f"cache-{cache.name}", True, "not installed in this cluster"))
                 continue
-            message = f"{len(cache.store)} objects" if cache.synced.is_set() else "not synced yet"
+            # No counts: /readyz is open to anyone (as kube-apiserver's), and how many objects each
+            # kind has in the cluster is not theirs to learn; /metrics (authorized) has them.
+            message = "" if cache.synced.is_set() else "not synced yet"
             if cache.last_error:
-                message += f"; last error: {cache.last_error}"
+                message += ("; " if message else "") + f"last error: {cache.last_error}"
             out.append(Check(f"cache-{cache.name}", cache.synced.is_set(), message))
         if self.collection is not None:
             ready = self.collection.ready.is_set()
-            message = f"{len(self.collection.items)} VMs rendered" if ready else "rendering the VMs"
-            out.append(Check("collection", ready, message))
+            out.append(Check("collection", ready, "" if ready else "rendering the VMs"))
         return out
 
     def cache_stats(self) -> Sequence[CacheStats]:
