@@ -295,3 +295,31 @@ def test_slim_keeps_what_rendering_reads_and_shares_repeats() -> None:
     vm_obj = {**full("v", True), "kind": "VirtualMachine", "apiVersion": "kubevirt.io/v1"}
     kept = slim(copy.deepcopy(vm_obj), kinds.VIRTUAL_MACHINE)
     assert "managedFields" not in kept["metadata"] and kept["status"] and kept["metadata"]["annotations"]
+
+
+def test_cached_vms_share_what_they_have_alike() -> None:
+    from apiserver.sources.cluster import kinds
+    from apiserver.sources.cluster.cache import stored
+
+    def vm(name: str, cores: Any) -> dict[str, Any]:
+        return {
+            "apiVersion": "kubevirt.io/v1",
+            "kind": "VirtualMachine",
+            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}", "managedFields": [{}]},
+            "spec": {
+                "instancetype": {"kind": "VirtualMachineClusterInstancetype", "name": "u1.small"},
+                "template": {"spec": {"domain": {"cpu": {"cores": cores}, "devices": {}}}},
+            },
+        }
+
+    a, b, c = (stored(vm(n, cores), kinds.VIRTUAL_MACHINE) for n, cores in (("a", 2), ("b", 2), ("c", 2.0)))
+    expected = vm("a", 2)
+    del expected["metadata"]["managedFields"]
+    assert a == expected  # the same JSON value, but managedFields
+    assert a["spec"]["instancetype"] is b["spec"]["instancetype"]
+    assert a["spec"]["template"] is b["spec"]["template"]
+    assert a["metadata"] is not b["metadata"]
+    # 2 and 2.0 encode apart: not shared (the rendering would print 2.0 for the VM that said 2).
+    assert c["spec"]["template"] is not a["spec"]["template"]
+    assert isinstance(c["spec"]["template"]["spec"]["domain"]["cpu"]["cores"], float)
+    assert c["spec"]["instancetype"] is a["spec"]["instancetype"]

@@ -158,7 +158,8 @@ def make_item(
     }
     head = dumps(head_doc)
     if rendered is None:
-        body, span, etag = head, None, ""
+        # A copy: orjson's answer keeps the capacity it was written into (4 KiB however short it is).
+        body, span, etag = bytes(memoryview(head)), None, ""
     else:
         vm_bytes = dumps(rendered)
         prefix = head[:-1] + b',"virtualMachine":'
