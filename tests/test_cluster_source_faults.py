@@ -156,6 +156,26 @@ async def test_source_started_while_api_server_is_down(fake: FakeKube, tmp_path:
         await s.close()
 
 
+@pytest.mark.parametrize("status", [503, 429])
+async def test_a_starting_api_servers_retry_after_is_not_a_pause_but_throttling_is(
+    fake: FakeKube, tmp_path: Path, status: int
+) -> None:
+    # kube-apiserver answers 503 with Retry-After 5 while it installs its paths (until about when it is
+    # ready): the caches come back at their own pace. A 429 (throttled) is waited out as asked.
+    fake.fail(status, count=1, verbs=["list"], path_contains="virtualmachineinstancetypes", retry_after=3)
+    options = {**FAST, "backoff": (0.02, 5.0)}  # a cap above the Retry-After
+    s = ClusterSource(kubeconfig=kubeconfig(fake, tmp_path / "kc"), **options)  # type: ignore[arg-type]
+    start = time.monotonic()
+    await s.start()
+    try:
+        async with asyncio.timeout(10):
+            await s.wait_synced()
+        took = time.monotonic() - start
+        assert took < 2 if status == 503 else took >= 3, took
+    finally:
+        await s.close()
+
+
 async def test_in_cluster_token_is_reread_after_rotation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -12,10 +12,13 @@ from apiserver.render.objects import ObjectRef
 class SourceUnavailable(Exception):
     """The backing store could not answer in time; the server answers 503/504 with ``Retry-After``."""
 
-    def __init__(self, message: str, *, timeout: bool = False, retry_after: int = 1) -> None:
+    def __init__(
+        self, message: str, *, timeout: bool = False, retry_after: int = 1, throttled: bool = False
+    ) -> None:
         super().__init__(message)
         self.timeout = timeout
         self.retry_after = retry_after
+        self.throttled = throttled  # the store asked its callers to slow down (429 TooManyRequests)
 
 
 @dataclass(frozen=True, slots=True)

@@ -397,7 +397,11 @@ class WatchCache:
                     continue
                 await self._failed(err)
             except SourceUnavailable as err:
-                await self._failed(err, unreachable=True, retry_after=err.retry_after)
+                # Retry-After is followed when kube-apiserver throttles (429), not on a 503: while it
+                # starts it answers 503 "before all known HTTP paths have been installed" with
+                # Retry-After 5 until about when /readyz says ok; following it made VMs fresh 5.1 s
+                # after kube-apiserver was ready again (hack/bench_collection.py, restart at 1,000 VMs).
+                await self._failed(err, unreachable=True, retry_after=err.retry_after if err.throttled else 1)
             except ValueError as err:
                 await self._failed(err)
 
@@ -424,7 +428,7 @@ class WatchCache:
         self.last_error = str(err)
         self.last_error_at = time.time()
         delay = self.backoff.next_delay(unreachable=unreachable)
-        if unreachable and retry_after > 1:  # kube-apiserver asked for a pause (429, 503 with Retry-After)
+        if unreachable and retry_after > 1:  # kube-apiserver asked for a pause (429 with Retry-After)
             delay = max(delay, min(float(retry_after), self.backoff.cap))
         log.warning("cache %s: %s (retrying in %.1fs)", self.name, err, delay)
         await asyncio.sleep(delay)

@@ -259,6 +259,7 @@ def _decode(resp: aiohttp.ClientResponse, body: bytes, path: str) -> JSONDict:
             f"the Kubernetes API answered {resp.status} for {path}: {data.get('message', '')}",
             timeout=timeout,
             retry_after=retry,
+            throttled=resp.status == 429,
         )
     raise ApiError(resp.status, data)
 
