@@ -3,7 +3,7 @@
 
 Usage: .venv/bin/python hack/bench.py [--duration SECONDS] [--connections N] [--client auto|wrk|python]
                                       [--objects N] [--skip-cluster] [--json FILE]
-                                      [--profile FILE] [--profile-cluster FILE]
+                                      [--profile FILE] [--profile-cluster FILE] [--collection SIZES]
 
 What it runs, all on 127.0.0.1 and bounded in time:
   * the server with the folder source (examples/), and with the cluster source against the fake
@@ -16,6 +16,11 @@ What it runs, all on 127.0.0.1 and bounded in time:
 For GET expand-spec and PUT expand-vm-spec it prints requests per second, p50/p99 latency and the
 ratio to the ceiling; then the server's memory with N cached instancetypes and preferences (growth
 per object), and the upstream reads per request, cold and warm.
+
+With ``--collection 1000,100000`` it then runs hack/bench_collection.py at those VM counts against the
+real kube-apiserver of ../shared/k8s (the rendered-VM collection: lists beside kube-apiserver's, warm GET
+throughput and p99 per size, an instancetype edit's events, idle watchers, RSS per VM, a kube-apiserver
+restart under load) and prints its figures too; they go under "collection" in ``--json``.
 """
 
 from __future__ import annotations
@@ -654,12 +659,15 @@ async def amain(args: argparse.Namespace, work: Path) -> Bench:
     return bench
 
 
-def write_json(bench: Bench, path: str) -> None:
+def write_json(bench: Bench, path: str, collection: tuple[int, list[Any]] | None = None) -> None:
     rows = [
         {**asdict(r), "server_rps": r.server.rps, "ceiling_rps": r.ceiling.rps, "ratio": r.ratio}
         for r in bench.rows
     ]
-    Path(path).write_text(json.dumps({"rows": rows, "notes": bench.notes}, indent=2) + "\n")
+    doc: dict[str, Any] = {"rows": rows, "notes": bench.notes}
+    if collection is not None:
+        doc["collection"] = collection[1]
+    Path(path).write_text(json.dumps(doc, indent=2) + "\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -691,7 +699,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="FILE",
         help="run the cluster server with --vm-cache (authentication on) under cProfile, print its top",
     )
+    parser.add_argument(
+        "--collection",
+        metavar="SIZES",
+        default="",
+        help="then the rendered-VM collection at these VM counts (e.g. 1000,100000) against the real "
+        "kube-apiserver of ../shared/k8s (hack/bench_collection.py; off by default: minutes per size)",
+    )
     args = parser.parse_args(argv)
+    if args.collection and not all(s.strip().isdigit() for s in args.collection.split(",")):
+        parser.error("--collection takes VM counts, ascending, comma-separated (e.g. 1000,100000)")
     if not 1 <= args.connections <= 1024 or not 0 < args.duration <= 120 or not 1 <= args.rounds <= 9:
         parser.error("--connections must be 1..1024, --duration 0..120 seconds and --rounds 1..9")
     if args.client == "wrk" and not shutil.which("wrk"):
@@ -708,9 +725,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:
             return 130
     bench.report()
+    collection = run_collection(args.collection, args.duration) if args.collection else None
     if args.json:
-        write_json(bench, args.json)
-    return 0
+        write_json(bench, args.json, collection)
+    return 0 if collection is None or collection[0] == 0 else collection[0]
+
+
+def run_collection(sizes: str, duration: float) -> tuple[int, list[Any]]:
+    """hack/bench_collection.py at ``sizes``, its output shown as it comes: (exit code, figures)."""
+    print(f"== rendered-VM collection against the real kube-apiserver ({sizes} VMs)", flush=True)
+    with tempfile.TemporaryDirectory(prefix="kubevirt-expand-bench-") as tmp:
+        out = Path(tmp) / "collection.json"
+        command = [sys.executable, str(ROOT / "hack/bench_collection.py"), f"--sizes={sizes}"]
+        command += [f"--seconds={max(duration, 5.0):g}", f"--json={out}"]
+        code = subprocess.run(command, check=False).returncode
+        return code, json.loads(out.read_text()) if out.exists() else []
 
 
 if __name__ == "__main__":

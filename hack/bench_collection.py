@@ -12,7 +12,9 @@ for each size runs ``kubevirt-expand serve --vm-cache`` against it, then measure
   * warm GET expand-spec throughput and p99 on random VMs (16 connections);
   * the shared instancetype edited: time until all its VMs' MODIFIED events arrived on one watch;
   * CPU of the server with 100 idle watchers, against the same time with none;
-  * RSS, time to ready, and memory per VM between the sizes.
+  * RSS, time to ready, and memory per VM between the sizes;
+  * kube-apiserver restarted under GET load: p99 before, during the relist that follows and after it,
+    and how long after kube-apiserver is ready again a VM edited then shows (skip: --no-restart).
 All requests go straight to each server over HTTPS with the cluster admin's client certificate (the
 server takes the cluster's client CA as kube-apiserver's delegates do), not through the aggregator.
 """
@@ -222,15 +224,113 @@ async def idle_watchers(ctx: ssl.SSLContext, server: Server, n: int, seconds: fl
     return baseline, watched
 
 
+def _p99(latencies: list[float]) -> float:
+    ordered = sorted(latencies)
+    return round(ordered[int(len(ordered) * 0.99)] * 1e3, 1) if ordered else float("nan")
+
+
+async def restart(
+    http: aiohttp.ClientSession,
+    plane: ControlPlane,
+    server: Server,
+    names: list[tuple[str, str]],
+    seconds: float,
+) -> dict[str, Any]:
+    """kube-apiserver restarted under GET expand-spec load (16 connections, random VMs).
+
+    A fresh kube-apiserver's watch cache starts at the current revision, so the server's watches
+    resume from versions it no longer has: 410, and the VM cache lists every VM again. Measured: p99
+    of the GETs answered before the restart (steady), between the restart and the moment the server
+    shows a VM edited right after kube-apiserver was ready again (during), and for ``seconds`` after
+    that (after); the time from ready to that VM being fresh; failed GETs while kube-apiserver was
+    away (the server authorizes through it).
+    """
+    phase = "steady"
+    latencies: dict[str, list[float]] = {"steady": [], "during": [], "after": []}
+    failed = 0
+    stop = False
+
+    async def worker() -> None:
+        nonlocal failed
+        while not stop:
+            ns, name = random.choice(names)
+            now = phase
+            try:
+                t, _ = await timed_get(
+                    http,
+                    f"{server.url}/apis/subresources.kubevirt.io/v1/namespaces/{ns}/virtualmachines/{name}"
+                    "/expand-spec",
+                )
+            except (RuntimeError, aiohttp.ClientError):
+                failed += 1
+                await asyncio.sleep(0.05)
+                continue
+            if now == phase:
+                latencies[now].append(t)
+
+    workers = [asyncio.create_task(worker()) for _ in range(16)]
+    await asyncio.sleep(seconds)
+    phase = "during"
+    failed = 0
+    started = time.monotonic()
+    await asyncio.to_thread(plane.stop_apiserver)
+    await asyncio.to_thread(plane.start_apiserver, 300)
+    ready = time.monotonic()
+    label = str(int(time.time()))
+    ns, name = names[0]
+    patch = json.dumps({"metadata": {"labels": {"bench-restart": label}}})
+    async with http.patch(
+        f"{plane.url}/apis/kubevirt.io/v1/namespaces/{ns}/virtualmachines/{name}",
+        data=patch,
+        headers={"Content-Type": "application/merge-patch+json"},
+    ) as resp:
+        assert resp.status == 200, await resp.text()
+    while True:
+        try:
+            _, body = await timed_get(
+                http, f"{server.url}{EVM}/namespaces/{ns}/expandedvirtualmachines/{name}"
+            )
+            if json.loads(body)["metadata"].get("labels", {}).get("bench-restart") == label:
+                break
+        except (RuntimeError, aiohttp.ClientError):
+            pass
+        await asyncio.sleep(0.05)
+    fresh = time.monotonic()
+    failed_during = failed
+    phase = "after"
+    await asyncio.sleep(seconds)
+    stop = True
+    await asyncio.gather(*workers)
+    return {
+        "restart_down_seconds": round(ready - started, 1),
+        "fresh_after_ready_seconds": round(fresh - ready, 2),
+        "get_p99_steady_ms": _p99(latencies["steady"]),
+        "get_p99_during_ms": _p99(latencies["during"]),
+        "get_p99_after_ms": _p99(latencies["after"]),
+        "get_failed_during": failed_during,
+        "get_during": len(latencies["during"]),
+    }
+
+
 def note(text: str) -> None:
     print(f"  [{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
 
 
-async def measure(plane: ControlPlane, workdir: Path, size: int, seconds: float, cpus: int) -> dict[str, Any]:
+async def measure(
+    plane: ControlPlane,
+    workdir: Path,
+    size: int,
+    loaded_before: int,
+    seconds: float,
+    cpus: int,
+    restarts: bool,
+    via_etcd: bool,
+) -> dict[str, Any]:
     ctx = client_ssl(plane)
     note(f"loading {size} VMs")
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, limit=64)) as http:
-        loaded = await load_vms.load(plane.admin_kubeconfig, size, PER_NAMESPACE, 1000, "bench", 32)
+        etcd = f"http://127.0.0.1:{plane.etcd_port}" if via_etcd else None
+        loaded = await load_vms.load(plane.admin_kubeconfig, size, PER_NAMESPACE, 1000, "bench", 32, etcd)
         note(f"loaded in {loaded:.1f}s; starting the server")
         server = Server(plane, workdir)
         try:
@@ -239,6 +339,7 @@ async def measure(plane: ControlPlane, workdir: Path, size: int, seconds: float,
             out: dict[str, Any] = {
                 "vms": size,
                 "load_seconds": round(loaded, 1),
+                "load_vms_per_second": round((size - loaded_before) / loaded),
                 "ready_seconds": round(ready, 1),
             }
             await asyncio.sleep(3)
@@ -271,6 +372,10 @@ async def measure(plane: ControlPlane, workdir: Path, size: int, seconds: float,
             out["cpu_idle_seconds"] = round(baseline, 3)
             out["cpu_100_idle_watchers_seconds"] = round(watched, 3)
             out["rss_mib"] = round(rss_mib(server.process.pid), 1)
+            if restarts:
+                note("kube-apiserver restart under GET load")
+                out.update(await restart(http, plane, server, names, seconds))
+                out["rss_after_restart_mib"] = round(rss_mib(server.process.pid), 1)
             return out
         finally:
             server.stop()
@@ -285,6 +390,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="1000,10000", help="VM counts, ascending (comma-separated)")
     parser.add_argument("--seconds", type=float, default=10.0, help="length of each load and CPU window")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--no-restart",
+        action="store_true",
+        help="skip restarting kube-apiserver under load (relist, recovery)",
+    )
+    parser.add_argument(
+        "--etcd",
+        action="store_true",
+        help="load the VMs straight into etcd (hack/load_vms.py --etcd), for sizes POSTs take too long to load",
+    )
     args = parser.parse_args(argv)
     reason = unavailable()
     if reason:
@@ -301,7 +416,10 @@ def main(argv: list[str] | None = None) -> int:
             plane.kubectl("apply", "-f", str(CRDS_FILE))
             plane.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
             for n, size in enumerate(sizes):
-                figures = asyncio.run(measure(plane, workdir, size, args.seconds, cpus=3 + n))
+                before = sizes[n - 1] if n else 0
+                figures = asyncio.run(
+                    measure(plane, workdir, size, before, args.seconds, 3 + n, not args.no_restart, args.etcd)
+                )
                 figures["load"] = os.getloadavg()
                 print(json.dumps(figures), flush=True)
                 results.append(figures)
