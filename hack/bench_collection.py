@@ -40,8 +40,9 @@ import aiohttp
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from devcluster.controlplane import ControlPlane, free_port, unavailable  # noqa: E402
+from devcluster.paths import CRDS_FILE  # noqa: E402
 from hack import load_vms  # noqa: E402
-from tests.realk8s.controlplane import CRDS_FILE, ControlPlane, free_port, unavailable  # noqa: E402
 
 EVM = "/apis/expand.kubevirt-expand.io/v1"
 PER_NAMESPACE = 500
