@@ -34,6 +34,20 @@ def test_overcommit_uses_float32(guest: int, percent: int, expected: int) -> Non
 @pytest.mark.parametrize(
     ("guest", "percent", "text"),
     [
+        ("1.2Gi", 20, "1006633Ki"),  # issue 18: the guest's BinarySI, though its text is 1288490188800m
+        ("9007199791611905", 1, "8917128421834752"),  # int64 -> float32 rounds once (via float64: twice)
+        ("123456789012345678901234567890", 20, "-3490316924124921856"),  # Value() wraps
+        ("41301827458037908786.84Ki", 300, "-9223372036854775808"),  # int64(float32) out of range
+    ],
+)
+def test_overcommit_as_go_computes_it(guest: str, percent: int, text: str) -> None:
+    quantity = parse_quantity(guest)
+    assert format_int(overcommitted_request(quantity.value_ceil(), percent), quantity.format) == text
+
+
+@pytest.mark.parametrize(
+    ("guest", "percent", "text"),
+    [
         ("1Gi", 10, "966367616"),
         ("1Gi", 25, "768Mi"),
         ("512M", 15, "435200k"),

@@ -145,8 +145,18 @@ def test_values_and_formats() -> None:
         ("2.5Gi", 5 * 2**29, 5 * 2**29 * 1000),
         ("0", 0, 0),
         ("-1.5", -2, -1500),  # fast path rounds away from zero
-        ("-0.0000000000000000001", 0, 0),  # slow path (scale < -9) rounds towards +inf; -1e-19 -> -1n
-        ("1e30", 2**63 - 1, 2**63 - 1),  # saturates
+        # inf.Dec values truncate, then add one when inexact: -1e-19 -> -1n -> 1, -1.5 -> 0
+        ("-0.0000000000000000001", 1, 1),
+        ("-1.50000000000000000000", 0, -1500),
+        # Beyond int64 apimachinery neither saturates nor fails (the figures are Go's, v0.34.2):
+        ("1e30", 0, 0),  # int64 amount, scale 30: the multiplication loop gives 0
+        ("1e19", 0, 0),
+        ("999999999999999999k", 3875820019684211736, 2003764205205896640),  # scale 3: wraps
+        ("10000000000000000000", -8446744073709551616, 1864712049423024128),  # inf.Dec: wraps
+        ("123456789012345678901234567890", -4362896299872285998, 8982045596877734992),
+        # BinarySI capped at 2**63-1, fractions too (the Dec then has scale 0)
+        ("892901702192991641.748638876442Ki", 2**63 - 1, -1000),
+        ("-6862452213369916783506880.Ki", -(2**63) + 1, 1000),
     ],
 )
 def test_value_ceil(text: str, ceil: int, milli: int) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from apiserver.render.quantity import format_int, parse_quantity
+from apiserver.render.quantity import format_int, quantity_of
 from apiserver.render.topology import guest_topology
 from apiserver.render.tree import child
 
@@ -27,10 +27,31 @@ def _f32(value: float) -> float:
     return float(_F32.unpack(_F32.pack(value))[0])
 
 
+def _int_f32(value: int) -> float:
+    """Go's ``float32(n)`` of an int64: one rounding to nearest-even (via float64 would round twice)."""
+    magnitude = abs(value)
+    shift = magnitude.bit_length() - 24
+    if shift > 0:
+        q, r = divmod(magnitude, 1 << shift)
+        half = 1 << (shift - 1)
+        if r > half or (r == half and q & 1):
+            q += 1
+        magnitude = q << shift
+    return float(-magnitude if value < 0 else magnitude)
+
+
+def _f32_int64(value: float) -> int:
+    """Go's ``int64(f)`` on amd64: truncation; out of range gives the "integer indefinite" MinInt64."""
+    if -(2.0**63) <= value < 2.0**63:
+        return int(value)
+    return -(1 << 63)
+
+
 def overcommitted_request(guest_bytes: int, percent: int) -> int:
-    """``int64(float32(guest) * (1 - float32(pct)/100))`` with Go's float32 rounding at each step."""
-    factor = _f32(1 - _f32(_f32(float(percent)) / 100))
-    return int(_f32(_f32(float(guest_bytes)) * factor))
+    """``int64(float32(guest) * (1 - float32(pct)/100))`` with Go's float32 rounding at each step
+    (one float32 operation on float32 operands rounds the same through a float64)."""
+    factor = _f32(1 - _f32(_int_f32(percent) / 100))
+    return _f32_int64(_f32(_int_f32(guest_bytes) * factor))
 
 
 def apply_instancetype(instancetype: JSON, preference: JSON | None, tspec: JSON, tmeta: JSON) -> list[str]:
@@ -141,7 +162,7 @@ def _memory(it: JSON, domain: JSON, conflicts: list[str]) -> None:
     memory["guest"] = guest
     percent = it_memory.get("overcommitPercent") or 0
     if percent > 0:
-        quantity = parse_quantity(guest)
+        quantity = quantity_of(guest)  # as Go parsed the guest: its Value() and its Format
         request = overcommitted_request(quantity.value_ceil(), percent)
         requests = child(child(domain, "resources"), "requests")
         requests["memory"] = format_int(request, quantity.format)

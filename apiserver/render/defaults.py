@@ -11,7 +11,7 @@ from typing import Any
 
 from apiserver.render.config import ClusterConfig
 from apiserver.render.errors import Cause, ExpandError
-from apiserver.render.quantity import parse_quantity
+from apiserver.render.quantity import QuantityError, parse_quantity_text, quantity_of
 from apiserver.render.tree import child
 
 JSON = dict[str, Any]
@@ -63,7 +63,7 @@ def _config_error(message: str, field: str) -> ExpandError:
 
 def _nonzero(resources: JSON, group: str, name: str) -> bool:
     value = (resources.get(group) or {}).get(name)
-    return value is not None and not parse_quantity(value).is_zero()
+    return value is not None and not quantity_of(value).is_zero()
 
 
 def set_vmi_spec_defaults(config: ClusterConfig, tspec: JSON) -> None:
@@ -116,8 +116,8 @@ def _guest_memory(domain: JSON) -> None:
         memory["guest"] = resources["limits"]["memory"]
     elif memory.get("hugepages") is not None:
         page_size = memory["hugepages"].get("pageSize", "")
-        with contextlib.suppress(ValueError):
-            memory["guest"] = parse_quantity(page_size).canonical()
+        with contextlib.suppress(QuantityError):  # ParseQuantity itself: " 2Mi" fails, unlike in JSON
+            memory["guest"] = parse_quantity_text(page_size).canonical()
 
 
 def _cpu_topology(domain: JSON) -> None:
@@ -130,8 +130,9 @@ def _cpu_topology(domain: JSON) -> None:
     sockets = 1
     limit = (resources.get("limits") or {}).get("cpu")
     request = (resources.get("requests") or {}).get("cpu")
+    # uint32(q.Value()): the quantity as Go parsed it (Value() is 0 or wraps beyond int64), truncated.
     if limit is not None:
-        sockets = parse_quantity(limit).value_ceil() & 0xFFFFFFFF
+        sockets = quantity_of(limit).value_ceil() & 0xFFFFFFFF
     elif request is not None:
-        sockets = parse_quantity(request).value_ceil() & 0xFFFFFFFF
+        sockets = quantity_of(request).value_ceil() & 0xFFFFFFFF
     cpu["sockets"], cpu["cores"], cpu["threads"] = sockets, 1, 1

@@ -24,10 +24,14 @@ __all__ = [
     "DECIMAL_SI",
     "Quantity",
     "QuantityError",
+    "QuantityText",
     "canonical",
     "cmp",
     "format_int",
     "parse_quantity",
+    "parse_quantity_text",
+    "quantity_of",
+    "quantity_text",
 ]
 
 BINARY_SI = "BinarySI"
@@ -98,6 +102,8 @@ class Quantity:
     format: str
     kept: str | None = None
     internal: tuple[int, int] | None = None
+    # A slow-path BinarySI value beyond int64, capped at +-(2**63-1): Go's Dec then has scale 0, not 9.
+    capped: bool = False
 
     # --- value ---------------------------------------------------------------------------------------
 
@@ -114,39 +120,27 @@ class Quantity:
     def sign(self) -> int:
         return (self.mantissa > 0) - (self.mantissa < 0)
 
-    def _scaled_ceil(self, scale: int) -> int:
-        """Go ``ScaledValue(scale)``: the value in units of 10**scale as an int64, rounded up.
+    def scaled_value(self, scale: int) -> int:
+        """Go ``ScaledValue(scale)``: the value in units of ``10**scale`` as apimachinery computes it.
 
-        The int64 fast path rounds away from zero; the inf.Dec path rounds toward +inf. Out-of-range
-        results saturate (apimachinery's newer releases do; older ones wrap, which nobody relies on).
+        In range that is the value rounded away from zero (int64 amounts) or truncated then plus one
+        when inexact (``inf.Dec``, so ``-1n`` gives 1). Out of int64's range Go's arithmetic wraps or
+        gives 0, depending on the path, and KubeVirt uses whatever comes out (``1e19`` CPUs is 0
+        sockets): see :func:`_amount_scaled` and :func:`_dec_scaled`.
         """
-        m = self.mantissa
-        if m == 0:
-            return 0
-        shift = self.exponent - scale
-        if shift >= 0:
-            if _digits(m) + shift > 19:
-                return _INT64_MAX if m > 0 else _INT64_MIN
-            v: int = m * 10**shift
-        else:
-            # Negative inf.Dec values round toward +inf (truncate |v|); everything else away from zero.
-            away = m > 0 or self.internal is not None
-            if _digits(m) + shift <= 0:  # |value| < 1 unit
-                q = 1 if away else 0
-            else:
-                q, r = divmod(abs(m), 10**-shift)
-                if r and away:
-                    q += 1
-            v = q if m > 0 else -q
-        return max(_INT64_MIN, min(_INT64_MAX, v))
+        if self.internal is not None:
+            return _amount_scaled(self.internal[0], self.internal[1], scale)
+        if self.capped:
+            return _capped_scaled(self.mantissa, scale)
+        return _dec_scaled(self.mantissa, self.exponent, scale)
 
     def value_ceil(self) -> int:
-        """Go ``Value()``: the value rounded up to an integer (int64)."""
-        return self._scaled_ceil(0)
+        """Go ``Value()``: ``ScaledValue(0)``."""
+        return self.scaled_value(0)
 
     def milli_value_ceil(self) -> int:
-        """Go ``MilliValue()``: the value in thousandths, rounded up."""
-        return self._scaled_ceil(-3)
+        """Go ``MilliValue()``: ``ScaledValue(-3)``."""
+        return self.scaled_value(-3)
 
     # --- text ------------------------------------------------------------------------------------------
 
@@ -222,6 +216,96 @@ def cmp(a: Quantity, b: Quantity) -> int:
         va, vb = ma * 10 ** (a.exponent - e), mb * 10 ** (b.exponent - e)
         r = (va > vb) - (va < vb)
     return r if sa > 0 else -r
+
+
+_MASK64 = (1 << 64) - 1
+# The int64Amount multiplications apimachinery writes out (scale 1, 2, 3, 6, 9) return the wrapped
+# product on overflow; the loop it uses for other scales returns 0.
+_UNROLLED_SCALES = frozenset({1, 2, 3, 6, 9})
+
+
+def _wrap64(value: int) -> int:
+    """Go's int64 of an integer: its low 64 bits, signed (big.Int.Int64 and overflowing arithmetic)."""
+    value &= _MASK64
+    return value - (1 << 64) if value >> 63 else value
+
+
+def _wrap_scaled(m: int, tens: int) -> int:
+    """``_wrap64(m * 10**tens)`` without building a huge number (``tens`` >= 0)."""
+    return _wrap64((m & _MASK64) * pow(10, tens, 1 << 64))
+
+
+def _trunc_div(a: int, b: int) -> int:
+    """Go's integer division (truncates toward zero); ``b`` > 0."""
+    q = abs(a) // b
+    return q if a >= 0 else -q
+
+
+def _amount_scaled(value: int, own: int, scale: int) -> int:
+    """``int64Amount{value, own}.AsScaledInt64(scale)``, result kept whatever ``ok`` says (ScaledValue)."""
+    if own < scale:
+        # negativeScaleInt64: divide by ten, remembering a lost fraction; round away from zero.
+        v, fraction = value, False
+        for _ in range(scale - own):
+            fraction = fraction or v % 10 != 0
+            v = _trunc_div(v, 10)
+            if v == 0:
+                return (1 if value > 0 else -1) if fraction else 0
+        if fraction:
+            v += 1 if value > 0 else -1
+        return v
+    shift = own - scale
+    if shift == 0 or value == 0:
+        return value
+    if shift in _UNROLLED_SCALES:
+        if value == 1:
+            return int(10**shift)
+        return 0 if value == _INT64_MIN else _wrap64(value * 10**shift)
+    if _digits(value) + shift > 20:
+        return 0
+    product = value * 10**shift
+    return product if _INT64_MIN <= product <= _INT64_MAX else 0
+
+
+def _capped_scaled(m: int, scale: int) -> int:
+    """``scaledValue`` of the capped Dec ``m`` (+-(2**63-1)) at scale 0."""
+    if scale <= 0:
+        # unscaled.Int64() * int64(math.Pow10(-scale)), wrapping (scale 0: the value itself)
+        power = 10**-scale if -scale <= 18 else _INT64_MIN
+        return _wrap64(m * power)
+    return _trunc_div(m, 10**scale) + (1 if m % 10**scale else 0) if scale < 19 else (1 if m > 0 else 0)
+
+
+def _dec_scaled(m: int, e: int, scale: int) -> int:
+    """``scaledValue`` of a slow-path quantity ``m * 10**e``.
+
+    Go holds it as an ``inf.Dec`` rounded to scale 9 (unscaled ``u = m * 10**(e + 9)``, ``e >= -9``);
+    capped values are :func:`_capped_scaled`'s. Small ``u`` go through int64
+    arithmetic (``u`` wraps first), large ones through big.Int division, then ``Int64()`` wraps.
+    """
+    if m == 0:
+        return 0
+    tens = e + 9  # u = m * 10**tens, tens >= 0
+    dif = 9 + scale  # the Dec's scale minus the requested one
+    if dif == 0:
+        return _wrap_scaled(m, tens)
+    if dif < 0:
+        # unscaled.Int64() * int64(math.Pow10(-dif)); the conversion of 1e19 and beyond gives MinInt64
+        power = 10**-dif if -dif <= 18 else _INT64_MIN
+        return _wrap64(_wrap_scaled(m, tens) * power)
+    small = m < 0 or _digits(m) + tens < 19 or (_digits(m) + tens == 19 and m * 10**tens < _INT64_MAX)
+    if small and dif < 19:
+        u = _wrap_scaled(m, tens)
+        divisor = 10**dif
+        q = _trunc_div(u, divisor)
+        return q + 1 if u - q * divisor else q
+    # big.Int DivMod (floor for a positive divisor), then Int64() and a wrapping + 1.
+    if tens >= dif:
+        q, r = _wrap_scaled(m, tens - dif), 0
+    else:
+        q, r = divmod(m, 10 ** (dif - tens))
+        q = _wrap64(q)
+    return _wrap64(q + 1) if r else q
 
 
 def _render(m: int, e: int, fmt: str) -> str:
@@ -351,9 +435,10 @@ def _parse_text(text: str) -> Quantity:
             m, t = _strip_tens(m)
             e += t
         if fmt == BINARY_SI:
-            if e >= 0 and _digits(m) + e >= 19 and m * 10**e > _INT64_MAX:
-                m, e = _INT64_MAX, 0  # 2**63-1 has no trailing zero
-            elif e < 0 and _digits(m) + e <= 0:
+            if _digits(m) + e >= 19 and (m * 10**e if e >= 0 else m) > _INT64_MAX * 10 ** max(0, -e):
+                # The cap applies to fractions too; Go's Dec then holds 2**63-1 at scale 0.
+                return Quantity(-_INT64_MAX if negative else _INT64_MAX, 0, fmt, None, None, capped=True)
+            if e < 0 and _digits(m) + e <= 0:
                 fmt = DECIMAL_SI  # 0 < v < 1
     else:
         e = 0
@@ -365,6 +450,13 @@ def _fast(result: int, scale: int, fmt: str, kept: str | None) -> Quantity:
         return Quantity(0, 0, fmt, kept, (0, scale))
     m, t = _strip_tens(result)
     return Quantity(m, scale + t, fmt, kept, (result, scale))
+
+
+def parse_quantity_text(text: str) -> Quantity:
+    """``resource.ParseQuantity(text)`` itself, which, unlike ``UnmarshalJSON``, trims no spaces."""
+    if text != text.strip(_GO_SPACE):
+        raise QuantityError(_FORMAT_WRONG)
+    return _parse_text(text)
 
 
 def parse_quantity(value: str | int | float) -> Quantity:
@@ -385,14 +477,61 @@ def canonical(value: str | int | float) -> str:
     """The text Go writes for a quantity given as ``value`` (parse then ``String()``); cached."""
     if type(value) is str:
         return _canonical_cached(value)
+    if type(value) is QuantityText:
+        return value.text
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise QuantityError(_FORMAT_WRONG)
     return _canonical_cached(value)
+
+
+class QuantityText(str):
+    """A decoded quantity: the text Go writes for it, carrying the quantity Go parsed from the input.
+
+    The text alone does not give the parsed quantity back, and KubeVirt computes with the parsed one:
+    ``1.2Gi`` prints as ``1288490188800m``, which reads back as DecimalSI, while a request computed
+    from it keeps the guest's BinarySI (``1006633Ki``); ``10000000000000000000`` prints as ``10E``,
+    whose int64 form gives another ``Value()`` than the original's ``inf.Dec``. Being a ``str``, it
+    compares, hashes and serialises as its text; :func:`quantity_of` reads the quantity.
+    """
+
+    __slots__ = ("quantity", "text")
+    quantity: Quantity
+    text: str  # the same text as a plain str, for output
+
+    def __new__(cls, quantity: Quantity) -> QuantityText:
+        text = quantity.canonical()
+        obj = super().__new__(cls, text)
+        obj.quantity = quantity
+        obj.text = text
+        return obj
+
+
+@lru_cache(maxsize=8192, typed=True)
+def _quantity_text_cached(value: str | int | float) -> QuantityText:
+    return QuantityText(_parse_text(_go_text(value)))
+
+
+def quantity_text(value: str | int | float) -> QuantityText:
+    """What Go's ``UnmarshalJSON`` makes of a JSON value, as :class:`QuantityText`; cached."""
+    if type(value) is QuantityText:
+        return value
+    if type(value) is not str and (isinstance(value, bool) or not isinstance(value, int | float)):
+        raise QuantityError(_FORMAT_WRONG)
+    return _quantity_text_cached(value)
+
+
+def quantity_of(value: str | int | float) -> Quantity:
+    """The quantity Go holds for a decoded value: a :class:`QuantityText`'s own, else its text parsed."""
+    if type(value) is QuantityText:
+        return value.quantity
+    return parse_quantity(value)
 
 
 def format_int(value: int, fmt: str) -> str:
     """Canonical text of ``resource.NewQuantity(value, fmt)``: ``805306368`` BinarySI -> ``768Mi``."""
     if value == 0:
         return "0"
+    if value == _INT64_MIN and fmt == BINARY_SI:
+        return str(value)  # removeInt64Factors negates MinInt64 into itself and removes nothing
     m, e = _strip_tens(value)
     return _render(m, e, fmt)

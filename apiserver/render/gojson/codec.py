@@ -13,7 +13,8 @@ The decoded form (what :func:`decode` returns) keeps Go's *presence* semantics w
 
 * a member is present when Go's value is non-nil (pointers, maps, slices) or non-zero (non-pointer
   scalars); non-pointer structs and custom types are present when the input had them;
-* quantities are canonical strings, times are ``YYYY-MM-DDTHH:MM:SSZ`` (the zero time spelled out),
+* quantities are canonical strings (:class:`~apiserver.render.quantity.QuantityText`, which also
+  carries the quantity Go parsed), times are ``YYYY-MM-DDTHH:MM:SSZ`` (the zero time spelled out),
   durations Go's ``String()``, float32 numbers their shortest text;
 * ``RawExtension``/``FieldsV1`` values are the input value itself (not copied).
 """
@@ -26,7 +27,8 @@ from typing import Any
 from apiserver.render.gojson import goscalars
 from apiserver.render.gojson.errors import GoDecodeError
 from apiserver.render.gojson.types import INT_RANGES, STRUCTS, go_name, resolve_root, short_name
-from apiserver.render.quantity import QuantityError, canonical
+from apiserver.render.gotext import fold_name
+from apiserver.render.quantity import QuantityError, canonical, quantity_text
 
 __all__ = ["ZERO_TIME", "decode", "encode", "roundtrip"]
 
@@ -62,9 +64,7 @@ def _json_type(v: Any) -> str:
     return "null"
 
 
-def _fold(name: str) -> str:
-    """strings.EqualFold's simple folding, enough for ASCII member names (Kelvin sign and long s fold)."""
-    return name.lower() if name.isascii() else name.lower().replace("\u017f", "s")
+_fold = fold_name
 
 
 # --- scalar decoders (signature: value, exact_names, into) -------------------------------------------
@@ -117,7 +117,7 @@ def _float32_decoder(go_type: str) -> Decoder:
 
 def _dec_quantity(v: Any, exact: bool, into: Any) -> Any:
     try:
-        return canonical(v)  # strings and numbers; anything else is a format error, as in Go
+        return quantity_text(v)  # strings and numbers; anything else is a format error, as in Go
     except QuantityError as err:
         raise _Fail(None, message=str(err)) from None
 

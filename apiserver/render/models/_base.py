@@ -16,7 +16,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, get_args, get_origin
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    ValidationInfo,
+    model_validator,
+)
 
 from apiserver.render import gojson, quantity
 from apiserver.render.models._json import Number
@@ -147,11 +155,13 @@ def go_json_kind(value: Any) -> str:
 
 
 def _quantity(value: Any, info: ValidationInfo) -> Any:
+    """Clean input holds :class:`~apiserver.render.quantity.QuantityText` already (kept as it is: a
+    plain ``str`` field would turn it into its bare text); raw input is parsed into one."""
     if not _is_raw(info):
         return value
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise ValueError(f"cannot unmarshal {go_json_kind(value)} into a Quantity")
-    return quantity.canonical(value.text if isinstance(value, Number) else value)
+    return quantity.quantity_text(value.text if isinstance(value, Number) else value)
 
 
 def _core(go_type: str) -> BeforeValidator:
@@ -218,7 +228,7 @@ def _uint(bits: int) -> Any:
     return Field(ge=0, le=(1 << bits) - 1)
 
 
-Quantity = Annotated[str, BeforeValidator(_quantity)]
+Quantity = Annotated[str, PlainValidator(_quantity)]
 Uint32 = Annotated[int, _uint(32)]
 Int64 = Annotated[int, Field(ge=-(1 << 63), le=(1 << 63) - 1)]
 Int = Int64
