@@ -22,6 +22,7 @@ from apiserver.render.errors import (
     Cause,
     ExpandError,
 )
+from apiserver.render.gotext import go_lower
 from apiserver.render.objects import (
     CLUSTER_INSTANCETYPE,
     CLUSTER_PREFERENCE,
@@ -193,7 +194,7 @@ def find_spec(family: _Family, vm: JSON, lookup: ObjectLookup, *, head: bool = F
     kind = matcher.get("kind")
     if type(kind) is not str:
         kind = ""
-    canonical_kind = family.kinds.get(kind) or family.kinds.get(kind.lower())
+    canonical_kind = family.kinds.get(kind) or family.kinds.get(go_lower(kind))
     if canonical_kind is None:
         message = f"got unexpected kind in {family.go_matcher}: {kind}"
         raise ExpandError.invalid(message, Cause(family.kind_field, message, CAUSE_NOT_SUPPORTED))

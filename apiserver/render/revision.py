@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from apiserver.render import gojson
+from apiserver.render.gotext import fold_name
 from apiserver.render.models import scheme, v1alpha
 from apiserver.render.models._base import CLEAN, GoModel, go_json_kind, raw_context
 from apiserver.render.models._errors import describe
@@ -179,11 +180,12 @@ def is_v1beta1_object(rev: Mapping[str, Any]) -> bool:
     return api_version == V1BETA1
 
 
-def instancetype_spec_from_object(obj: Mapping[str, Any], *, exact_names: bool = False) -> InstancetypeSpec:
+def instancetype_spec_from_object(obj: Mapping[str, Any], *, exact_names: bool = True) -> InstancetypeSpec:
     """The spec of a live instance type (any supported apiVersion, flavor kinds included).
 
-    ``exact_names`` matches member names case-sensitively, as client-go does for objects read from the
-    API server; otherwise a case-insensitive match is accepted, as ``encoding/json`` does.
+    ``exact_names`` matches member names case-sensitively, as client-go does for the objects KubeVirt
+    reads from the API server (which prunes ``IoThreads`` before that anyway), wherever the object
+    came from; ``False`` accepts a case-insensitive match, as ``encoding/json`` does.
     """
     kind, api_version = _type_meta(obj, (*INSTANCETYPE_KINDS, FLAVOR, CLUSTER_FLAVOR), "an instance type")
     root = CLUSTER_INSTANCETYPE if kind in (CLUSTER_INSTANCETYPE, CLUSTER_FLAVOR) else INSTANCETYPE
@@ -202,7 +204,7 @@ def instancetype_spec_from_object(obj: Mapping[str, Any], *, exact_names: bool =
     raise _unsupported_version(obj, kind, api_version)
 
 
-def preference_spec_from_object(obj: Mapping[str, Any], *, exact_names: bool = False) -> PreferenceSpec:
+def preference_spec_from_object(obj: Mapping[str, Any], *, exact_names: bool = True) -> PreferenceSpec:
     """The spec of a live preference (any supported apiVersion, ``flavor.kubevirt.io`` included)."""
     kind, api_version = _type_meta(obj, PREFERENCE_KINDS, "a preference")
     root = CLUSTER_PREFERENCE if kind == CLUSTER_PREFERENCE else PREFERENCE
@@ -319,7 +321,7 @@ def _interpret(value: Any) -> tuple[str, str]:
         )
     found = {"apiversion": "", "kind": ""}
     for key, member in value.items():
-        folded = key.casefold()
+        folded = fold_name(key)
         if folded not in found:
             continue
         if member is None:
