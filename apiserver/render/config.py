@@ -3,13 +3,16 @@
 virt-api builds its configuration by encoding the KubeVirt CR's ``spec.configuration`` with Go's
 ``encoding/json`` (so zero values are dropped by ``omitempty``) and decoding that over the built-in
 defaults: a field given a non-empty value overrides the default, an empty one does not. The default
-architecture comes from the CR's ``status.defaultArchitecture``.
+architecture comes from the CR's ``status.defaultArchitecture``. The result is then validated
+(``validateConfig``); a configuration that fails is not used at all: KubeVirt logs the error and keeps
+its last valid configuration, which for a virt-api that never saw a valid one is the whole default
+configuration. Neither the CRD's schema nor virt-operator refuses such a CR, so it can exist.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from apiserver.render import gojson
@@ -32,6 +35,9 @@ class ClusterConfig:
     # Whether cpu_request differs numerically from the built-in 100m (only then is it written).
     cpu_request_is_custom: bool = False
     eviction_strategy: str | None = "None"
+    # Why KubeVirt would refuse the given configuration (validateConfig's error), when it would: the
+    # values above are then the defaults.
+    invalid: str = ""
 
     def machine_type_for(self, arch: str) -> str:
         """KubeVirt's GetMachineType: a global override, else per architecture (amd64 for the rest)."""
@@ -56,6 +62,37 @@ def _dig(doc: Mapping[str, Any], *path: str) -> Any:
     return cur
 
 
+# The defaults validateConfig can see through (virt-config's DefaultMemoryOvercommit,
+# DefaultCPUAllocationRatio, DefaultLessPVCSpaceToleration, DefaultNetworkInterface).
+_DEFAULT_MEMORY_OVERCOMMIT = 100
+_DEFAULT_CPU_ALLOCATION_RATIO = 10
+_DEFAULT_PVC_TOLERATION = 10
+_PULL_POLICIES = ("Always", "Never", "IfNotPresent")
+_DEFAULT_INTERFACES = ("bridge", "slirp", "masquerade")
+
+
+def validate_config(conf: Mapping[str, Any]) -> str:
+    """``validateConfig`` of the configuration ``conf`` (Go-encoded) merged over the defaults: its
+    error text, or "" when KubeVirt accepts it. Every rule, in KubeVirt's order."""
+    policy = conf.get("imagePullPolicy", "")
+    if policy and policy not in _PULL_POLICIES:
+        return f"invalid dev.imagePullPolicy in config: {policy}"
+    developer = conf.get("developerConfiguration") or {}
+    overcommit = developer.get("memoryOvercommit", _DEFAULT_MEMORY_OVERCOMMIT)
+    if overcommit <= 0:
+        return f"invalid memoryOvercommit in ConfigMap: {overcommit}"
+    ratio = developer.get("cpuAllocationRatio", _DEFAULT_CPU_ALLOCATION_RATIO)
+    if ratio <= 0:
+        return f"invalid cpu allocation ratio in ConfigMap: {ratio}"
+    toleration = developer.get("pvcTolerateLessSpaceUpToPercent", _DEFAULT_PVC_TOLERATION)
+    if toleration < 0 or toleration > 100:
+        return f"invalid lessPVCSpaceToleration in ConfigMap: {toleration}"
+    interface = (conf.get("network") or {}).get("defaultNetworkInterface", "")
+    if interface and interface not in _DEFAULT_INTERFACES:
+        return f"invalid default-network-interface in config: {interface}"
+    return ""
+
+
 def cluster_config(kubevirt: Mapping[str, Any] | None) -> ClusterConfig:
     """Build the configuration from a KubeVirt CR (it has a ``spec``) or a bare KubeVirtConfiguration."""
     if not kubevirt:
@@ -63,13 +100,18 @@ def cluster_config(kubevirt: Mapping[str, Any] | None) -> ClusterConfig:
     is_cr = isinstance(kubevirt.get("spec"), Mapping) or kubevirt.get("kind") == "KubeVirt"
     raw_conf = _dig(kubevirt, "spec", "configuration") if is_cr else kubevirt
     try:
-        conf = gojson.roundtrip(raw_conf or {}, "KubeVirtConfiguration")
+        # Case-sensitive member names: virt-api reads the CR through client-go.
+        conf = gojson.roundtrip(raw_conf or {}, "KubeVirtConfiguration", exact_names=True)
     except gojson.GoDecodeError as err:
         prefix = "spec.configuration." if is_cr else ""
         raise ExpandError.invalid(
             f"invalid KubeVirt configuration: {err}",
             Cause(prefix + err.path, str(err)),
         ) from None
+
+    invalid = validate_config(conf)
+    if invalid:
+        return replace(DEFAULT_CONFIG, invalid=invalid)
 
     values: dict[str, Any] = {}
     network = conf.get("network") or {}

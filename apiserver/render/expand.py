@@ -14,7 +14,7 @@ from typing import Any
 from apiserver.render import admission, gojson
 from apiserver.render.apply_instancetype import apply_instancetype
 from apiserver.render.apply_preference import apply_preference
-from apiserver.render.config import cluster_config
+from apiserver.render.config import ClusterConfig, cluster_config
 from apiserver.render.defaults import (
     set_default_network_interface,
     set_default_volume_disks,
@@ -112,11 +112,16 @@ def expand(
             if not verdict.allowed:
                 raise admission.AdmissionDenied(verdict, name)
             warnings.extend(verdict.warnings)
-        if matched:
-            _expand_in_place(decoded, lookup, kubevirt, name=name)
+        config = _expand_in_place(decoded, lookup, kubevirt, name=name) if matched else None
     except ExpandError as err:
         _name_the_vm(err, name)
         raise
+
+    if config is not None and config.invalid:
+        warnings.append(
+            f"the KubeVirt configuration is invalid ({config.invalid}): KubeVirt ignores it and "
+            "expands with its default configuration, as here"
+        )
 
     out: JSON = gojson.encode(decoded, "VirtualMachine")
     result = ExpandResult(out, warnings)
@@ -142,7 +147,8 @@ def _expand_in_place(
     kubevirt: Mapping[str, Any] | None,
     *,
     name: str,
-) -> None:
+) -> ClusterConfig:
+    """Expand ``vm`` in place; return the cluster configuration used."""
     spec: JSON = vm["spec"]
     instancetype = find_instancetype(vm, lookup)
     preference = find_preference(vm, lookup)
@@ -176,3 +182,4 @@ def _expand_in_place(
     if status is not None:
         status.pop("instancetypeRef", None)
         status.pop("preferenceRef", None)
+    return config
