@@ -52,7 +52,7 @@ FORMAT_WRONG = "quantities must match the regular expression '^([+-]?[0-9.]+)([e
         ("512Ki", "512Ki"),
         ("00", "0"),
         ("0.0", "0"),
-        ("  1Gi\n", "1Gi"),
+        ("  1Gi\u00a0", "1Gi"),  # spaces written as they are in JSON are trimmed
         ("1e-1000000", "1e-9"),
         # kept verbatim
         ("3e9", "3e9"),
@@ -95,6 +95,10 @@ def test_json_numbers_parse_from_their_text(number: float, expected: str) -> Non
         ("1.5.5", FORMAT_WRONG),
         ("1Gi ", None),  # trailing space is trimmed: valid
         ("1 Gi", FORMAT_WRONG),
+        # JSON escapes a tab: UnmarshalJSON parses the raw \t, and Go's encoder escapes U+2028 too
+        ("\t1Gi", FORMAT_WRONG),
+        ("1Gi\n", FORMAT_WRONG),
+        ("1Gi\u2028", FORMAT_WRONG),
         ("1e", "unable to parse quantity's suffix"),
         ("1ki", "unable to parse quantity's suffix"),
         ("1Gib", FORMAT_WRONG),

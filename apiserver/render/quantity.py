@@ -50,6 +50,11 @@ _INT64_MIN = -(1 << 63)
 MAX_DIGITS = 4000
 _TOO_MANY_DIGITS = f"quantities may have at most {MAX_DIGITS} significant digits"
 
+# Quantity.UnmarshalJSON parses the JSON text between the quotes without unescaping it. Characters a
+# JSON string must escape (below U+0020), and U+2028/U+2029, which Go's encoder escapes (kubectl and
+# the API server write what KubeVirt reads), reach the parser as a backslash sequence and fail it.
+_ESCAPED_IN_JSON = re.compile("[\x00-\x1f\u2028\u2029]")
+
 # Go's strings.TrimSpace (unicode.IsSpace); Python's str.strip() also strips U+001C..U+001F.
 _GO_SPACE = (
     "\t\n\v\f\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
@@ -359,6 +364,8 @@ def _go_text(value: str | int | float) -> str:
 
 @lru_cache(maxsize=4096)
 def _parse_text(text: str) -> Quantity:
+    if _ESCAPED_IN_JSON.search(text):
+        raise QuantityError(_FORMAT_WRONG)  # "\t1Gi" is parsed as the six characters \t1Gi
     s = text.strip(_GO_SPACE)
     if not s:
         raise QuantityError(_FORMAT_WRONG)
