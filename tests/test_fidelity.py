@@ -400,3 +400,18 @@ def test_a_member_in_another_case_is_an_unknown_member(member: str, flips: list[
         assert with_member.vm != without.vm
     else:
         assert with_member.vm == without.vm
+
+
+def test_a_controller_revision_client_go_cannot_decode_is_refused() -> None:
+    # Found by the differential run: a type error outside the revision's data (here its
+    # creationTimestamp) means client-go holds no revision for KubeVirt to read.
+    revision = {
+        "apiVersion": "apps/v1",
+        "kind": "ControllerRevision",
+        "metadata": {"name": "r", "namespace": "default", "creationTimestamp": "yesterday"},
+        "data": cluster_instancetype({"cpu": {"guest": 2}, "memory": {"guest": "1Gi"}}),
+    }
+    with pytest.raises(ExpandError) as err:
+        render(vm(instancetype={"name": "it", "revisionName": "r"}), [revision])
+    assert err.value.code == 422
+    assert err.value.message.startswith("cannot decode ControllerRevision 'r': parsing time \"yesterday\"")
