@@ -48,21 +48,30 @@ def _json_kind(value: Any) -> str:
 
 def _inputs(
     vm: Any, objects: Iterable[Any], kubevirt: Any
-) -> tuple[list[Mapping[str, Any]], Mapping[str, Any] | None]:
-    check_json(vm)
+) -> tuple[list[Mapping[str, Any]], Mapping[str, Any] | None, dict[int, bytes]]:
+    """The objects as a list, the configuration, and the inputs' fingerprints by identity (what the
+    renderer memoises under, see apiserver.render.memo)."""
+    fingerprints: dict[int, bytes] = {}
+    printed = check_json(vm)
+    if printed is not None:
+        fingerprints[id(vm)] = printed
     listed = []
     for index, obj in enumerate(objects):
-        if not isinstance(obj, Mapping):
+        if type(obj) is not dict and not isinstance(obj, Mapping):  # type() first: the ABC check is slow
             raise ExpandError.bad_request(
                 f"objects[{index}]: expected an object (a mapping), got {_json_kind(obj)}"
             )
-        check_json(obj, f"objects[{index}]")
+        printed = check_json(obj, f"objects[{index}]")
+        if printed is not None:
+            fingerprints[id(obj)] = printed
         listed.append(obj)
     if kubevirt is not None:
         if not isinstance(kubevirt, Mapping):
             raise ExpandError.bad_request("kubevirt: expected a KubeVirt CR or its configuration (a mapping)")
-        check_json(kubevirt, "kubevirt")
-    return listed, kubevirt
+        printed = check_json(kubevirt, "kubevirt")
+        if printed is not None:
+            fingerprints[id(kubevirt)] = printed
+    return listed, kubevirt, fingerprints
 
 
 def expand(
@@ -88,7 +97,7 @@ def expand(
     """
     if field_validation not in LEVELS:
         raise ValueError(f"field_validation must be one of {', '.join(LEVELS)}, not {field_validation!r}")
-    listed, config = _inputs(vm, objects, kubevirt)
+    listed, config, fingerprints = _inputs(vm, objects, kubevirt)
     result = _expand(
         vm,
         ObjectIndex(listed),
@@ -96,6 +105,7 @@ def expand(
         presets=presets,
         validate=validate,
         field_validation=field_validation,
+        fingerprints=fingerprints,
     )
     return Expanded(result.vm, tuple(result.warnings))
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from apiserver.render import gojson
 from apiserver.render.errors import Cause, ExpandError
+from apiserver.render.memo import Memo
 from apiserver.render.quantity import QuantityError, canonical, parse_quantity
 
 DEFAULT_CPU_REQUEST = "100m"
@@ -93,10 +94,20 @@ def validate_config(conf: Mapping[str, Any]) -> str:
     return ""
 
 
-def cluster_config(kubevirt: Mapping[str, Any] | None) -> ClusterConfig:
-    """Build the configuration from a KubeVirt CR (it has a ``spec``) or a bare KubeVirtConfiguration."""
+# Configurations per CR version (apiserver.render.memo): a server renders every VM with one CR.
+_CONFIGS: Memo[ClusterConfig] = Memo(64)
+
+
+def cluster_config(kubevirt: Mapping[str, Any] | None, *, fingerprint: bytes | None = None) -> ClusterConfig:
+    """Build the configuration from a KubeVirt CR (it has a ``spec``) or a bare KubeVirtConfiguration.
+
+    ``fingerprint``: the CR's JSON text, when known to be JSON; results are reused per CR version."""
     if not kubevirt:
         return DEFAULT_CONFIG
+    return _CONFIGS.get(kubevirt, lambda: _build(kubevirt), fingerprint=fingerprint)
+
+
+def _build(kubevirt: Mapping[str, Any]) -> ClusterConfig:
     is_cr = isinstance(kubevirt.get("spec"), Mapping) or kubevirt.get("kind") == "KubeVirt"
     raw_conf = _dig(kubevirt, "spec", "configuration") if is_cr else kubevirt
     try:

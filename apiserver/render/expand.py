@@ -27,6 +27,7 @@ from apiserver.render.infer import infer_matchers
 from apiserver.render.objects import ObjectLookup
 
 JSON = dict[str, Any]
+_NONE: Mapping[int, bytes] = {}
 CONFLICT_FMT = "VM field(s) {} conflicts with selected instance type"
 
 
@@ -68,6 +69,7 @@ def expand(
     exact_names: bool = False,
     field_validation: str = IGNORE,
     duplicates: Sequence[str] = (),
+    fingerprints: Mapping[int, bytes] = _NONE,
 ) -> ExpandResult:
     """Expand ``vm`` as KubeVirt does.
 
@@ -76,7 +78,9 @@ def expand(
     are decoded like ``encoding/json`` (a case-insensitive match when no exact one exists).
     ``field_validation`` (``Strict``, ``Warn`` or ``Ignore``) and ``duplicates`` (paths of fields the
     input gave twice) are judged first, see :mod:`apiserver.render.fieldvalidation`; warnings come
-    back in the result.
+    back in the result. ``fingerprints`` maps ``id()`` of inputs known to be JSON (the VM, objects,
+    the CR) to their JSON text, under which results computed from them are reused
+    (:mod:`apiserver.render.memo`).
     Raises :class:`~apiserver.render.errors.ExpandError` with the Status to send, or
     :class:`~apiserver.render.objects.LookupPending` when ``lookup`` must fetch an object first.
     """
@@ -85,7 +89,7 @@ def expand(
         raw_meta = vm.get("metadata")
         raw_name = raw_meta.get("name") if isinstance(raw_meta, Mapping) else None
         admission.check_schema(vm, raw_name if isinstance(raw_name, str) else "")
-    warnings = admit(vm, field_validation, duplicates)
+    warnings = admit(vm, field_validation, duplicates, fingerprint=fingerprints.get(id(vm)))
     decoded = decode_vm(vm, exact_names=exact_names)
     meta = decoded.get("metadata") or {}
     name = meta.get("name", "")
@@ -112,7 +116,11 @@ def expand(
             if not verdict.allowed:
                 raise admission.AdmissionDenied(verdict, name)
             warnings.extend(verdict.warnings)
-        config = _expand_in_place(decoded, lookup, kubevirt, name=name) if matched else None
+        config = (
+            _expand_in_place(decoded, lookup, kubevirt, name=name, fingerprints=fingerprints)
+            if matched
+            else None
+        )
     except ExpandError as err:
         _name_the_vm(err, name)
         raise
@@ -147,12 +155,13 @@ def _expand_in_place(
     kubevirt: Mapping[str, Any] | None,
     *,
     name: str,
+    fingerprints: Mapping[int, bytes],
 ) -> ClusterConfig:
     """Expand ``vm`` in place; return the cluster configuration used."""
     spec: JSON = vm["spec"]
-    instancetype = find_instancetype(vm, lookup)
-    preference = find_preference(vm, lookup)
-    config = cluster_config(kubevirt)
+    instancetype = find_instancetype(vm, lookup, fingerprints)
+    preference = find_preference(vm, lookup, fingerprints)
+    config = cluster_config(kubevirt, fingerprint=fingerprints.get(id(kubevirt)) if kubevirt else None)
 
     template = spec.get("template")
     if template is None:

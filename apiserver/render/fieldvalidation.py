@@ -37,6 +37,7 @@ from apiserver.render.errors import (
     shorten,
     status,
 )
+from apiserver.render.memo import Memo
 
 STRICT: Final = "Strict"
 WARN: Final = "Warn"
@@ -72,8 +73,8 @@ def invalid_message(name: str, causes: Sequence[Cause], total: int | None = None
 
 def vm_name(vm: Mapping[str, Any]) -> str:
     meta = vm.get("metadata")
-    name = meta.get("name") if isinstance(meta, Mapping) else None
-    return name if isinstance(name, str) else ""
+    name = meta.get("name") if type(meta) is dict or isinstance(meta, Mapping) else None
+    return name if type(name) is str or isinstance(name, str) else ""
 
 
 def _refuse(name: str, *causes: Cause) -> FieldValidationError:
@@ -94,7 +95,7 @@ _TYPE_NAMES: Final = {list: "a list", str: "a string", bool: "a boolean", type(N
 
 def check_shape(vm: Any) -> None:
     """The always-refused cases: raise :class:`FieldValidationError`, else return."""
-    if not isinstance(vm, Mapping):
+    if type(vm) is not dict and not isinstance(vm, Mapping):  # type() first: the ABC check is slow
         kind = _TYPE_NAMES.get(type(vm), "a number" if isinstance(vm, int | float) else type(vm).__name__)
         raise FieldValidationError(status(400, "BadRequest", f"expected a VirtualMachine object, got {kind}"))
     name = vm_name(vm)
@@ -105,7 +106,7 @@ def check_shape(vm: Any) -> None:
     spec = vm.get("spec")
     if spec is None:
         raise _refuse(name, Cause("spec", "Required value", CAUSE_REQUIRED))
-    if not isinstance(spec, Mapping):
+    if type(spec) is not dict and not isinstance(spec, Mapping):
         raise _refuse(
             name, Cause("spec", f"Invalid value: {_show(spec)}: must be of type object", CAUSE_TYPE_INVALID)
         )
@@ -135,16 +136,32 @@ def warning_text(cause: Cause) -> str:
     return f"{cause.field}: {cause.message}"
 
 
-def admit(vm: Any, level: str = IGNORE, duplicates: Sequence[str] = ()) -> list[str]:
+# Findings per VM version: the schema walk costs about what a warm render does, and the Python API
+# sees the same VM again (apiserver.render.memo).
+_FINDINGS: Memo[tuple[tuple[Cause, ...], int]] = Memo(256)
+
+
+def _findings_kept(vm: Mapping[str, Any]) -> tuple[tuple[Cause, ...], int]:
+    causes, total = first_findings(vm)
+    return tuple(causes), total
+
+
+def admit(
+    vm: Any, level: str = IGNORE, duplicates: Sequence[str] = (), *, fingerprint: bytes | None = None
+) -> list[str]:
     """Judge ``vm`` before expanding it: raise :class:`FieldValidationError`, or return the warnings.
 
     ``duplicates`` are the paths of fields the body gave twice (the reader found them; a parsed
-    mapping no longer shows them).
+    mapping no longer shows them). ``fingerprint``: the VM's JSON text, when known to be JSON.
     """
     check_shape(vm)
     if level == IGNORE:
         return []
-    causes, total = first_findings(vm, duplicates)
+    if duplicates:
+        causes, total = first_findings(vm, duplicates)
+    else:
+        kept, total = _FINDINGS.get(vm, lambda: _findings_kept(vm), fingerprint=fingerprint)
+        causes = list(kept)
     if not causes:
         return []
     if level == STRICT:

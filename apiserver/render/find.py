@@ -8,7 +8,6 @@ then the live object by kind.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +22,7 @@ from apiserver.render.errors import (
     ExpandError,
 )
 from apiserver.render.gotext import go_lower
+from apiserver.render.memo import Memo
 from apiserver.render.objects import (
     CLUSTER_INSTANCETYPE,
     CLUSTER_PREFERENCE,
@@ -94,36 +94,31 @@ PREFERENCE_FAMILY = _Family(
 )
 
 
-# Decoded specs, so a server decodes each instancetype, preference and revision once. An entry is
-# reused only for the very same object (the entry holds it, so its id cannot be recycled) that still
-# carries the same uid and resourceVersion. Sources never modify an object; they replace it when it
-# changes (a watch event, a re-read file), so a changed object is always decoded afresh, even when an
-# edited manifest kept an old resourceVersion. Objects without a uid and a resourceVersion (the Python
-# API's dicts, which a caller may mutate between calls) are decoded every time.
-_SPEC_CACHE: OrderedDict[tuple[int, str, str], tuple[Mapping[str, Any], str, str, JSON]] = OrderedDict()
-_SPEC_CACHE_SIZE = 8192
+# Decoded specs, so each instancetype, preference and revision is decoded once per version (see
+# apiserver.render.memo): the very same object with the same uid and resourceVersion (sources never
+# modify an object, they replace it when it changes, so an edited manifest that kept an old
+# resourceVersion is decoded afresh), or an object with the same JSON text (the Python API's dicts).
+_SPECS: Memo[JSON] = Memo(8192)
+_NO_FINGERPRINTS: Mapping[int, bytes] = {}
 
 
 def clear_spec_cache() -> None:
-    _SPEC_CACHE.clear()
+    _SPECS.clear()
 
 
 def _cached_spec(
-    family: _Family, obj: Mapping[str, Any], how: str, decode: Callable[[Mapping[str, Any]], Any]
+    family: _Family,
+    obj: Mapping[str, Any],
+    how: str,
+    decode: Callable[[Mapping[str, Any]], Any],
+    fingerprints: Mapping[int, bytes],
 ) -> JSON:
-    meta = obj.get("metadata") or _NO_META
-    uid, version = meta.get("uid"), meta.get("resourceVersion")
-    if not (uid and version and type(uid) is str and type(version) is str):
-        return _spec_dict(decode(obj))
-    key = (id(obj), family.matcher, how)
-    entry = _SPEC_CACHE.get(key)
-    if entry is not None and entry[0] is obj and entry[1] == uid and entry[2] == version:
-        return entry[3]
-    spec = _spec_dict(decode(obj))
-    _SPEC_CACHE[key] = (obj, uid, version, spec)
-    if len(_SPEC_CACHE) > _SPEC_CACHE_SIZE:
-        _SPEC_CACHE.popitem(last=False)
-    return spec
+    return _SPECS.get(
+        obj,
+        lambda: _spec_dict(decode(obj)),
+        what=(family.matcher, how),
+        fingerprint=fingerprints.get(id(obj)),
+    )
 
 
 _NO_META: Mapping[str, Any] = {}
@@ -157,7 +152,14 @@ def _str(value: Any) -> str:
     return value if type(value) is str else ""
 
 
-def find_spec(family: _Family, vm: JSON, lookup: ObjectLookup, *, head: bool = False) -> JSON | None:
+def find_spec(
+    family: _Family,
+    vm: JSON,
+    lookup: ObjectLookup,
+    fingerprints: Mapping[int, bytes] = _NO_FINGERPRINTS,
+    *,
+    head: bool = False,
+) -> JSON | None:
     """The v1beta1 spec (JSON names) the VM's matcher selects, or None when the VM has no such matcher.
 
     ``head``: decode ControllerRevisions as KubeVirt at the matched commit does (whole v1beta1 objects
@@ -174,7 +176,9 @@ def find_spec(family: _Family, vm: JSON, lookup: ObjectLookup, *, head: bool = F
 
     revision_name = matcher.get("revisionName")
     if revision_name and type(revision_name) is str:
-        return _from_revision(family, lookup, namespace, revision_name, family.revision_field, head)
+        return _from_revision(
+            family, lookup, namespace, revision_name, family.revision_field, fingerprints, head
+        )
 
     name = matcher.get("name")
     if type(name) is not str:
@@ -189,7 +193,7 @@ def find_spec(family: _Family, vm: JSON, lookup: ObjectLookup, *, head: bool = F
         rev = _get(lookup, _ref(CONTROLLER_REVISION, namespace, ref_revision, field), field)
         labels = (rev.get("metadata") or {}).get("labels") or {}
         if isinstance(labels, Mapping) and labels.get(OBJECT_NAME_LABEL) == name:
-            return _decode_revision(family, rev, field, head)
+            return _decode_revision(family, rev, field, fingerprints, head)
 
     kind = matcher.get("kind")
     if type(kind) is not str:
@@ -205,7 +209,7 @@ def find_spec(family: _Family, vm: JSON, lookup: ObjectLookup, *, head: bool = F
     field = family.name_field
     obj = _get(lookup, _ref(canonical_kind, ref_namespace, name, field), field)
     try:
-        return _cached_spec(family, obj, "object", family.from_object)
+        return _cached_spec(family, obj, "object", family.from_object, fingerprints)
     except revision.RevisionError as err:
         message = err.message
         raise ExpandError.invalid(message, Cause(family.name_field, message, CAUSE_INVALID)) from None
@@ -220,25 +224,45 @@ def _get(lookup: ObjectLookup, ref: ObjectRef, field: str) -> Mapping[str, Any]:
 
 
 def _from_revision(
-    family: _Family, lookup: ObjectLookup, namespace: str, name: str, field: str, head: bool = False
+    family: _Family,
+    lookup: ObjectLookup,
+    namespace: str,
+    name: str,
+    field: str,
+    fingerprints: Mapping[int, bytes],
+    head: bool = False,
 ) -> JSON:
     rev = _get(lookup, _ref(CONTROLLER_REVISION, namespace, name, field), field)
-    return _decode_revision(family, rev, field, head)
+    return _decode_revision(family, rev, field, fingerprints, head)
 
 
-def _decode_revision(family: _Family, rev: Mapping[str, Any], field: str, head: bool = False) -> JSON:
+def _decode_revision(
+    family: _Family, rev: Mapping[str, Any], field: str, fingerprints: Mapping[int, bytes], head: bool = False
+) -> JSON:
     if head and not revision.is_v1beta1_object(rev):
         message = "failed to decode object in ControllerRevision: not a whole v1beta1 object"
         raise ExpandError.invalid(message, Cause(field, message, CAUSE_INVALID))
     try:
-        return _cached_spec(family, rev, "revision", family.from_revision)
+        return _cached_spec(family, rev, "revision", family.from_revision, fingerprints)
     except revision.RevisionError as err:
         raise ExpandError.invalid(err.message, Cause(field, err.message, CAUSE_INVALID)) from None
 
 
-def find_instancetype(vm: JSON, lookup: ObjectLookup, *, head: bool = False) -> JSON | None:
-    return find_spec(INSTANCETYPE_FAMILY, vm, lookup, head=head)
+def find_instancetype(
+    vm: JSON,
+    lookup: ObjectLookup,
+    fingerprints: Mapping[int, bytes] = _NO_FINGERPRINTS,
+    *,
+    head: bool = False,
+) -> JSON | None:
+    return find_spec(INSTANCETYPE_FAMILY, vm, lookup, fingerprints, head=head)
 
 
-def find_preference(vm: JSON, lookup: ObjectLookup, *, head: bool = False) -> JSON | None:
-    return find_spec(PREFERENCE_FAMILY, vm, lookup, head=head)
+def find_preference(
+    vm: JSON,
+    lookup: ObjectLookup,
+    fingerprints: Mapping[int, bytes] = _NO_FINGERPRINTS,
+    *,
+    head: bool = False,
+) -> JSON | None:
+    return find_spec(PREFERENCE_FAMILY, vm, lookup, fingerprints, head=head)

@@ -99,18 +99,21 @@ def canonical_kind(kind: str) -> str:
 
 def ref_of(obj: Mapping[str, Any]) -> ObjectRef | None:
     """The ref under which an object is found, or None when it is not a kind the renderer reads."""
-    if not isinstance(obj, Mapping):  # the Python API refuses these; nothing else should pass one
+    # type() first: an ABC isinstance check costs more than the rest of this function.
+    if type(obj) is not dict and not isinstance(obj, Mapping):  # the Python API refuses these
         return None
     kind = obj.get("kind")
     meta = obj.get("metadata")
-    if not isinstance(kind, str) or not isinstance(meta, Mapping):
+    if type(kind) is not str and not isinstance(kind, str):
+        return None
+    if type(meta) is not dict and not isinstance(meta, Mapping):
         return None
     name = meta.get("name")
-    if not isinstance(name, str) or not name:
+    if not name or (type(name) is not str and not isinstance(name, str)):
         return None
     kind = canonical_kind(kind)
     namespace = meta.get("namespace") or ""
-    if not isinstance(namespace, str):
+    if type(namespace) is not str and not isinstance(namespace, str):
         return None
     if kind in CLUSTER_SCOPED_KINDS:
         namespace = ""
