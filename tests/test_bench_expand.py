@@ -1,4 +1,4 @@
-"""hack/bench_expand.py runs and divides only by baselines of its own run (tiny settings: this checks
+"""hack/bench_expand.py runs and divides only by figures of its own run (tiny settings: this checks
 what it prints, not how fast anything is)."""
 
 from __future__ import annotations
@@ -8,31 +8,70 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests import shared
+from tests.oracle import find_oracle
 
 ROOT = Path(__file__).resolve().parents[1]
+ORACLE = find_oracle()
 
 
-@shared.needs_shared(shared.CASES_DIR)
-def test_ratios_only_against_baselines_of_the_same_run() -> None:
+def _run(*args: str) -> list[str]:
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "hack/bench_expand.py"), "--limit", "3", "--repeat", "1"],
+        [
+            sys.executable,
+            str(ROOT / "hack/bench_expand.py"),
+            "--limit",
+            "3",
+            "--ops",
+            "4",
+            "--trials",
+            "1",
+            *args,
+        ],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
-    measured = {m.group(1) for line in lines if (m := re.match(r"^  (\S+)\s+median\s+[\d.]+", line))}
-    assert {"json-in/json-out", "orjson", "stdlib-json"} <= measured
-    ratios = [line for line in lines if re.search(r"\d\.\dx$", line)]
-    assert len(ratios) == 3
+    return proc.stdout.splitlines()
+
+
+def _measured(lines: list[str]) -> set[str]:
+    return {m.group(1) for line in lines if (m := re.match(r"^  (\S+)\s+geomean\s+[\d.]+", line))}
+
+
+def _ratios(lines: list[str], measured: set[str]) -> list[str]:
+    ratios = [line for line in lines if re.search(r"\d\.\d\dx  \(", line)]
     for line in ratios:
-        # Every ratio names two rows measured in this run.
-        names = re.findall(r"[a-z][a-z/-]+(?:-[a-z]+)*", line.split("(")[0])
-        assert sum(name in measured for name in names) == 2, line
+        # Every ratio divides two rows measured in this run.
+        top, bottom = re.match(r"^  (\S+) / (\S+):", line).groups()  # type: ignore[union-attr]
+        assert top in measured and bottom in measured, line
+    return ratios
+
+
+@shared.needs_shared(shared.CASES_DIR)
+def test_without_go_the_go_figures_are_a_reference_only() -> None:
+    lines = _run("--no-go")
+    measured = _measured(lines)
+    assert {"api-ignore", "api-strict", "render", "json-in/json-out", "orjson", "stdlib-json"} <= measured
+    assert not {"go-server", "go-stateless"} & measured
+    assert len(_ratios(lines, measured)) == 4
     # The Go figure from another machine is printed as a reference, never divided into.
-    (go_line,) = [line for line in lines if "Go" in line]
-    assert go_line.startswith("reference from elsewhere, not measured here")
-    assert not go_line.endswith("x")
+    (go_line,) = [line for line in lines if "KubeVirt's Go was not timed" in line]
+    assert "--no-go" in go_line and "Reference from elsewhere, not measured here" in go_line
+    assert re.search(r"load average [\d.]+", lines[0])
+
+
+@pytest.mark.skipif(ORACLE is None, reason="no expand-oracle binary (../shared/oracle builds it)")
+@shared.needs_shared(shared.CASES_DIR)
+def test_with_the_oracle_go_is_timed_in_the_same_run() -> None:
+    lines = _run()
+    measured = _measured(lines)
+    assert {"api-ignore", "api-strict", "go-server", "go-stateless"} <= measured
+    ratios = _ratios(lines, measured)
+    assert any(line.startswith("  api-ignore / go-server:") for line in ratios)
+    assert any(line.startswith("  api-strict / go-server:") for line in ratios)
+    assert not [line for line in lines if "Reference from elsewhere" in line]
