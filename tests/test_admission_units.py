@@ -241,6 +241,41 @@ def test_an_alpha_gate_is_off_unless_enabled() -> None:
     expand(body, kubevirt={"developerConfiguration": {"featureGates": ["VSOCK"]}}, validate=True)
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"pvcTolerateLessSpaceUpToPercent": 101},
+        {"memoryOvercommit": -5},
+        {"cpuAllocationRatio": -1},
+    ],
+)
+def test_an_invalid_configuration_leaves_the_webhook_on_the_defaults(bad: dict[str, Any]) -> None:
+    # GetConfig serves the webhook too: a configuration validateConfig refuses enables no gate
+    body = vm()
+    body["spec"]["template"]["spec"]["domain"]["devices"]["autoattachVSOCK"] = True
+    gates = {"featureGates": ["VSOCK"]}
+    expand(body, kubevirt={"spec": {"configuration": {"developerConfiguration": gates}}}, validate=True)
+    kubevirt = {"spec": {"configuration": {"developerConfiguration": {**gates, **bad}}}}
+    err = refusal(body, kubevirt=kubevirt)
+    assert [c["message"] for c in err.causes] == ["VSOCK feature gate is not enabled in kubevirt-config"]
+
+
+def test_an_invalid_configuration_is_named_beside_the_verdict() -> None:
+    result = expand(vm(), kubevirt={"imagePullPolicy": "Sometimes"}, validate=True)
+    assert list(result.warnings) == [
+        "the KubeVirt configuration is invalid (invalid dev.imagePullPolicy in config: Sometimes): "
+        "KubeVirt ignores it and expands with its default configuration, as here"
+    ]
+
+
+def test_the_webhook_reads_the_configuration_with_exact_member_names() -> None:
+    # client-go decodes the CR case-sensitively: DeveloperConfiguration is an unknown member
+    body = vm()
+    body["spec"]["template"]["spec"]["domain"]["devices"]["autoattachVSOCK"] = True
+    err = refusal(body, kubevirt={"DeveloperConfiguration": {"featureGates": ["VSOCK"]}})
+    assert err.causes[0]["message"] == "VSOCK feature gate is not enabled in kubevirt-config"
+
+
 # --- the webhook's answer --------------------------------------------------------------------------
 
 

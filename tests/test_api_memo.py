@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from apiserver import ExpandError, expand
+from apiserver.render.admission import AdmissionDenied
 
 IT = "instancetype.kubevirt.io/v1beta1"
 
@@ -85,3 +86,19 @@ def test_a_configuration_edited_in_place_is_read_afresh() -> None:
     assert machine() == "pc-q35-rhel9.2.0"
     config["machineType"] = "pc"
     assert machine() == "pc"
+
+
+def test_a_feature_gate_added_in_place_changes_the_verdict() -> None:
+    # validate=true answers per configuration version too: the webhook's gates are not memoised by identity
+    vm = _vm()
+    vm["spec"]["runStrategy"] = "Always"
+    vm["spec"]["template"]["spec"]["domain"]["devices"]["autoattachVSOCK"] = True
+    config: dict[str, Any] = {"developerConfiguration": {"featureGates": []}}
+    objects = [_instancetype(2)]
+    with pytest.raises(AdmissionDenied):
+        expand(vm, objects, config, validate=True, field_validation="Ignore")
+    config["developerConfiguration"]["featureGates"].append("VSOCK")
+    expand(vm, objects, config, validate=True, field_validation="Ignore")
+    other = {"developerConfiguration": {"featureGates": []}}
+    with pytest.raises(AdmissionDenied):
+        expand(vm, objects, other, validate=True, field_validation="Ignore")

@@ -107,19 +107,27 @@ def cluster_config(kubevirt: Mapping[str, Any] | None, *, fingerprint: bytes | N
     return _CONFIGS.get(kubevirt, lambda: _build(kubevirt), fingerprint=fingerprint)
 
 
-def _build(kubevirt: Mapping[str, Any]) -> ClusterConfig:
+def decode_configuration(kubevirt: Mapping[str, Any]) -> dict[str, Any]:
+    """The CR's ``spec.configuration`` (or a bare configuration) as virt-api decodes it, Go-encoded.
+
+    Case-sensitive member names: virt-api reads the CR through client-go. A value of the wrong type is
+    a 422 naming the field (a real API server's schema refuses it before KubeVirt could see it).
+    """
     is_cr = isinstance(kubevirt.get("spec"), Mapping) or kubevirt.get("kind") == "KubeVirt"
     raw_conf = _dig(kubevirt, "spec", "configuration") if is_cr else kubevirt
     try:
-        # Case-sensitive member names: virt-api reads the CR through client-go.
-        conf = gojson.roundtrip(raw_conf or {}, "KubeVirtConfiguration", exact_names=True)
+        conf: dict[str, Any] = gojson.roundtrip(raw_conf or {}, "KubeVirtConfiguration", exact_names=True)
     except gojson.GoDecodeError as err:
         prefix = "spec.configuration." if is_cr else ""
         raise ExpandError.invalid(
             f"invalid KubeVirt configuration: {err}",
             Cause(prefix + err.path, str(err)),
         ) from None
+    return conf
 
+
+def _build(kubevirt: Mapping[str, Any]) -> ClusterConfig:
+    conf = decode_configuration(kubevirt)
     invalid = validate_config(conf)
     if invalid:
         return replace(DEFAULT_CONFIG, invalid=invalid)
@@ -150,6 +158,7 @@ def _build(kubevirt: Mapping[str, Any]) -> ClusterConfig:
 
     # virt-operator publishes the default architecture in the CR status: the configured one, else its
     # own build architecture (amd64 on every supported install of this server).
+    is_cr = isinstance(kubevirt.get("spec"), Mapping) or kubevirt.get("kind") == "KubeVirt"
     status_arch = _dig(kubevirt, "status", "defaultArchitecture") if is_cr else None
     configured_arch = arch_conf.get("defaultArchitecture")
     values["default_architecture"] = status_arch or configured_arch or "amd64"

@@ -97,7 +97,12 @@ def expand(
     spec = decoded.get("spec") or {}
 
     matched = spec.get("instancetype") is not None or spec.get("preference") is not None
+    config: ClusterConfig | None = None
+    kv_print = fingerprints.get(id(kubevirt)) if kubevirt else None
     try:
+        if matched or validate:
+            # One validated configuration for rendering and the webhook (GetConfig serves both).
+            config = cluster_config(kubevirt, fingerprint=kv_print)
         if matched:
             # KubeVirt's mutating webhook resolves inferFromVolume before a VM is stored; a VM sent to
             # expand-vm-spec has not been through it, so we resolve it here (KubeVirt's expand fails).
@@ -109,18 +114,15 @@ def expand(
                 vm,
                 decoded,
                 lookup,
-                admission.admission_config(kubevirt),
+                admission.admission_config(kubevirt, fingerprint=kv_print),
                 namespace=namespace or "default",
                 schema_checked=True,
             )
             if not verdict.allowed:
                 raise admission.AdmissionDenied(verdict, name)
             warnings.extend(verdict.warnings)
-        config = (
-            _expand_in_place(decoded, lookup, kubevirt, name=name, fingerprints=fingerprints)
-            if matched
-            else None
-        )
+        if matched and config is not None:
+            _expand_in_place(decoded, lookup, config, name=name, fingerprints=fingerprints)
     except ExpandError as err:
         _name_the_vm(err, name)
         raise
@@ -152,16 +154,14 @@ def _name_the_vm(err: ExpandError, name: str) -> None:
 def _expand_in_place(
     vm: JSON,
     lookup: ObjectLookup,
-    kubevirt: Mapping[str, Any] | None,
+    config: ClusterConfig,
     *,
     name: str,
     fingerprints: Mapping[int, bytes],
-) -> ClusterConfig:
-    """Expand ``vm`` in place; return the cluster configuration used."""
+) -> None:
     spec: JSON = vm["spec"]
     instancetype = find_instancetype(vm, lookup, fingerprints)
     preference = find_preference(vm, lookup, fingerprints)
-    config = cluster_config(kubevirt, fingerprint=fingerprints.get(id(kubevirt)) if kubevirt else None)
 
     template = spec.get("template")
     if template is None:
@@ -191,4 +191,3 @@ def _expand_in_place(
     if status is not None:
         status.pop("instancetypeRef", None)
         status.pop("preferenceRef", None)
-    return config

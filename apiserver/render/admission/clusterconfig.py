@@ -3,7 +3,9 @@
 
 virt-api decodes the KubeVirt CR's ``spec.configuration`` over its built-in defaults: a member given a
 non-empty value replaces the default, an omitted or empty one keeps it. The defaults the webhook's rules
-depend on are the ones below (``configuration.go``'s ``defaultClusterConfig``).
+depend on are the ones below (``configuration.go``'s ``defaultClusterConfig``). A configuration that
+``validateConfig`` refuses is not used at all (``GetConfig`` keeps the default one), for these rules as for
+rendering: both read one validated configuration (:func:`apiserver.render.config.cluster_config`).
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from apiserver.render import gojson
 from apiserver.render.admission import featuregates as fg
-from apiserver.render.config import ClusterConfig, cluster_config
+from apiserver.render.config import ClusterConfig, cluster_config, decode_configuration
+from apiserver.render.memo import Memo
 
 _DEFAULT_EMULATED = {"amd64": ("q35*", "pc-q35*"), "arm64": ("virt*",), "s390x": ("s390-ccw-virtio*",)}
 
@@ -64,30 +66,28 @@ class AdmissionConfig:
         return self.render.machine_type_for(arch)
 
 
-_CACHE: dict[int, tuple[Mapping[str, Any] | None, AdmissionConfig]] = {}
+# Per CR version, as the rendering configuration (apiserver.render.memo): a dict edited in place between
+# two Python API calls (a feature gate added) is read afresh.
+_CONFIGS: Memo[AdmissionConfig] = Memo(64)
 
 
-def admission_config(kubevirt: Mapping[str, Any] | None) -> AdmissionConfig:
-    """Build (once per CR object) the configuration from a KubeVirt CR or a bare KubeVirtConfiguration."""
-    key = id(kubevirt)
-    hit = _CACHE.get(key)
-    if hit is not None and hit[0] is kubevirt:
-        return hit[1]
-    config = _build(kubevirt)
-    if len(_CACHE) > 64:
-        _CACHE.clear()
-    _CACHE[key] = (kubevirt, config)
-    return config
-
-
-def _build(kubevirt: Mapping[str, Any] | None) -> AdmissionConfig:
-    render = cluster_config(kubevirt)
+def admission_config(
+    kubevirt: Mapping[str, Any] | None, *, fingerprint: bytes | None = None
+) -> AdmissionConfig:
+    """The configuration from a KubeVirt CR or a bare KubeVirtConfiguration (``fingerprint``: its JSON
+    text, when known to be JSON)."""
     if not kubevirt:
+        return _DEFAULT
+    return _CONFIGS.get(kubevirt, lambda: _build(kubevirt, fingerprint), fingerprint=fingerprint)
+
+
+def _build(kubevirt: Mapping[str, Any], fingerprint: bytes | None) -> AdmissionConfig:
+    # One validation for both: KubeVirt's webhook reads GetConfig() too, so a configuration that fails
+    # validateConfig leaves every rule (feature gates included) on the default configuration.
+    render = cluster_config(kubevirt, fingerprint=fingerprint)
+    if render.invalid:
         return AdmissionConfig(render=render)
-    is_cr = isinstance(kubevirt.get("spec"), Mapping) or kubevirt.get("kind") == "KubeVirt"
-    spec = kubevirt.get("spec")
-    raw = ((spec.get("configuration") if isinstance(spec, Mapping) else None) if is_cr else kubevirt) or {}
-    conf = gojson.roundtrip(raw, "KubeVirtConfiguration")  # cluster_config above refused a bad one
+    conf = decode_configuration(kubevirt)
     values: dict[str, Any] = {"render": render}
     dev = conf.get("developerConfiguration")
     if dev is not None:
@@ -112,3 +112,6 @@ def _build(kubevirt: Mapping[str, Any] | None) -> AdmissionConfig:
         (d.get("resourceName", ""), d.get("pciVendorSelector", "")) for d in pci
     )
     return AdmissionConfig(**values)
+
+
+_DEFAULT = AdmissionConfig()
