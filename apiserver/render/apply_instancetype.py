@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from apiserver.render.quantity import format_int, quantity_of
+from apiserver.render.quantity import new_quantity, quantity_of
 from apiserver.render.topology import guest_topology
 from apiserver.render.tree import child
 
@@ -165,7 +165,7 @@ def _memory(it: JSON, domain: JSON, conflicts: list[str]) -> None:
         quantity = quantity_of(guest)  # as Go parsed the guest: its Value() and its Format
         request = overcommitted_request(quantity.value_ceil(), percent)
         requests = child(child(domain, "resources"), "requests")
-        requests["memory"] = format_int(request, quantity.format)
+        requests["memory"] = new_quantity(request, quantity.format)
     if it_memory.get("hugepages") is not None:
         memory["hugepages"] = it_memory["hugepages"]
     if it_memory.get("maxGuest") is not None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from apiserver.render.config import ClusterConfig
 from apiserver.render.errors import Cause, ExpandError
-from apiserver.render.quantity import QuantityError, parse_quantity_text, quantity_of
+from apiserver.render.quantity import QuantityError, QuantityText, parse_quantity_text, quantity_of
 from apiserver.render.tree import child
 
 JSON = dict[str, Any]
@@ -117,7 +117,8 @@ def _guest_memory(domain: JSON) -> None:
     elif memory.get("hugepages") is not None:
         page_size = memory["hugepages"].get("pageSize", "")
         with contextlib.suppress(QuantityError):  # ParseQuantity itself: " 2Mi" fails, unlike in JSON
-            memory["guest"] = parse_quantity_text(page_size).canonical()
+            # the parsed quantity itself: its text alone can read back in another format (1.953125Ki)
+            memory["guest"] = QuantityText(parse_quantity_text(page_size))
 
 
 def _cpu_topology(domain: JSON) -> None:

@@ -534,6 +534,17 @@ def quantity_of(value: str | int | float) -> Quantity:
     return parse_quantity(value)
 
 
+def new_quantity(value: int, fmt: str) -> QuantityText:
+    """``resource.NewQuantity(value, fmt)`` as the renderer writes it into a VM: the text carrying the
+    quantity, so encoding keeps the format (``144918000`` BinarySI; its text alone reads back as
+    DecimalSI and would print as ``144918k``)."""
+    m, e = _strip_tens(value) if value else (0, 0)
+    text = format_int(value, fmt)
+    # format_int spells MinInt64 BinarySI as Go does; keep that text rather than render it again
+    kept = text if text != _render(m, e, fmt) else None
+    return QuantityText(Quantity(m, e, fmt, kept=kept, internal=(value, 0)))
+
+
 def format_int(value: int, fmt: str) -> str:
     """Canonical text of ``resource.NewQuantity(value, fmt)``: ``805306368`` BinarySI -> ``768Mi``."""
     if value == 0:
