@@ -101,7 +101,6 @@ def test_overcommit_of_a_guest_beyond_int64() -> None:
     assert memory_request("123456789012345678901234567890", 20) == "-3490316924124921856"
 
 
-
 def test_overcommit_request_in_binary_si_not_a_multiple_of_1024() -> None:
     # NewQuantity(144918000, BinarySI) prints 144918000; the text alone would read back as DecimalSI (144918k)
     assert memory_request("142951Ki", 1) == "144918000"
@@ -113,6 +112,7 @@ def test_guest_from_the_hugepage_size_keeps_its_format() -> None:
     the_vm["spec"]["template"]["spec"]["domain"]["memory"] = {"hugepages": {"pageSize": "1.953125Ki"}}
     memory = domain_of(render(the_vm, [cluster_preference({})]))["memory"]
     assert memory == {"hugepages": {"pageSize": "1.953125Ki"}, "guest": "2000"}
+
 
 def test_topology_from_a_cpu_limit_beyond_int64() -> None:
     # Value() of the int64 amount 1e19 is 0: KubeVirt writes no sockets (omitempty) instead of 2**32-1.

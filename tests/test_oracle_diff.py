@@ -9,15 +9,15 @@ import sys
 
 import pytest
 
+from tests import shared
 from tests.oracle import REPO, find_oracle, where
-from tests.shared import CASES_DIR
 
 pytestmark = pytest.mark.skipif(
     find_oracle() is None, reason=f"no expand-oracle at {where()} (../shared/oracle builds it)"
 )
 
 
-@pytest.mark.skipif(not CASES_DIR.is_dir(), reason=f"no conformance corpus at {CASES_DIR}")
+@shared.needs_shared(shared.CASES_DIR)
 def test_a_short_differential_run_finds_no_unknown_difference() -> None:
     proc = subprocess.run(
         [
