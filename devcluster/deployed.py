@@ -115,6 +115,7 @@ class DeployedServer:
         self.manifests = rendered_manifests(overlay)
         self.container = _container(self.manifests)
         self.port = free_port()
+        self.probe_port = free_port()  # --health-probe-bind-address, when the Deployment sets it
         self.url = f"https://127.0.0.1:{self.port}"
         self.serving_ca = trustme.CA()
         self.serving_ca_file = workdir / "serving-ca.crt"
@@ -221,7 +222,7 @@ class DeployedServer:
 
     def args(self) -> list[str]:
         """The container's arguments, with file paths under volume mounts moved to the folders here,
-        the listener on loopback at a free port, and the ServiceAccount's kubeconfig."""
+        the listeners on loopback at free ports, and the ServiceAccount's kubeconfig."""
         result = []
         for arg in self.container.get("args", []):
             if arg in self.without_args:
@@ -231,6 +232,8 @@ class DeployedServer:
                 value = "127.0.0.1"
             elif name == "--secure-port":
                 value = str(self.port)
+            elif name == "--health-probe-bind-address":
+                value = f"127.0.0.1:{self.probe_port}"
             else:
                 value = self.host_path(value)
             result.append(f"{name}{sep}{value}" if sep else arg)

@@ -196,10 +196,11 @@ def show_probes(results: dict[str, Counter[int | str]]) -> str:
 # --- item 5: connections that never send a byte --------------------------------------------------
 
 
-def open_silent(port: int, count: int) -> list[socket.socket]:
+def open_silent(port: int, count: int, source: str) -> list[socket.socket]:
     socks = []
     for i in range(count):
         sock = socket.socket()
+        sock.bind((source, 0))
         sock.setblocking(False)
         sock.connect_ex(("127.0.0.1", port))
         socks.append(sock)
@@ -208,17 +209,14 @@ def open_silent(port: int, count: int) -> list[socket.socket]:
     return socks
 
 
-def still_open(socks: Sequence[socket.socket]) -> int:
-    """How many the server has not closed (nothing to read, no EOF)."""
-    alive = 0
-    for sock in socks:
-        try:
-            alive += sock.recv(1, socket.MSG_PEEK) != b""
-        except BlockingIOError:
-            alive += 1
-        except OSError:
-            pass
-    return alive
+def server_sockets(pid: int) -> int:
+    """Sockets the server process holds open (its listeners and cluster connections included): a
+    connection the client sees as open may only be waiting in the kernel's queue, never accepted."""
+    count = 0
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            count += os.readlink(fd).startswith("socket:")
+    return count
 
 
 async def scenario_connections(args: argparse.Namespace, tmp: Path) -> None:
@@ -228,24 +226,27 @@ async def scenario_connections(args: argparse.Namespace, tmp: Path) -> None:
         baseline = await probe_loop(target, 2)
         before = rss_mib(target.pid)
         started = time.monotonic()
-        socks = await asyncio.to_thread(open_silent, target.port, args.count)
+        socks = await asyncio.to_thread(open_silent, target.port, args.count, args.attacker)
         await asyncio.sleep(args.hold)
         during = rss_mib(target.pid)
         probes = await probe_loop(target, 3)
-        alive = still_open(socks)
+        alive = server_sockets(target.pid)
         held = time.monotonic() - started
         for sock in socks:
             sock.close()
         await asyncio.sleep(3)
         after = rss_mib(target.pid)
-        print(f"connections: {args.count} TCP connections that send nothing ({load()})")
+        print(
+            f"connections: {args.count} TCP connections from {args.attacker} that send nothing; probes from "
+            f"127.0.0.1 ({load()})"
+        )
         print(f"  baseline probes:\n{show_probes(baseline)}")
         print(
             f"  server RSS {before:.0f} MiB before, {during:.0f} MiB with them open "
             f"(+{during - before:.0f} MiB, {(during - before) * 1024 / args.count:.1f} KiB each), "
             f"{after:.0f} MiB after they closed; peak {peak_mib(target.pid):.0f} MiB"
         )
-        print(f"  {alive} of {args.count} still open after {held:.1f} s")
+        print(f"  the server holds {alive} sockets after {held:.1f} s")
         print(f"  probes while they were open:\n{show_probes(probes)}")
     finally:
         target.stop()
@@ -254,12 +255,17 @@ async def scenario_connections(args: argparse.Namespace, tmp: Path) -> None:
 # --- item 6: TLS connections held open -----------------------------------------------------------
 
 
-async def hold_tls(port: int, context: ssl.SSLContext, stop: asyncio.Event, stats: Counter[str]) -> None:
+async def hold_tls(
+    port: int, context: ssl.SSLContext, stop: asyncio.Event, stats: Counter[str], source: str
+) -> None:
     """One connection slot: a TLS connection that sends nothing, re-opened whenever it ends."""
     while not stop.is_set():
         try:
             reader, writer = await asyncio.wait_for(
-                asyncio.open_connection("127.0.0.1", port, ssl=context, server_hostname="127.0.0.1"), 10
+                asyncio.open_connection(
+                    "127.0.0.1", port, ssl=context, server_hostname="127.0.0.1", local_addr=(source, 0)
+                ),
+                10,
             )
         except (OSError, ssl.SSLError, TimeoutError):
             stats["failed to open"] += 1
@@ -278,28 +284,56 @@ async def hold_tls(port: int, context: ssl.SSLContext, stop: asyncio.Event, stat
             writer.close()
 
 
+async def attack_held(args: argparse.Namespace, _tmp: Path) -> None:
+    """The attacking side of ``held``, run in a process of its own so that its work does not delay the
+    probes' client: holds ``--count`` connections for ``--seconds``, then prints what it did."""
+    stop = asyncio.Event()
+    stats: Counter[str] = Counter()
+    context = ssl.create_default_context(cafile=args.ca_file)
+    holders = [
+        asyncio.ensure_future(hold_tls(args.port, context, stop, stats, args.attacker))
+        for _ in range(args.count)
+    ]
+    await asyncio.sleep(args.seconds)
+    stop.set()
+    await asyncio.gather(*holders, return_exceptions=True)
+    print(orjson.dumps(dict(stats)).decode())
+
+
 async def scenario_held(args: argparse.Namespace, tmp: Path) -> None:
     target = start(tmp)
     try:
         await asyncio.sleep(1)
         baseline = await probe_loop(target, 2)
-        stop = asyncio.Event()
-        stats: Counter[str] = Counter()
-        context = target.context()
-        holders = [
-            asyncio.ensure_future(hold_tls(target.port, context, stop, stats)) for _ in range(args.count)
-        ]
+        attacker = await asyncio.create_subprocess_exec(
+            sys.executable,
+            __file__,
+            "_attack_held",
+            "--port",
+            str(target.port),
+            "--ca-file",
+            str(target.ca_file),
+            "--count",
+            str(args.count),
+            "--seconds",
+            str(args.ramp + args.seconds),
+            "--attacker",
+            args.attacker,
+            stdout=subprocess.PIPE,
+        )
         await asyncio.sleep(args.ramp)
         probes = await probe_loop(target, args.seconds)
         during = rss_mib(target.pid)
-        stop.set()
-        await asyncio.gather(*holders, return_exceptions=True)
+        out, _ = await attacker.communicate()
         print(
-            f"held: {args.count} TLS connections held for {args.seconds:.0f} s after {args.ramp:.0f} s ({load()})"
+            f"held: {args.count} TLS connections from {args.attacker} held for {args.seconds:.0f} s after "
+            f"{args.ramp:.0f} s; probes from 127.0.0.1 ({load()})"
         )
         print(f"  baseline probes:\n{show_probes(baseline)}")
         print(f"  probes under the hold:\n{show_probes(probes)}")
-        print(f"  attacker: {dict(stats)}; server RSS {during:.0f} MiB, peak {peak_mib(target.pid):.0f} MiB")
+        print(
+            f"  attacker: {out.decode().strip()}; server RSS {during:.0f} MiB, peak {peak_mib(target.pid):.0f} MiB"
+        )
     finally:
         target.stop()
 
@@ -616,6 +650,7 @@ async def scenario_tokens(args: argparse.Namespace, tmp: Path) -> None:
 
 
 SCENARIOS = {
+    "_attack_held": attack_held,
     "connections": scenario_connections,
     "held": scenario_held,
     "bodies": scenario_bodies,
@@ -632,10 +667,22 @@ def main() -> None:
     p = sub.add_parser("connections", help="TCP connections that send nothing")
     p.add_argument("--count", type=int, default=6500)
     p.add_argument("--hold", type=float, default=5.0, help="seconds before RSS is read")
+    p.add_argument(
+        "--attacker", default="127.0.0.2", help="source address of the flood (127.0.0.1: the probes')"
+    )
     p = sub.add_parser("held", help="TLS connections held open, kubelet probes meanwhile")
     p.add_argument("--count", type=int, default=1000)
     p.add_argument("--ramp", type=float, default=10.0)
+    p.add_argument(
+        "--attacker", default="127.0.0.2", help="source address of the flood (127.0.0.1: the probes')"
+    )
     p.add_argument("--seconds", type=float, default=30.0)
+    p = sub.add_parser("_attack_held")  # the attacking process of "held"
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--ca-file", required=True)
+    p.add_argument("--count", type=int, required=True)
+    p.add_argument("--seconds", type=float, required=True)
+    p.add_argument("--attacker", required=True)
     p = sub.add_parser("bodies", help="slow PUT bodies from one caller, another caller's PUTs")
     p.add_argument("--seconds", type=float, default=40.0)
     p = sub.add_parser("puts", help="distinct large PUTs, RSS")

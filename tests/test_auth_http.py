@@ -15,6 +15,7 @@ from apiserver.auth.options import AuthOptions
 from apiserver.auth.tls import ServingTLS
 from tests.auth_fixtures import GROUP, PKI, auth_env, wait_for
 from tests.fakekube.reviews import Rule
+from tests.http_helpers import MemorySource
 
 DISCOVERY = f"/apis/{GROUP}/v1"
 EXPAND = f"/apis/{GROUP}/v1/namespaces/ns1/virtualmachines/vm1/expand-spec"
@@ -107,6 +108,29 @@ async def test_health_is_open_to_anonymous(tmp_path: Path) -> None:
         assert_unauthorized(code, body)
         code, _, body = await env.call("/no/such/path")
         assert_unauthorized(code, body)
+
+
+async def test_readyz_details_only_for_authenticated_callers(tmp_path: Path) -> None:
+    """Issue 15, item 10: /readyz?verbose answers everyone (probes carry no credentials) but says what a
+    check found (object counts, errors) only to a caller whose credentials are good."""
+    from apiserver.sources.base import Check
+
+    source = MemorySource(check_list=[Check("cache-vms", True, "1234 objects")])
+    async with auth_env(tmp_path, source=source) as env:
+        env.reviews.tokens["good-token"] = ("dave", ["ops"])
+        anonymous = await env.call("/readyz?verbose")
+        bad_token = await env.call("/readyz?verbose", headers={"Authorization": "Bearer nope"})
+        carol = await env.call("/readyz?verbose", cert=env.pki.carol)
+        dave = await env.call("/readyz?verbose", headers={"Authorization": "Bearer good-token"})
+        proxied = await env.call("/readyz?verbose", cert=env.pki.aggregator, headers=PROXY_HEADERS)
+        forged = await env.call("/readyz?verbose", headers=PROXY_HEADERS)
+    for code, _, body in (anonymous, bad_token, forged):
+        assert code == 200
+        assert "[+]cache-vms ok\n" in body and "1234" not in body
+    for code, _, body in (carol, dave, proxied):
+        assert code == 200
+        assert "[+]cache-vms ok - 1234 objects\n" in body
+    assert env.reviews.access_reviews == []  # who, not whether: no SubjectAccessReview
 
 
 async def test_client_certificate_authenticates_its_subject(tmp_path: Path) -> None:

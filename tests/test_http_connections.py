@@ -14,13 +14,14 @@ import logging
 import socket
 import ssl
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from apiserver.http.logging import BatchingStreamHandler, TextFormatter, escape
+from apiserver.sources.base import Check
 from tests.http_helpers import (
     EXAMPLES,
     MemorySource,
@@ -33,8 +34,8 @@ from tests.http_helpers import (
 from tests.patience import patience
 
 
-def _connect(server: RunningServer) -> ssl.SSLSocket:
-    raw = socket.create_connection(("127.0.0.1", server.server.port), timeout=20)
+def _connect(server: RunningServer, source: str = "127.0.0.1") -> ssl.SSLSocket:
+    raw = socket.create_connection(("127.0.0.1", server.server.port), timeout=20, source_address=(source, 0))
     return client_ssl(server.ca_file).wrap_socket(raw, server_hostname="127.0.0.1")
 
 
@@ -153,35 +154,210 @@ async def test_idle_keep_alive_connection_is_closed_after_the_idle_timeout(
         print(f"\nidle connection closed after {waited:.2f}s (--idle-timeout 3s)")
 
 
-async def test_connections_over_the_cap_get_a_503_status(source: MemorySource, tmp_path: Path) -> None:
-    async with running_server(source, tmp_path, max_connections=2) as server:
-        first = await asyncio.to_thread(_connect, server)
-        second = await asyncio.to_thread(_connect, server)
+async def test_a_connection_over_the_cap_is_closed_before_tls(source: MemorySource, tmp_path: Path) -> None:
+    """Over --max-connections, and no peer holding more places to give one up: closed at once, with no
+    TLS handshake spent on it, and one warning line."""
+    with _warnings_captured() as log:
+        async with running_server(source, tmp_path, max_connections=2) as server:
+            first = await asyncio.to_thread(_connect, server)
+            second = await asyncio.to_thread(_connect, server)
+            try:
+                for tls in (first, second):
+                    assert (await asyncio.to_thread(_get_livez, tls)).startswith(b"HTTP/1.1 200")
+                with pytest.raises((ConnectionError, ssl.SSLError)):
+                    await asyncio.to_thread(_connect, server)  # the handshake meets a closed connection
+                # The two admitted connections still work.
+                assert (await asyncio.to_thread(_get_livez, first)).startswith(b"HTTP/1.1 200")
+            finally:
+                first.close()
+            # Once one closes, a new connection is admitted again.
+            deadline = time.monotonic() + 10
+            while True:
+                try:
+                    with await asyncio.to_thread(_connect, server) as again:
+                        reply = await asyncio.to_thread(_get_livez, again)
+                except (ConnectionError, ssl.SSLError):
+                    reply = b""
+                if reply.startswith(b"HTTP/1.1 200"):
+                    break
+                assert time.monotonic() < deadline, reply
+                await asyncio.sleep(0.05)
+            second.close()
+            assert server.server.site is not None and server.server.site.table.refused >= 1
+    warnings = [line for line in log.getvalue().splitlines() if "refused" in line]
+    assert warnings[0].endswith(
+        "refused 1 connection(s) over the limit of 2 open connections (--max-connections)"
+    )
+
+
+def _silent(port: int, count: int, source: str) -> list[socket.socket]:
+    """TCP connections that never send a byte (not even a TLS ClientHello)."""
+    socks = []
+    for _ in range(count):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(source, 0))
+        socks.append(sock)
+    return socks
+
+
+async def _until(predicate: Callable[[], bool], within: float = 10) -> None:
+    deadline = time.monotonic() + within
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached"
+        await asyncio.sleep(0.02)
+
+
+async def test_connections_count_from_their_accept_and_silent_ones_end_with_the_handshake_timeout(
+    source: MemorySource, tmp_path: Path
+) -> None:
+    """Issue 15, item 5: connections that never start TLS hold places from their accept, at most
+    --max-tls-handshakes of them, each for --tls-handshake-timeout; another peer still gets in."""
+    async with running_server(
+        source, tmp_path, max_connections=6, max_handshakes=3, handshake_timeout=1.0
+    ) as server:
+        site = server.server.site
+        assert site is not None
+        table = site.table
+        socks = await asyncio.to_thread(_silent, server.server.port, 8, "127.0.0.2")
         try:
-            for tls in (first, second):
+            await _until(lambda: table.refused >= 5)  # the five beyond the three handshakes
+            assert (table.open, table.handshakes.size) == (3, 3)
+            assert table.connections.held_by("127.0.0.2") == 3
+            # Another peer: its handshake takes the place of one of 127.0.0.2's, and it is answered.
+            with await asyncio.to_thread(_connect, server) as tls:
                 assert (await asyncio.to_thread(_get_livez, tls)).startswith(b"HTTP/1.1 200")
-            with await asyncio.to_thread(_connect, server) as third:
-                reply = await asyncio.to_thread(_read_reply, third)
-                code, body, head = _status(reply)
-                assert code == 503
-                assert body["reason"] == "ServiceUnavailable" and body["kind"] == "Status"
-                assert body["message"] == "too many open connections (the limit is 2); retry later"
-                assert b"Retry-After: 1" in head
-                assert await asyncio.to_thread(_closed, third)
-            # The two admitted connections still work.
-            assert (await asyncio.to_thread(_get_livez, first)).startswith(b"HTTP/1.1 200")
+            assert table.displaced == 1
+            # The silent ones are closed once their handshake time is up.
+            started = time.monotonic()
+            await _until(lambda: table.open == 0, within=5)
+            assert all(await asyncio.to_thread(lambda: [_closed_raw(s) for s in socks]))
+            print(
+                f"\nsilent connections closed {time.monotonic() - started:.2f}s later (--tls-handshake-timeout 1s)"
+            )
         finally:
-            first.close()
-        # Once one closes, a new connection is admitted again.
-        deadline = time.monotonic() + 10
-        while True:
-            with await asyncio.to_thread(_connect, server) as again:
-                reply = await asyncio.to_thread(_get_livez, again)
-            if reply.startswith(b"HTTP/1.1 200"):
-                break
-            assert time.monotonic() < deadline, reply
-            await asyncio.sleep(0.05)
-        second.close()
+            for sock in socks:
+                sock.close()
+
+
+def _closed_raw(sock: socket.socket) -> bool:
+    try:
+        return sock.recv(1) == b""
+    except (ConnectionResetError, TimeoutError):
+        return True
+
+
+async def test_probes_are_answered_while_another_peer_holds_every_connection(
+    source: MemorySource, tmp_path: Path
+) -> None:
+    """Issue 15, item 6: 127.0.0.2 holds all four places with TLS connections it never uses; the kubelet
+    (127.0.0.1) opens a new connection per probe. The API port gives it the place of one of 127.0.0.2's
+    idle connections; the probe port answers regardless. 127.0.0.2 itself gets no more places."""
+    async with running_server(
+        source, tmp_path, max_connections=4, health_probe_bind_address="127.0.0.1:0"
+    ) as server:
+        site = server.server.site
+        probe_port = server.server.probe_port
+        assert site is not None and probe_port
+        held = [await asyncio.to_thread(_connect, server, "127.0.0.2") for _ in range(4)]
+        try:
+            assert site.table.open == 4
+            with pytest.raises((ConnectionError, ssl.SSLError)):
+                await asyncio.to_thread(_connect, server, "127.0.0.2")
+            for _ in range(3):
+                with await asyncio.to_thread(_connect, server) as tls:
+                    assert (await asyncio.to_thread(_get_livez, tls)).startswith(b"HTTP/1.1 200")
+                assert await _probe(probe_port, "/readyz") == (200, b"ok")
+                assert await _probe(probe_port, "/livez") == (200, b"ok")
+            # One place given up: after it, 127.0.0.2 holds three and the pool has room again.
+            assert (site.table.displaced, site.table.connections.held_by("127.0.0.2")) == (1, 3)
+        finally:
+            for tls in held:
+                tls.close()
+
+
+async def _probe(port: int, path: str) -> tuple[int, bytes]:
+    """What a kubelet's httpGet probe sends: plain HTTP, a new connection, Connection: close."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(
+        f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUser-Agent: kube-probe/1.28\r\n"
+        "Accept: */*\r\nConnection: close\r\n\r\n".encode()
+    )
+    reply = await asyncio.wait_for(reader.read(), 10)
+    writer.close()
+    head, _, body = reply.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body
+
+
+async def test_the_probe_port_answers_health_alone_and_withholds_reasons(tmp_path: Path) -> None:
+    checks = [
+        Check("memory", True, "12 objects"),
+        Check("cache-vms", False, "forbidden: system:serviceaccount:x"),
+    ]
+    source = MemorySource(check_list=checks)
+    async with running_server(source, tmp_path, health_probe_bind_address="127.0.0.1:0") as server:
+        port = server.server.probe_port
+        assert port
+        assert await _probe(port, "/livez") == (200, b"ok")
+        code, body = await _probe(port, "/readyz?verbose")
+        assert code == 500
+        assert body.decode().splitlines() == [
+            "[+]ping ok",
+            "[+]shutdown ok",
+            "[+]memory ok",
+            "[-]cache-vms failed: reason withheld",
+            "readyz check failed",
+        ]
+        assert (await _probe(port, "/readyz?exclude=cache-vms"))[0] == 200
+        assert (await _probe(port, "/healthz/memory"))[0] == 200
+        for path in (vm_path(), "/metrics", "/openapi/v2", "/apis"):
+            assert (await _probe(port, path))[0] == 404
+        # Without authentication (this server), the API port shows what the checks say.
+        api = await server.get("/readyz?verbose")
+        assert "[-]cache-vms failed: forbidden: system:serviceaccount:x" in api.body.decode()
+        await server.server.stop()
+        # Stopped: nothing listens there any more.
+        with pytest.raises(OSError):
+            await _probe(port, "/livez")
+
+
+def test_fair_pool_gives_a_full_pool_s_places_to_peers_holding_fewer() -> None:
+    from apiserver.http.fairpool import FairPool
+
+    class M:
+        def __init__(self, name: str, busy: bool = False) -> None:
+            self.name, self.busy = name, busy
+
+        def displaceable(self) -> bool:
+            return not self.busy
+
+        def __repr__(self) -> str:
+            return self.name
+
+    pool: FairPool[M] = FairPool(4)
+    a = [M(f"a{i}") for i in range(4)]
+    for m in a:
+        pool.add("A", m)
+    assert pool.full() and pool.held_by("A") == 4
+    assert pool.victim("A") is None  # a peer never displaces its own
+    assert pool.victim("B") is a[0]  # the largest holder's oldest
+    pool.discard("A", a[0])
+    b1 = M("b1")
+    pool.add("B", b1)
+    assert pool.victim("B") is a[1]  # A holds 3, B 1: still two more
+    pool.discard("A", a[1])
+    pool.add("B", M("b2"))
+    assert pool.victim("B") is None  # 2 and 2: fair
+    assert pool.victim("C") is a[2]
+    a[2].busy = True  # answering a request: never let go
+    assert pool.victim("C") is a[3]
+    a[3].busy = True
+    assert pool.victim("C") is b1  # B holds as many as A: its oldest then
+    for m in pool.members():
+        m.busy = True
+    assert pool.victim("C") is None
+    assert pool.discard("A", a[0]) is False  # already gone
+    for m in pool.members():
+        pool.discard("A" if m.name.startswith("a") else "B", m)
+    assert (pool.size, pool.peers(), pool.victim("A")) == (0, 0, None)
 
 
 @contextmanager
@@ -339,14 +515,41 @@ def test_serve_flags_take_kubernetes_durations() -> None:
 
     parser = argparse.ArgumentParser()
     serve.add_parser(parser.add_subparsers())
-    args = parser.parse_args(["serve", "--read-header-timeout", "1m30s", "--idle-timeout", "2m0s"])
+    args = parser.parse_args(
+        [
+            "serve",
+            "--read-header-timeout",
+            "1m30s",
+            "--idle-timeout",
+            "2m0s",
+            "--tls-handshake-timeout",
+            "500ms",
+        ]
+    )
     settings = serve.settings_from_args(args)
     assert (settings.header_timeout, settings.idle_timeout, settings.max_connections) == (90.0, 120.0, 1000)
+    assert (settings.handshake_timeout, settings.max_handshakes) == (0.5, 250)
     defaults = serve.settings_from_args(parser.parse_args(["serve"]))
-    assert (defaults.header_timeout, defaults.idle_timeout) == (32.0, 120.0)
-    for bad in (["--idle-timeout", "0s"], ["--read-header-timeout", "soon"], ["--max-connections", "0"]):
+    assert (defaults.header_timeout, defaults.idle_timeout, defaults.handshake_timeout) == (32.0, 120.0, 10.0)
+    assert defaults.health_probe_bind_address == ""
+    for bad in (
+        ["--idle-timeout", "0s"],
+        ["--read-header-timeout", "soon"],
+        ["--max-connections", "0"],
+        ["--max-tls-handshakes", "0"],
+        ["--tls-handshake-timeout", "0s"],
+    ):
         with pytest.raises(SystemExit):
             parser.parse_args(["serve", *bad])
+    for address in ("8081", "host:port", ":99999"):
+        with pytest.raises(serve.ServeError, match="--health-probe-bind-address"):
+            serve.settings_from_args(parser.parse_args(["serve", "--health-probe-bind-address", address]))
+    for address, expected in (
+        (":8081", (None, 8081)),
+        ("[::1]:9", ("::1", 9)),
+        ("0.0.0.0:1", ("0.0.0.0", 1)),
+    ):
+        assert serve.host_port(address) == expected
 
 
 def test_the_deployment_sets_the_connection_limits() -> None:
@@ -357,12 +560,20 @@ def test_the_deployment_sets_the_connection_limits() -> None:
     for overlay in OVERLAYS:
         c = container(rendered(overlay))
         args = c["args"]
-        assert {"--read-header-timeout=32s", "--idle-timeout=2m0s", "--max-connections=1000"} <= set(args)
+        assert {
+            "--read-header-timeout=32s",
+            "--idle-timeout=2m0s",
+            "--max-connections=1000",
+            "--tls-handshake-timeout=10s",
+            "--max-tls-handshakes=250",
+        } <= set(args)
         options = serve_options(args)
         assert options.idle_timeout > 90
         limit = c["resources"]["limits"]["memory"]
         assert limit.endswith("Mi")
-        assert options.max_connections * 62 * 1024 < int(limit[:-2]) * 1024 * 1024 // 4
+        # Every connection idle (~62 KB) and every handshake place taken (~82 KiB, hack/bench_dos.py).
+        held = options.max_connections * 62 * 1024 + options.max_tls_handshakes * 82 * 1024
+        assert held < int(limit[:-2]) * 1024 * 1024 // 4
 
 
 async def test_bodies_over_the_bytes_in_flight_get_429(source: MemorySource, tmp_path: Path) -> None:

@@ -218,15 +218,22 @@ def test_the_service_reaches_the_port_the_server_listens_on(overlay: str) -> Non
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_probes_ask_the_health_paths_over_https_on_the_secure_port(overlay: str) -> None:
+def test_probes_ask_the_health_paths_over_http_on_the_probe_port(overlay: str) -> None:
+    """The kubelet probes the listener of --health-probe-bind-address (plain HTTP, on every interface:
+    the kubelet dials the pod's IP), not the API port that connections could fill."""
+    from apiserver.http.server import host_port
+
     objects = rendered(overlay)
     c = container(objects)
     options = serve_options(c["args"])
+    host, probe_port = host_port(options.health_probe_bind_address)
+    assert host is None and probe_port != options.secure_port
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
     for probe, path in (("readinessProbe", "/readyz"), ("livenessProbe", "/livez")):
         get = c[probe]["httpGet"]
-        assert (get["scheme"], get["path"]) == ("HTTPS", path)
-        assert ports.get(get["port"], get["port"]) == options.secure_port
+        assert (get["scheme"], get["path"]) == ("HTTP", path)
+        assert ports.get(get["port"], get["port"]) == probe_port
+        assert c[probe]["timeoutSeconds"] >= 5  # a busy replica is not a dead one
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -247,6 +254,7 @@ def test_pdb_and_network_policy_cover_the_server_pods_and_only_its_port(overlay:
     assert policy["spec"]["policyTypes"] == ["Ingress"]
     options = serve_options(container(objects)["args"])
     ports = [p for rule in policy["spec"]["ingress"] for p in rule["ports"]]
+    # Not the probe port: the node's traffic (the kubelet) is always allowed, other pods' is not.
     assert ports == [{"protocol": "TCP", "port": options.secure_port}]
 
 
@@ -588,8 +596,9 @@ def _free_port() -> int:
 
 
 @pytest.fixture(params=["kubevirt-group", "own-group"])
-def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, int, ssl.SSLContext]]:
-    """The server started with an overlay's Deployment args, its files moved to tmp."""
+def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, int, ssl.SSLContext, int]]:
+    """The server started with an overlay's Deployment args, its files moved to tmp: the overlay, the
+    API port, a context trusting the serving certificate, the probe port."""
     overlay: str = request.param
     objects = rendered(overlay)
     args = container(objects)["args"]
@@ -598,6 +607,7 @@ def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str
     proc = _run(["bash", str(ROOT / "hack/gen-certs.sh"), "--out", str(certs)])
     assert proc.returncode == 0, proc.stderr
     port = _free_port()
+    probe_port = _free_port()
     local = []
     for arg in args:
         flag, _, _value = arg.partition("=")
@@ -608,6 +618,7 @@ def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str
                 "--tls-cert-file": f"--tls-cert-file={certs / 'tls.crt'}",
                 "--tls-private-key-file": f"--tls-private-key-file={certs / 'tls.key'}",
                 "--cert-dir": f"--cert-dir={tmp_path / 'cert-dir'}",
+                "--health-probe-bind-address": f"--health-probe-bind-address=127.0.0.1:{probe_port}",
             }.get(flag, arg)
         )
     # The folder source stands in for the cluster: the one difference from the Deployment.
@@ -628,7 +639,7 @@ def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str
                     server.kill()
                     pytest.fail(f"the server did not start: {' '.join(cmd)}\n{server.communicate()[1]}")
                 time.sleep(0.2)
-        yield overlay, port, ctx
+        yield overlay, port, ctx, probe_port
     finally:
         if server.poll() is None:
             server.send_signal(signal.SIGTERM)
@@ -640,19 +651,24 @@ def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str
 
 
 def test_the_probe_paths_and_apiservice_paths_answer_with_the_generated_certificate(
-    served: tuple[str, int, ssl.SSLContext],
+    served: tuple[str, int, ssl.SSLContext, int],
 ) -> None:
-    overlay, port, ctx = served
+    overlay, port, ctx, probe_port = served
     objects = rendered(overlay)
     c = container(objects)
-    paths = [c["readinessProbe"]["httpGet"]["path"], c["livenessProbe"]["httpGet"]["path"]]
+    # The kubelet's probes, as it sends them: plain HTTP to the probe port, a new connection each.
+    probes = [(c[p]["httpGet"]["path"], True) for p in ("readinessProbe", "livenessProbe")]
     # What the aggregator's availability check fetches for each APIService.
-    paths += [f"/apis/{a['spec']['group']}/{a['spec']['version']}" for a in of_kind(objects, "APIService")]
-    for path in paths:
+    apis = [f"/apis/{a['spec']['group']}/{a['spec']['version']}" for a in of_kind(objects, "APIService")]
+    for path, probe in [*probes, *((p, False) for p in apis)]:
         deadline = time.monotonic() + patience(30)
         while True:
-            conn = _HTTPS(port, ctx, SERVICE_DNS)
-            conn.request("GET", path)
+            conn: http.client.HTTPConnection = (
+                http.client.HTTPConnection("127.0.0.1", probe_port, timeout=5)
+                if probe
+                else _HTTPS(port, ctx, SERVICE_DNS)
+            )
+            conn.request("GET", path, headers={"User-Agent": "kube-probe/1.28", "Connection": "close"})
             response = conn.getresponse()
             body = response.read()
             conn.close()

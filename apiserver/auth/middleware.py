@@ -298,6 +298,16 @@ class AuthGate:
                     return _with_authenticated_group(user) if user else None
         return None
 
+    async def identify(self, info: RequestInfo) -> UserInfo | None:
+        """The caller of a request on an open path, when its credentials say who it is; None for an
+        anonymous caller, bad credentials, or credentials that cannot be checked now."""
+        if self.trust.settings is None:
+            return None
+        try:
+            return await self.authenticate(info)
+        except ReviewError:
+            return None
+
     async def authorize(self, user: UserInfo, attrs: Attributes, basis: _Basis | None = None) -> Decision:
         """Raises :class:`ReviewError` when the cluster could not be asked."""
         if self.reviewer is None:

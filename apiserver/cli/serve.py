@@ -15,7 +15,7 @@ from typing import Any
 from apiserver.auth import options as auth_options
 from apiserver.cli.helpformat import KubeHelpFormatter
 from apiserver.http.logging import FORMATS, configure
-from apiserver.http.server import ServeError, Server, serve
+from apiserver.http.server import ServeError, Server, host_port, serve
 from apiserver.http.settings import DEFAULT_GROUP, DEFAULT_VERSIONS, Settings
 from apiserver.sources.base import Source
 
@@ -214,8 +214,33 @@ def add_parser(sub: Any) -> None:
         type=_count,
         default=defaults.max_connections,
         metavar="N",
-        help="most connections open at once; one more is answered 503 ServiceUnavailable and closed "
-        "(each idle TLS connection holds about 60 KB)",
+        help="most connections open at once, counted from their accept (TLS handshakes under way "
+        "included); when full, a connection from a peer holding fewer takes the place of the largest "
+        "holder's oldest idle one, else it is answered 503 ServiceUnavailable and closed (each idle TLS "
+        "connection holds about 60 KB)",
+    )
+    tls.add_argument(
+        "--tls-handshake-timeout",
+        type=_duration,
+        default=defaults.handshake_timeout,
+        metavar="DURATION",
+        help="close a connection whose TLS handshake has not ended this long after its accept (client-go "
+        f"and the aggregator give up after 10s) (default {auth_options.go_duration(defaults.handshake_timeout)})",
+    )
+    tls.add_argument(
+        "--max-tls-handshakes",
+        type=_count,
+        default=defaults.max_handshakes,
+        metavar="N",
+        help="most TLS handshakes under way at once (each about 50 KiB); when full, a connection from a "
+        "peer with fewer under way takes the place of the largest holder's oldest, else it is closed",
+    )
+    tls.add_argument(
+        "--health-probe-bind-address",
+        default="",
+        metavar="HOST:PORT",
+        help="also answer /livez, /readyz and /healthz (only those) over plain HTTP here, with limits of "
+        "its own, for the kubelet's probes: e.g. :8081 (default: none; probes then use --secure-port)",
     )
     tls.add_argument(
         "--max-body-bytes-in-flight",
@@ -254,9 +279,12 @@ def add_parser(sub: Any) -> None:
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
     try:
-        return _settings(args)
+        settings = _settings(args)
     except ValueError as err:  # flags that contradict each other
         raise ServeError(str(err)) from None
+    if settings.health_probe_bind_address:
+        host_port(settings.health_probe_bind_address)  # a ServeError naming the flag, before anything starts
+    return settings
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -276,6 +304,9 @@ def _settings(args: argparse.Namespace) -> Settings:
         header_timeout=args.read_header_timeout,
         idle_timeout=args.idle_timeout,
         max_connections=args.max_connections,
+        handshake_timeout=args.tls_handshake_timeout,
+        max_handshakes=args.max_tls_handshakes,
+        health_probe_bind_address=args.health_probe_bind_address,
         max_body_bytes_in_flight=args.max_body_bytes_in_flight,
     )
 

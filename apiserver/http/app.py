@@ -28,7 +28,7 @@ from apiserver.http.media import prettify
 from apiserver.http.metrics import CONTENT_TYPE, Metrics
 from apiserver.http.settings import Settings
 from apiserver.render.errors import status
-from apiserver.sources.base import Source
+from apiserver.sources.base import Check, Source
 
 SETTINGS = web.AppKey("settings", Settings)
 SOURCE = web.AppKey("source", Source)
@@ -37,6 +37,8 @@ STATE = web.AppKey("state", health.ServerState)
 # The server's request handler wraps the application's with it (server.py).
 DISPATCHER = web.AppKey("dispatcher", Dispatcher)
 FRONT = web.AppKey("front", FrontLayer)
+# What /readyz checks beyond the server's own state (the source's checks and the caller's).
+READINESS: web.AppKey[health.ChecksFn] = web.AppKey("readiness")
 
 _log = logging.getLogger(__name__)
 
@@ -206,7 +208,14 @@ def build_app(
     openapi.add_routes(app, settings, collection=store is not None)
     version.add_routes(app)
     extra_checks = tuple(checks)  # readiness beyond the source's (authentication's trust settings)
-    health.add_routes(app, state, lambda: [*source.checks(), *(c for fn in extra_checks for c in fn())])
+
+    def readiness() -> list[Check]:
+        return [*source.checks(), *(c for fn in extra_checks for c in fn())]
+
+    app[READINESS] = readiness
+    # With authentication, the checks' messages only for authenticated callers (health.py).
+    details = _authenticated if middlewares else health.always
+    health.add_routes(app, state, readiness, details=details)
     app.router.add_get("/metrics", metrics_handler)
     # Behind a real aggregator most requests are its own and the kubelet's: availability probes (five
     # at a time per APIService, every 30 s), discovery and OpenAPI polls every minute, readiness and
@@ -215,6 +224,34 @@ def build_app(
     routine.update(resource.canonical for resource in app.router.resources())
     routine.difference_update(expand_api)
     return app
+
+
+def _authenticated(request: web.Request) -> bool:
+    return request.get(USER_KEY) is not None
+
+
+def build_probe_app(app: web.Application) -> web.Application:
+    """The health endpoints of ``app`` alone, for a listener of the kubelet's probes: the same checks,
+    never their messages (nothing is authenticated there), each answer in the access log as on the API
+    port (successes at debug level)."""
+    probes = web.Application(middlewares=[_probe_log])
+    health.add_routes(probes, app[STATE], app[READINESS], details=health.never)
+    return probes
+
+
+@web.middleware
+async def _probe_log(request: web.Request, handler: Handler) -> web.StreamResponse:
+    start = time.perf_counter()
+    code = 500
+    try:
+        response = await handler(request)
+        code = response.status
+        return response
+    except web.HTTPException as exc:
+        code = exc.status
+        raise
+    finally:
+        log_request(request, code, time.perf_counter() - start, None, debug=code < 400)
 
 
 def install_dispatcher(runner: web.AppRunner) -> None:

@@ -4,13 +4,21 @@ aiohttp alone waits for request headers forever, keeps an idle keep-alive connec
 accepts any number of connections (each idle TLS connection holds memory), so a client could hold a
 replica's memory with connections that send nothing. Here:
 
+- every connection is counted from the moment it is accepted, before its TLS handshake: a connection
+  that never sends a byte holds a place (and the ~50 KiB of a pending handshake) like any other;
+- at most ``max_connections`` connections are open, at most ``max_handshakes`` of them in their TLS
+  handshake, which must end within ``handshake_timeout`` (the 10 s that client-go and the aggregator's
+  transport give it);
+- when either is full, a connection from a peer holding fewer places takes the place of the largest
+  holder's oldest connection that is in its handshake or waiting for a request
+  (:mod:`apiserver.http.fairpool`): one source cannot lock out the others. A connection that finds no
+  place is closed at once, before any TLS (a 503 would cost a handshake each: what a flood of refused
+  connections would spend the server's time on), and counted in one warning line every 10 s;
 - the request headers must arrive within the header timeout (k8s.io/apiserver: ``ReadHeaderTimeout`` 32 s),
-  counted from the connection's start and from the first byte of each later request; the TLS handshake
-  gets the same time;
+  counted from the connection's start and from the first byte of each later request;
 - an idle keep-alive connection is closed after the idle timeout (default 120 s: longer than the 90 s for
   which the aggregator's Go transport keeps idle connections, so the aggregator always closes first and
-  never sends a request on a connection the server is closing at that moment);
-- at most ``max_connections`` connections are open; one more gets a 503 Status and is closed.
+  never sends a request on a connection the server is closing at that moment).
 
 Errors of aiohttp's request parser (bad ``Content-Length``, control bytes in headers, too many or too long
 headers, unknown methods) are answered as a JSON ``Status`` and logged as one warning line, not a
@@ -21,7 +29,9 @@ from __future__ import annotations
 
 import asyncio
 import asyncio.sslproto
+import ipaddress
 import logging
+import ssl
 import time
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -33,6 +43,7 @@ from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
 from apiserver.http.errors import StatusError, status_response
+from apiserver.http.fairpool import FairPool
 from apiserver.http.logging import escape
 from apiserver.render.errors import status
 
@@ -42,84 +53,258 @@ _log = logging.getLogger(__name__)
 # 256 KiB by default: most of what an idle TLS connection costs (about 290 KB in all). A TLS record
 # holds at most 16 KiB, so reading 32 KiB at a time takes in two whole records per call.
 TLS_READ_BUFFER = 32 * 1024
-# At most one "over the connection cap" warning per this many seconds (with a count).
+# At most one warning line per kind of refusal per this many seconds (with a count).
 _WARN_EVERY = 10.0
 
 
 @dataclass(frozen=True, slots=True)
 class ConnectionLimits:
-    """``--header-timeout``, ``--idle-timeout``, ``--max-connections`` (defaults in Settings)."""
+    """``--read-header-timeout``, ``--idle-timeout``, ``--max-connections``, ``--tls-handshake-timeout``,
+    ``--max-tls-handshakes`` (defaults in Settings)."""
 
     header_timeout: float
     idle_timeout: float
     max_connections: int
+    handshake_timeout: float = 10.0
+    max_handshakes: int = 250
 
 
-class _Refusals:
-    """Counts open connections and those refused over the cap; logs one warning line per period, not
-    one per refusal."""
+def peer_of(transport: asyncio.BaseTransport) -> str:
+    """Whom a connection counts against: its IPv4 address, or the /64 of an IPv6 one (a host is given a
+    whole /64, so its addresses count as one peer)."""
+    peer = transport.get_extra_info("peername")
+    host = peer[0] if isinstance(peer, tuple) and peer else ""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return str(host)
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return host
+
+
+class Connection:
+    """One accepted connection: its peer, its transport, and where it stands (in its TLS handshake,
+    then served by its handler)."""
+
+    __slots__ = ("__weakref__", "handler", "handshaking", "peer", "transport")
+
+    def __init__(self, peer: str, transport: asyncio.Transport) -> None:
+        self.peer = peer
+        self.transport = transport
+        self.handshaking = False
+        self.handler: GuardedHandler | None = None
+
+    def displaceable(self) -> bool:
+        """In its handshake, or waiting for a request (never while one is being answered)."""
+        if self.handshaking:
+            return True
+        handler = self.handler
+        return handler is not None and handler.waiting()
+
+
+class _Warnings:
+    """One warning line per kind per period, with the count since the last one."""
 
     def __init__(self) -> None:
-        self.open = 0
-        self.total = 0
-        self._unlogged = 0
-        self._last = -_WARN_EVERY
+        self._counts: dict[str, int] = {}
+        self._last: dict[str, float] = {}
 
-    def note(self, limit: int) -> None:
-        self.total += 1
-        self._unlogged += 1
+    def note(self, text: str) -> None:
+        self._counts[text] = self._counts.get(text, 0) + 1
         now = time.monotonic()
-        if now - self._last >= _WARN_EVERY:
-            _log.warning(
-                "refused %d connection(s) over the limit of %d open connections (--max-connections)",
-                self._unlogged,
-                limit,
+        if now - self._last.get(text, -_WARN_EVERY) >= _WARN_EVERY:
+            _log.warning(text, self._counts[text])
+            self._counts[text], self._last[text] = 0, now
+
+
+class ConnectionTable:
+    """The open connections and the TLS handshakes under way, each a :class:`FairPool`; counts of what
+    was refused or displaced."""
+
+    def __init__(self, limits: ConnectionLimits) -> None:
+        self.limits = limits
+        self.connections: FairPool[Connection] = FairPool(limits.max_connections)
+        self.handshakes: FairPool[Connection] = FairPool(limits.max_handshakes)
+        self.refused = 0  # no place: closed at once
+        self.displaced = 0  # let go for a peer holding fewer places
+        self._warnings = _Warnings()
+
+    @property
+    def open(self) -> int:
+        return self.connections.size
+
+    def _place(self, pool: FairPool[Connection], conn: Connection) -> bool:
+        if pool.full():
+            victim = pool.victim(conn.peer)
+            if victim is None:
+                return False
+            self.displaced += 1
+            self._warnings.note(
+                f"closed %d connection(s) of the peer holding the most places ({victim.peer}) to make room "
+                "for other peers"
             )
-            self._unlogged, self._last = 0, now
+            self.drop(victim)
+            victim.transport.abort()
+        pool.add(conn.peer, conn)
+        return True
+
+    def admit(self, conn: Connection) -> bool:
+        """Give ``conn`` a place among the open connections (displacing another when fair), or False."""
+        if self._place(self.connections, conn):
+            return True
+        self.refused += 1
+        limit = self.limits.max_connections
+        self._warnings.note(
+            f"refused %d connection(s) over the limit of {limit} open connections (--max-connections)"
+        )
+        return False
+
+    def start_handshake(self, conn: Connection) -> bool:
+        """Give ``conn`` a place among the TLS handshakes under way, or False (then it is closed)."""
+        if self._place(self.handshakes, conn):
+            conn.handshaking = True
+            return True
+        self.refused += 1
+        limit = self.limits.max_handshakes
+        self._warnings.note(
+            f"closed %d connection(s) at once: {limit} TLS handshakes were under way (--max-tls-handshakes)"
+        )
+        return False
+
+    def end_handshake(self, conn: Connection) -> None:
+        if conn.handshaking:
+            conn.handshaking = False
+            self.handshakes.discard(conn.peer, conn)
+
+    def drop(self, conn: Connection) -> None:
+        """``conn`` is closed (or about to be): free its places. Idempotent."""
+        self.end_handshake(conn)
+        self.connections.discard(conn.peer, conn)
+
+    def abort_handshakes(self) -> None:
+        """Shutting down: close every connection still in its handshake (aiohttp knows only the others)."""
+        for conn in self.handshakes.members():
+            self.drop(conn)
+            conn.transport.abort()
+
+
+class _Accepted(asyncio.Protocol):
+    """A connection just accepted, before anything is read from it: counted at once, then handed to
+    the TLS layer (or, without TLS, straight to its handler)."""
+
+    def __init__(self, listener: _Listener) -> None:
+        self._listener = listener
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._listener.accepted(transport)
+
+
+class _Listener:
+    """What a listening socket does with each connection it accepts (one per site)."""
+
+    def __init__(
+        self,
+        server: web.Server,
+        loop: asyncio.AbstractEventLoop,
+        limits: ConnectionLimits,
+        ssl_context: ssl.SSLContext | None,
+    ) -> None:
+        self.server = server
+        self.loop = loop
+        self.limits = limits
+        self.ssl_context = ssl_context
+        self.table = ConnectionTable(limits)
+
+    def protocol(self) -> asyncio.Protocol:
+        return _Accepted(self)
+
+    def handler(self, conn: Connection) -> GuardedHandler:
+        # auto_decompress off: a compressed body is refused with 415 (bodies.py), not inflated.
+        return GuardedHandler(
+            self.server,
+            loop=self.loop,
+            access_log=None,
+            auto_decompress=False,
+            limits=self.limits,
+            connection=conn,
+            table=self.table,
+        )
+
+    def accepted(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        conn = Connection(peer_of(transport), transport)
+        table = self.table
+        # No place: closed at once, before any TLS. (An answer would cost a handshake, which is what a
+        # flood of refused connections would then spend the server's time on.)
+        if not table.admit(conn):
+            transport.abort()
+            return
+        if self.ssl_context is None:
+            handler = self.handler(conn)
+            transport.set_protocol(handler)
+            handler.connection_made(transport)
+            return
+        if not table.start_handshake(conn):
+            table.drop(conn)
+            transport.abort()
+            return
+        waiter = self.loop.create_future()
+        # What loop.create_server(ssl=...) does for each connection, here after the connection was counted.
+        tls = asyncio.sslproto.SSLProtocol(
+            self.loop,
+            self.handler(conn),
+            self.ssl_context,
+            waiter,
+            server_side=True,
+            ssl_handshake_timeout=self.limits.handshake_timeout,  # type: ignore[arg-type]  # a float works
+        )
+        transport.set_protocol(tls)
+        tls.connection_made(transport)
+        waiter.add_done_callback(lambda done: self._handshake_ended(conn, done))
+
+    def _handshake_ended(self, conn: Connection, waiter: asyncio.Future[None]) -> None:
+        """Handshake over: its place is free; a failed one frees the connection's place too (its handler
+        never saw it, so nothing else will)."""
+        self.table.end_handshake(conn)
+        failed = waiter.cancelled() or waiter.exception() is not None
+        if failed or conn.handler is None:
+            self.table.drop(conn)
 
 
 class GuardedHandler(RequestHandler):
-    """aiohttp's connection handler with a header-read timeout, the connection cap and Status errors."""
+    """aiohttp's connection handler with a header-read timeout, its place in the connection table, and
+    Status errors."""
 
-    __slots__ = ("_header_count", "_header_timer", "_limits", "_refusals")
+    __slots__ = ("_connection", "_header_count", "_header_timer", "_limits", "_table")
 
     def __init__(
-        self, manager: web.Server, *, limits: ConnectionLimits, refusals: _Refusals, **kw: Any
+        self,
+        manager: web.Server,
+        *,
+        limits: ConnectionLimits,
+        connection: Connection,
+        table: ConnectionTable,
+        **kw: Any,
     ) -> None:
         super().__init__(manager, keepalive_timeout=limits.idle_timeout, **kw)
         self._limits = limits
-        self._refusals = refusals
+        self._connection = connection
+        self._table = table
         self._header_timer: asyncio.TimerHandle | None = None
         self._header_count = 0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        if self._refusals.open >= self._limits.max_connections:
-            self._refuse(transport)
-            return
-        self._refusals.open += 1
+        self._connection.handler = self
         super().connection_made(transport)
         self._arm()
 
-    def _refuse(self, transport: asyncio.BaseTransport) -> None:
-        """Over the cap: a 503 Status (the request is never read) and close."""
-        self._manager = None  # connection_lost then does nothing: aiohttp never saw this connection
-        limit = self._limits.max_connections
-        self._refusals.note(limit)
-        body = status(
-            503,
-            "ServiceUnavailable",
-            f"too many open connections (the limit is {limit}); retry later",
-            details={"retryAfterSeconds": 1},
-        )
-        payload = status_response(StatusError(body)).body
-        assert isinstance(payload, bytes)
-        head = (
-            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
-            f"Connection: close\r\nContent-Length: {len(payload)}\r\n\r\n"
-        ).encode()
-        if isinstance(transport, asyncio.WriteTransport):
-            transport.write(head + payload)
-        transport.close()
+    def waiting(self) -> bool:
+        """Waiting for a request: nothing being answered, nothing parsed and queued (headers may be
+        arriving)."""
+        return not self._request_in_progress and not self._messages
 
     def _arm(self) -> None:
         """Start the header timer for the request whose first bytes are arriving now."""
@@ -149,9 +334,9 @@ class GuardedHandler(RequestHandler):
             self._header_timer = None
 
     def connection_lost(self, exc: BaseException | None) -> None:
-        if self._manager is None:  # refused, or already lost
+        self._table.drop(self._connection)
+        if self._manager is None:  # already lost, or never made
             return
-        self._refusals.open -= 1
         if self._header_timer is not None:
             self._header_timer.cancel()
             self._header_timer = None
@@ -211,14 +396,20 @@ def _error_status(code: int, reason: str, detail: str) -> dict[str, Any]:
 
 
 class GuardedSite(web.TCPSite):
-    """A TCP site whose connections are :class:`GuardedHandler` s (one per connection)."""
+    """A TCP site that counts each connection from its accept (:class:`ConnectionTable`), does the TLS
+    handshake itself under the handshake limits, then serves it with a :class:`GuardedHandler`."""
 
-    __slots__ = ("_limits", "refusals")
+    __slots__ = ("_limits", "listener")
 
     def __init__(self, runner: web.BaseRunner, *args: Any, limits: ConnectionLimits, **kw: Any) -> None:
         super().__init__(runner, *args, **kw)
         self._limits = limits
-        self.refusals = _Refusals()
+        self.listener: _Listener | None = None
+
+    @property
+    def table(self) -> ConnectionTable:
+        assert self.listener is not None, "the site has not started"
+        return self.listener.table
 
     async def start(self) -> None:
         if self._ssl_context is not None:
@@ -231,22 +422,19 @@ class GuardedSite(web.TCPSite):
         loop = asyncio.get_running_loop()
         server = self._runner.server
         assert server is not None
-        limits, refusals = self._limits, self.refusals
-
-        def factory() -> GuardedHandler:
-            # auto_decompress off: a compressed body is refused with 415 (bodies.py), not inflated.
-            return GuardedHandler(
-                server, loop=loop, access_log=None, auto_decompress=False, limits=limits, refusals=refusals
-            )
-
+        self.listener = listener = _Listener(server, loop, self._limits, self._ssl_context)
+        # A plain TCP server: the listener adds TLS to each connection once it has counted it.
         self._server = await loop.create_server(
-            factory,
+            listener.protocol,
             self._host,
             self._port,
-            ssl=self._ssl_context,
             backlog=self._backlog,
             reuse_address=self._reuse_address,
             reuse_port=self._reuse_port,
-            ssl_handshake_timeout=limits.header_timeout if self._ssl_context is not None else None,
         )
         self._bound_port = self._server.sockets[0].getsockname()[1] if self._server.sockets else self._port
+
+    async def stop(self) -> None:
+        if self.listener is not None:
+            self.listener.table.abort_handshakes()
+        await super().stop()

@@ -4,6 +4,11 @@
 caches synced) and fails while shutting down, so a load balancer stops sending traffic before the
 listener closes; ``/healthz`` is the legacy union. ``?verbose`` lists every check, ``?exclude=name``
 skips one, ``/readyz/<name>`` runs one.
+
+Anyone may ask (the kubelet's probes carry no credentials), so what a check says beyond its name and
+verdict (object counts per cache, the last error of a watch, a file's parse error) is shown only to
+authenticated callers: others read ``[+]name ok`` and ``[-]name failed: reason withheld``, as
+kube-apiserver withholds its reasons.
 """
 
 from __future__ import annotations
@@ -17,6 +22,17 @@ from apiserver.http.errors import not_found
 from apiserver.sources.base import Check
 
 ChecksFn = Callable[[], Sequence[Check]]
+# Whether a request may read what the checks say (its caller is authenticated).
+DetailsFn = Callable[[web.Request], bool]
+WITHHELD = "reason withheld"
+
+
+def always(_request: web.Request) -> bool:
+    return True
+
+
+def never(_request: web.Request) -> bool:
+    return False
 
 
 @dataclass(slots=True)
@@ -35,7 +51,7 @@ def _ping() -> list[Check]:
     return [Check("ping", True)]
 
 
-def _render(endpoint: str, checks: Sequence[Check], request: web.Request) -> web.Response:
+def _render(endpoint: str, checks: Sequence[Check], request: web.Request, details: DetailsFn) -> web.Response:
     excluded = set(request.query.getall("exclude", []))
     selected = [c for c in checks if c.name not in excluded]
     healthy = all(c.ok for c in selected)
@@ -43,10 +59,11 @@ def _render(endpoint: str, checks: Sequence[Check], request: web.Request) -> web
     if healthy and not verbose:
         return web.Response(text="ok", content_type="text/plain")
     # A passing check with a message (a warning, "not installed") keeps it: "[+]name ok - message".
+    shown = details(request)
     lines = [
-        (f"[+]{c.name} ok" + (f" - {c.message}" if c.message else ""))
+        (f"[+]{c.name} ok" + (f" - {c.message}" if c.message and shown else ""))
         if c.ok
-        else f"[-]{c.name} failed: {c.message or 'not ready'}"
+        else f"[-]{c.name} failed: {(c.message or 'not ready') if shown else WITHHELD}"
         for c in selected
     ]
     lines.extend(f"[+]{name} excluded: ok" for name in sorted(excluded))
@@ -56,7 +73,11 @@ def _render(endpoint: str, checks: Sequence[Check], request: web.Request) -> web
     )
 
 
-def add_routes(app: web.Application, state: ServerState, source_checks: ChecksFn) -> None:
+def add_routes(
+    app: web.Application, state: ServerState, source_checks: ChecksFn, *, details: DetailsFn = always
+) -> None:
+    """The three endpoints; ``details``: whether a request may read the checks' messages."""
+
     def live() -> list[Check]:
         return _ping()
 
@@ -69,7 +90,7 @@ def add_routes(app: web.Application, state: ServerState, source_checks: ChecksFn
         async def all_checks(
             request: web.Request, endpoint: str = endpoint, fn: ChecksFn = checks_fn
         ) -> web.Response:
-            return _render(endpoint, fn(), request)
+            return _render(endpoint, fn(), request, details)
 
         async def one_check(
             request: web.Request, endpoint: str = endpoint, fn: ChecksFn = checks_fn
@@ -78,7 +99,7 @@ def add_routes(app: web.Application, state: ServerState, source_checks: ChecksFn
             chosen = [c for c in fn() if c.name == name]
             if not chosen:
                 raise not_found(f'no health check named "{name}"')
-            return _render(endpoint, chosen, request)
+            return _render(endpoint, chosen, request, details)
 
         app.router.add_get(f"/{endpoint}", all_checks)
         app.router.add_get(f"/{endpoint}/{{check:.+}}", one_check)

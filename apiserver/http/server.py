@@ -4,6 +4,13 @@ The serving certificate comes from ``--tls-cert-file``/``--tls-private-key-file`
 self-signed, into ``--cert-dir`` (reused while it is valid and covers the names). SIGTERM marks the
 server not ready, stops accepting connections, lets requests in flight finish (up to the shutdown
 timeout), then closes the source.
+
+With ``--health-probe-bind-address`` a second listener, plain HTTP, answers the kubelet's probes
+(``/livez``, ``/readyz``, ``/healthz``) and nothing else, with connection limits of its own: however many
+connections hold the API port, the probes are answered, and the replica is neither restarted nor taken
+out of its Service for it (cert-manager's webhook and controller-runtime's managers have such a port).
+The manifests leave that port out of the NetworkPolicy: traffic from the pod's own node (the kubelet)
+is always allowed, other pods cannot reach it.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from apiserver.auth.tls import serving_context
-from apiserver.http.app import build_app, install_dispatcher, install_expect_guard
+from apiserver.http.app import build_app, build_probe_app, install_dispatcher, install_expect_guard
 from apiserver.http.connections import ConnectionLimits, GuardedSite
 from apiserver.http.dispatch import Admission
 from apiserver.http.health import ChecksFn, ServerState
@@ -40,6 +47,9 @@ CERT_NAME = "apiserver.crt"
 KEY_NAME = "apiserver.key"
 _VALIDITY = datetime.timedelta(days=365)
 _RENEW_BEFORE = datetime.timedelta(days=7)
+# The probe listener's limits: a kubelet sends its request at once and closes the connection after the
+# answer (its probes disable keep-alive), a few per period.
+PROBE_LIMITS = ConnectionLimits(header_timeout=5.0, idle_timeout=5.0, max_connections=64)
 
 
 class ServeError(Exception):
@@ -63,6 +73,16 @@ def check_bind_address(address: str, *, authentication: bool) -> None:
             "can reach the port could read VirtualMachines; bind to 127.0.0.1 (the default) or configure "
             "authentication"
         )
+
+
+def host_port(text: str, flag: str = "--health-probe-bind-address") -> tuple[str | None, int]:
+    """``HOST:PORT``, ``:PORT`` (every interface) or ``[IPv6]:PORT``, as Go's net.SplitHostPort reads it."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ServeError(f"{flag} {text}: give HOST:PORT, e.g. :8081 or 0.0.0.0:8081")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return (host or None), int(port)
 
 
 def self_signed_names(settings: Settings) -> list[str]:
@@ -191,8 +211,10 @@ class Server:
         self._ssl = ssl_context
         self._dispatch = dispatch
         self._runner: web.AppRunner | None = None
+        self._probe_runner: web.AppRunner | None = None
         self.site: GuardedSite | None = None
         self.port = 0
+        self.probe_port: int | None = None
 
     async def start(self) -> None:
         context = self._ssl or server_ssl_context(*certificate_files(self.settings))
@@ -204,28 +226,46 @@ class Server:
             install_dispatcher(runner)
         install_expect_guard(runner)
         settings = self.settings
+        limits = ConnectionLimits(
+            settings.header_timeout,
+            settings.idle_timeout,
+            settings.max_connections,
+            settings.handshake_timeout,
+            settings.max_handshakes,
+        )
         site = GuardedSite(
-            runner,
-            settings.bind_address,
-            settings.secure_port,
-            ssl_context=context,
-            limits=ConnectionLimits(settings.header_timeout, settings.idle_timeout, settings.max_connections),
+            runner, settings.bind_address, settings.secure_port, ssl_context=context, limits=limits
         )
         self.site = site
         try:
-            await site.start()
-        except OSError as err:
+            await _start_site(site, f"{settings.bind_address}:{settings.secure_port}", "--secure-port")
+        except ServeError:
             await runner.cleanup()
-            where = f"{self.settings.bind_address}:{self.settings.secure_port}"
-            hint = ""
-            if err.errno == errno.EADDRINUSE:
-                # What a newcomer meets when a second server (or another program) holds the port.
-                hint = "; stop what listens there or choose another port with --secure-port"
-            raise ServeError(f"cannot listen on {where}: {err.strerror or err}{hint}") from None
+            raise
         self._runner = runner
         address = runner.addresses[0]
         self.port = int(address[1])
         _log.info("serving on https://%s:%d", self.settings.bind_address, self.port)
+        if settings.health_probe_bind_address:
+            try:
+                await self._start_probes(settings.health_probe_bind_address)
+            except ServeError:
+                await self.stop()
+                raise
+
+    async def _start_probes(self, address: str) -> None:
+        host, port = host_port(address)
+        runner = web.AppRunner(build_probe_app(self.app), access_log=None, handle_signals=False)
+        await runner.setup()
+        site = GuardedSite(runner, host, port, limits=PROBE_LIMITS)
+        try:
+            await _start_site(site, address, "--health-probe-bind-address")
+        except ServeError:
+            await runner.cleanup()
+            raise
+        self._probe_runner = runner
+        self.probe_port = int(runner.addresses[0][1])
+        _log.info("answering the kubelet's probes on http://%s:%d", host or "0.0.0.0", self.probe_port)
 
     async def stop(self) -> None:
         """Stop accepting, finish requests in flight, close the source."""
@@ -234,7 +274,21 @@ class Server:
         self.state.shutting_down = True
         runner, self._runner = self._runner, None
         await runner.cleanup()
+        if self._probe_runner is not None:  # answered (not ready, alive) until the API port has drained
+            probes, self._probe_runner = self._probe_runner, None
+            await probes.cleanup()
         _log.info("server stopped")
+
+
+async def _start_site(site: GuardedSite, where: str, flag: str) -> None:
+    try:
+        await site.start()
+    except OSError as err:
+        hint = ""
+        if err.errno == errno.EADDRINUSE:
+            # What a newcomer meets when a second server (or another program) holds the port.
+            hint = f"; stop what listens there or choose another port with {flag}"
+        raise ServeError(f"cannot listen on {where}: {err.strerror or err}{hint}") from None
 
 
 async def serve(server: Server) -> None:

@@ -34,6 +34,13 @@ class Settings:
     header_timeout: float = 32.0
     idle_timeout: float = 120.0
     max_connections: int = 1000
+    # A TLS handshake must end within this (client-go's and the aggregator's own limit is 10 s), and at
+    # most this many are under way at once (connections.py).
+    handshake_timeout: float = 10.0
+    max_handshakes: int = 250
+    # ``HOST:PORT`` of a plain-HTTP listener answering only /livez, /readyz and /healthz for the
+    # kubelet's probes, with limits of its own (empty: none; probes then use the API port).
+    health_probe_bind_address: str = ""
     # Bytes of PUT bodies held at once (each counted at its declared length, else max_body_bytes).
     max_body_bytes_in_flight: int = 64 * 1024 * 1024
 
@@ -46,5 +53,7 @@ class Settings:
             raise ValueError("the header and idle timeouts must be positive")
         if self.max_body_bytes_in_flight < self.max_body_bytes:
             raise ValueError("the bytes of bodies in flight must allow at least one body of the limit")
-        if self.max_connections < 1:
-            raise ValueError("at least one connection must be allowed")
+        if self.max_connections < 1 or self.max_handshakes < 1:
+            raise ValueError("at least one connection and one TLS handshake must be allowed")
+        if self.handshake_timeout <= 0:
+            raise ValueError("the TLS handshake timeout must be positive")
