@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import orjson
 from aiohttp import web
 
+from apiserver.http.budget import DEFAULT_PACE, BodyPace
 from apiserver.http.errors import (
     StatusError,
     bad_request,
@@ -113,43 +113,48 @@ def field_validation(request: web.Request) -> str:
     raise StatusError(body)
 
 
-class BodyBudget:
-    """Bytes of request bodies held at once: a PUT reserves its declared length (or the body limit
-    when it declares none) for as long as it is being answered, and one that would take the total over
-    the budget is answered 429, as kube-apiserver answers requests over ``--max-requests-inflight``.
-    Without it, a thousand connections sending 3 MiB bodies at once would hold 3 GB. One body is
-    always admitted when none is held."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self.held = 0
-
-    @contextlib.contextmanager
-    def reserve(self, size: int) -> Iterator[None]:
-        if self.held and self.held + size > self.total:
-            raise StatusError(
-                status(
-                    429,
-                    "TooManyRequests",
-                    "Too many requests, please try again later.",
-                    details={"retryAfterSeconds": 1},
-                ),
-                {"Retry-After": "1"},
-            )
-        self.held += size
-        try:
-            yield
-        finally:
-            self.held -= size
+def too_slow(received: int, declared: int | None, seconds: float, pace: BodyPace) -> StatusError:
+    of = f" of {declared}" if declared is not None else ""
+    return StatusError(
+        status(
+            408,
+            "Timeout",
+            f"the request body arrived too slowly: {received}{of} bytes in {seconds:.1f}s (a body must "
+            f"arrive within {pace.timeout:g}s plus 1s per {pace.min_rate} bytes)",
+        ),
+        close=True,
+    )
 
 
-async def read_body(request: web.Request, limit: int) -> bytes:
-    if request.content_length is not None and request.content_length > limit:
+async def read_body(request: web.Request, limit: int, pace: BodyPace = DEFAULT_PACE) -> bytes:
+    """The whole body: 413 over ``limit``, 408 when it arrives slower than ``pace`` allows, 400 when the
+    client closes the connection before it is all there."""
+    declared = request.content_length
+    if declared is not None and declared > limit:
         raise too_large(limit)
+    content = request.content
+    if content.is_eof():  # the usual case: it came with the headers
+        try:
+            return await request.read()
+        except web.HTTPRequestEntityTooLarge:  # chunked, without a length
+            raise too_large(limit) from None
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    received = bytearray()
     try:
-        return await request.read()
-    except web.HTTPRequestEntityTooLarge:
-        raise too_large(limit) from None
+        async with asyncio.timeout_at(pace.deadline(start, 0)) as timer:
+            while chunk := await content.readany():
+                received += chunk
+                if len(received) > limit:
+                    raise too_large(limit)
+                timer.reschedule(pace.deadline(start, len(received)))
+    except TimeoutError:
+        raise too_slow(len(received), declared, loop.time() - start, pace) from None
+    except ConnectionError:
+        raise bad_request(
+            f"the client closed the connection after {len(received)} bytes of its request body"
+        ) from None
+    return bytes(received)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,11 +19,15 @@ JSON = "application/json"
 
 
 class StatusError(Exception):
-    """Answer the request with ``status`` (a Status dict) and optional extra headers."""
+    """Answer the request with ``status`` (a Status dict) and optional extra headers; ``close``: and
+    close the connection (the request body was not read, and is not worth reading to keep it)."""
 
-    def __init__(self, status_body: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, status_body: Mapping[str, Any], headers: Mapping[str, str] | None = None, *, close: bool = False
+    ) -> None:
         self.status: dict[str, Any] = bound_status(dict(status_body))
         self.headers: dict[str, str] = dict(headers or {})
+        self.close = close
         super().__init__(self.status.get("message", ""))
 
     @property
@@ -97,12 +101,15 @@ def internal_error(message: str) -> StatusError:
 
 def status_response(error: StatusError) -> web.Response:
     """The JSON response for ``error`` (errors are always JSON, whatever the client accepts)."""
-    return web.Response(
+    response = web.Response(
         status=error.code,
         body=orjson.dumps(error.status),
         content_type=JSON,
         headers=error.headers,
     )
+    if error.close:
+        response.force_close()
+    return response
 
 
 def from_http_exception(exc: web.HTTPException, max_body: int) -> StatusError:

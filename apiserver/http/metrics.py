@@ -95,6 +95,18 @@ class _ReviewCollector(Collector):
         return [held, answered, asked]
 
 
+class _Readings(Collector):
+    """Figures read at scrape time from whoever keeps them: (name, help, type, read) each."""
+
+    def __init__(self) -> None:
+        self.readings: list[tuple[str, str, str, Callable[[], float]]] = []
+
+    def collect(self) -> Iterable[Metric]:
+        for name, text, kind, read in self.readings:
+            family = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
+            yield family(f"{_PREFIX}_{name}", text, value=float(read()))
+
+
 class _Latency:
     """One histogram series: observations per bucket (not cumulative; +Inf last) and their sum."""
 
@@ -150,6 +162,8 @@ class Metrics:
         self.registry = CollectorRegistry()
         self._requests = _RequestCollector()
         self.registry.register(self._requests)
+        self._readings = _Readings()
+        self.registry.register(self._readings)
         self.render_errors = Counter(
             f"{_PREFIX}_render_errors",
             "Expand requests that failed, by Status reason (Invalid, NotFound, ServiceUnavailable, ...).",
@@ -167,6 +181,13 @@ class Metrics:
     def watch_reviews(self, review: str, figures: Callable[[], tuple[int, int, int]]) -> None:
         """Export a review cache's figures (``review``: subjectaccessreviews, tokenreviews)."""
         self.registry.register(_ReviewCollector(review, figures))
+
+    def read_at_scrape(
+        self, name: str, text: str, read: Callable[[], float], *, counter: bool = False
+    ) -> None:
+        """Export ``kubevirt_expand_<name>`` as what ``read`` returns when scraped (a gauge, or a
+        counter): for figures kept elsewhere (connections, bytes held)."""
+        self._readings.readings.append((name, text, "counter" if counter else "gauge", read))
 
     def started(self) -> None:
         """A request came in (``kubevirt_expand_http_requests_in_flight``)."""

@@ -9,6 +9,7 @@ contract's (422 with causes, 404) or, with ``--kubevirt-error-codes``, virt-api'
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,7 +24,6 @@ from multidict import CIMultiDict
 from apiserver.http.authn import read_gate
 from apiserver.http.bodies import (
     OFFLOAD_BYTES,
-    BodyBudget,
     body_format,
     check_vm,
     field_validation,
@@ -31,6 +31,7 @@ from apiserver.http.bodies import (
     parse,
     read_body,
 )
+from apiserver.http.budget import BodyPace, ByteBudget, Reservation, after_sent, caller_of
 from apiserver.http.errors import StatusError, bad_request, unavailable
 from apiserver.http.media import JSON, encode, etag_of, negotiate, respond_tagged, tagged_headers
 from apiserver.http.metrics import Metrics
@@ -151,7 +152,13 @@ class ExpandHandlers:
         self.store: RenderedStore | None = getattr(source, "collection", None)
         self._gate: Callable[[web.Request], AccessGate | None] = read_gate if authenticated else _no_gate
         self.cache = cache or ResponseCache()
-        self.bodies = BodyBudget(settings.max_body_bytes_in_flight)
+        self.bodies = ByteBudget(settings.max_body_bytes_in_flight, min_share=settings.max_body_bytes)
+        self.pace = BodyPace(settings.body_timeout, settings.min_body_rate)
+        # Large bodies one at a time from parsing to encoding the answer: a 2.4 MB body of small labels
+        # is ~20 MB of Python objects, and its rendering as much again, so thirty at once took RSS past
+        # 1 GB. They run on the one worker thread in turn anyway (bodies.offload); waiting here, a
+        # request holds only its bytes, which the budget counts.
+        self.large_work = asyncio.Semaphore(1)
 
     def _expand_failure(self, err: ExpandError, *, get: bool) -> StatusError:
         if not self.settings.kubevirt_error_codes:
@@ -422,16 +429,27 @@ class ExpandHandlers:
         """PUT .../namespaces/{namespace}/expand-vm-spec"""
         limit = self.settings.max_body_bytes
         declared = request.content_length
-        with self.bodies.reserve(limit if declared is None or declared > limit else declared):
-            return await self._put(request, params)
+        held = self.bodies.reserve(
+            caller_of(request), limit if declared is None or declared > limit else declared
+        )
+        try:
+            response = await self._put(request, params, held)
+        except BaseException:
+            held.release()
+            raise
+        if isinstance(response.body, bytes) and len(response.body) > held.size:
+            held.resize(len(response.body))
+        after_sent(request, held.release)  # the body, and the answer, are held until it is written
+        return response
 
-    async def _put(self, request: web.Request, params: Mapping[str, str]) -> web.Response:
+    async def _put(self, request: web.Request, params: Mapping[str, str], held: Reservation) -> web.Response:
         self._check_path(params["namespace"])
         media_type = negotiate(request)
         fmt = body_format(request)
         presets, validate = query_flag(request, "presets"), query_flag(request, "validate")
         level = field_validation(request)
-        data = await read_body(request, self.settings.max_body_bytes)
+        data = await read_body(request, self.settings.max_body_bytes, self.pace)
+        held.resize(len(data))  # a body without a length reserved the limit
         key = _put_key(request, fmt, presets, validate, level, media_type, data)
         if self.peekable is not None:
             entry = self.cache.get(key, self.peekable)
@@ -447,19 +465,33 @@ class ExpandHandlers:
             body = parse(data, kubevirt_messages=kubevirt_messages)
             return check_vm(body, namespace, level, kubevirt_messages=kubevirt_messages)
 
-        vm, warnings = await offload(read) if large else read()
-        return await self._answer(
-            request,
-            key,
-            vm,
-            get=False,
-            media_type=media_type,
-            presets=presets,
-            validate=validate,
-            key_size=len(data),
-            field_warnings=warnings,
-            large=large,
-        )
+        if not large:
+            vm, warnings = read()
+            return await self._answer(
+                request,
+                key,
+                vm,
+                get=False,
+                media_type=media_type,
+                presets=presets,
+                validate=validate,
+                key_size=len(data),
+                field_warnings=warnings,
+            )
+        async with self.large_work:  # what is parsed from the body lives only inside
+            vm, warnings = await offload(read)
+            return await self._answer(
+                request,
+                key,
+                vm,
+                get=False,
+                media_type=media_type,
+                presets=presets,
+                validate=validate,
+                key_size=len(data),
+                field_warnings=warnings,
+                large=True,
+            )
 
 
 def _get_key(
@@ -511,6 +543,13 @@ def add_routes(
     from apiserver.http.version import make_handler
 
     handlers = ExpandHandlers(settings, source, metrics, authenticated=authenticated)
+    budget = handlers.bodies
+    metrics.read_at_scrape(
+        "body_bytes_held",
+        "Bytes of PUT bodies held (counted at their declared length until their answer is written), "
+        "against --max-body-bytes-in-flight.",
+        lambda: budget.held,
+    )
     version_handler = make_handler(source)
     expand: list[ExpandRoute] = []
     for version in settings.api_versions:

@@ -41,8 +41,13 @@ class Settings:
     # ``HOST:PORT`` of a plain-HTTP listener answering only /livez, /readyz and /healthz for the
     # kubelet's probes, with limits of its own (empty: none; probes then use the API port).
     health_probe_bind_address: str = ""
-    # Bytes of PUT bodies held at once (each counted at its declared length, else max_body_bytes).
+    # Bytes of PUT bodies held at once (each counted at its declared length, else max_body_bytes, until
+    # its answer is sent), at most half of them by one caller (budget.py).
     max_body_bytes_in_flight: int = 64 * 1024 * 1024
+    # A request body, or a large answer, must move within body_timeout seconds plus one second per
+    # min_body_rate bytes (budget.BodyPace).
+    body_timeout: float = 10.0
+    min_body_rate: int = 64 * 1024
 
     def __post_init__(self) -> None:
         if not self.api_versions:
@@ -57,3 +62,5 @@ class Settings:
             raise ValueError("at least one connection and one TLS handshake must be allowed")
         if self.handshake_timeout <= 0:
             raise ValueError("the TLS handshake timeout must be positive")
+        if self.body_timeout <= 0 or self.min_body_rate < 1:
+            raise ValueError("the body timeout and the minimum body rate must be positive")

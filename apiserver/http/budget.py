@@ -1,0 +1,159 @@
+"""Bytes held on callers' behalf (request bodies, and large answers until they are sent), bounded in all
+and shared fairly among callers.
+
+A PUT reserves its declared length (or the body limit) before its body is read and keeps it until its
+answer has been written out, since the body, what is parsed from it and the answer are held until then;
+a large answer to a GET reserves its size until it is written out. One that would take the total over
+``--max-body-bytes-in-flight`` is answered 429, as kube-apiserver answers requests over
+``--max-requests-inflight``.
+
+One pool per replica let a single caller hold all of it: 21 PUTs declaring 3 MiB each, sending a byte a
+second, made every other caller's PUT a 429 for a minute. So each caller (an authenticated user, else a
+peer address: through the aggregator every user is a caller of their own) may hold at most half of the
+budget, and a caller already holding bytes may not take the last quarter, which stays for callers
+holding none: a few callers together cannot 429 a newcomer either. (Half, not less: a UI backend calls
+as one identity for all its users.) (Slow bodies are cut off as well, see
+:func:`apiserver.http.bodies.read_body`.)
+
+A reservation ends when the answer has been written (the connection handler runs ``after_sent``), or
+at once when the request does not go through such a handler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from apiserver.http.errors import StatusError
+from apiserver.http.logging import USER_KEY, user_name
+from apiserver.render.errors import status
+
+# Callbacks to run once the request's answer has been written out (or the connection lost).
+AFTER_SENT: web.RequestKey[list[Callable[[], None]]] = web.RequestKey("after_sent")
+
+
+def after_sent(request: web.Request, callback: Callable[[], None]) -> None:
+    """Run ``callback`` once the answer to ``request`` is written, or now when nothing will tell."""
+    if getattr(request.protocol, "runs_after_sent", False):
+        pending = request.get(AFTER_SENT)
+        if pending is None:
+            request[AFTER_SENT] = pending = []
+        pending.append(callback)
+    else:
+        callback()
+
+
+def run_after_sent(request: web.BaseRequest) -> None:
+    """The connection handler's half: the answer is out (or will never be)."""
+    pending = request.get(AFTER_SENT)
+    if pending:
+        request[AFTER_SENT] = []
+        for callback in pending:
+            callback()
+
+
+def caller_of(request: web.Request) -> str:
+    """Whose share a request draws on: its authenticated user, else its peer's address."""
+    if request.get(USER_KEY) is not None:
+        name = user_name(request)
+        if name:
+            return "user:" + name
+    return "peer:" + (request.remote or "")
+
+
+def too_many() -> StatusError:
+    """kube-apiserver's answer over its in-flight limits; the connection closes (the body is not read)."""
+    return StatusError(
+        status(
+            429,
+            "TooManyRequests",
+            "Too many requests, please try again later.",
+            details={"retryAfterSeconds": 1},
+        ),
+        {"Retry-After": "1"},
+        close=True,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class BodyPace:
+    """How fast a body must move: all of it within ``timeout`` seconds, plus a second for every
+    ``min_rate`` bytes (``--body-timeout``, ``--min-body-rate``), as Apache's ``RequestReadTimeout
+    body=...,MinRate=...``. A request body: from its first wait, a second per ``min_rate`` bytes
+    received; a large answer: a second per ``min_rate`` bytes of its size. A 3 MiB body has 58 s at the
+    defaults (10 s, 64 KiB/s); one sent a byte a second is cut off after 10 s instead of holding its
+    place for the whole request timeout."""
+
+    timeout: float = 10.0
+    min_rate: int = 64 * 1024
+
+    def deadline(self, start: float, received: int) -> float:
+        return start + self.timeout + received / self.min_rate
+
+
+DEFAULT_PACE = BodyPace()
+
+
+class Reservation:
+    """Bytes held for one request; :meth:`release` (idempotent) gives them back."""
+
+    __slots__ = ("_budget", "caller", "size")
+
+    def __init__(self, budget: ByteBudget, caller: str, size: int) -> None:
+        self._budget = budget
+        self.caller = caller
+        self.size = size
+
+    def resize(self, size: int) -> None:
+        """Hold ``size`` bytes instead (a body shorter than declared, an answer larger than its body):
+        counted, never refused, since the bytes are already there. Nothing once released."""
+        if self.size and size > 0:
+            self._budget.add(self.caller, size - self.size)
+            self.size = size
+
+    def release(self) -> None:
+        if self.size:
+            self._budget.add(self.caller, -self.size)
+            self.size = 0
+
+
+class ByteBudget:
+    """``total`` bytes; a caller holds at most ``total // 2`` (at least ``min_share``: one body of the
+    limit), and a caller holding any may not take the last quarter. One request is always admitted when
+    nothing is held."""
+
+    def __init__(self, total: int, min_share: int = 0) -> None:
+        self.total = total
+        self.share = max(total // 2, min_share)
+        self.reserve_for_newcomers = total - total * 3 // 4
+        self.held = 0
+        self._by_caller: dict[str, int] = {}
+
+    def held_by(self, caller: str) -> int:
+        return self._by_caller.get(caller, 0)
+
+    def admits(self, caller: str, size: int) -> bool:
+        if not self.held:
+            return True
+        mine = self._by_caller.get(caller, 0)
+        if mine + size > self.share:
+            return False
+        room = self.total - (self.reserve_for_newcomers if mine else 0)
+        return self.held + size <= room
+
+    def reserve(self, caller: str, size: int) -> Reservation:
+        """Hold ``size`` bytes for ``caller``, or raise the 429 Status."""
+        if not self.admits(caller, size):
+            raise too_many()
+        self.add(caller, size)
+        return Reservation(self, caller, size)
+
+    def add(self, caller: str, size: int) -> None:
+        self.held += size
+        left = self._by_caller.get(caller, 0) + size
+        if left > 0:
+            self._by_caller[caller] = left
+        else:
+            self._by_caller.pop(caller, None)
