@@ -67,6 +67,12 @@ def proc_status(pid: int, field: str) -> int:
     raise RuntimeError(f"no {field} for {pid}")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time a process has used (from /proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mib(pid: int) -> float:
     return proc_status(pid, "VmRSS") / 1024
 
@@ -480,16 +486,21 @@ async def put_flood(
         async def worker() -> None:
             while queue:
                 body = queue.pop()
-                try:
-                    async with session.put(
-                        f"https://127.0.0.1:{target.port}{PUT_PATH}",
-                        data=body,
-                        headers={"Content-Type": "application/json"},
-                    ) as resp:
-                        await resp.read()
-                        codes[resp.status] += 1
-                except (aiohttp.ClientError, TimeoutError) as exc:
-                    codes[type(exc).__name__] += 1
+                for _attempt in range(10):  # as client-go: a 429 is retried after its Retry-After
+                    try:
+                        async with session.put(
+                            f"https://127.0.0.1:{target.port}{PUT_PATH}",
+                            data=body,
+                            headers={"Content-Type": "application/json"},
+                        ) as resp:
+                            await resp.read()
+                            codes[resp.status] += 1
+                            if resp.status != 429:
+                                break
+                            await asyncio.sleep(float(resp.headers.get("Retry-After", "1")))
+                    except (aiohttp.ClientError, TimeoutError) as exc:
+                        codes[type(exc).__name__] += 1
+                        break
 
         await asyncio.gather(*(worker() for _ in range(concurrency)))
     return codes, time.monotonic() - started
@@ -521,7 +532,8 @@ async def scenario_puts(args: argparse.Namespace, tmp: Path) -> None:
             )
             print(
                 f"  server RSS {before:.0f} MiB before, peak {sampler.peak:.0f} MiB (sampled; VmHWM "
-                f"{peak_mib(target.pid):.0f} MiB), {after:.0f} MiB after; codes {dict(codes)}"
+                f"{peak_mib(target.pid):.0f} MiB), {after:.0f} MiB after; answers {dict(codes)} (429s retried "
+                "after Retry-After, as client-go does)"
             )
         finally:
             target.stop()
@@ -596,36 +608,50 @@ async def scenario_tokens(args: argparse.Namespace, tmp: Path) -> None:
                 await asyncio.sleep(0.02)
             return latencies
 
-        async def flood(stop: asyncio.Event, counts: Counter[int | str]) -> None:
-            """Distinct garbage bearer tokens straight to the server, on one keep-alive connection."""
-            assert server is not None
-            connector = aiohttp.TCPConnector(ssl=server.ssl_context(), limit=1)
-            async with aiohttp.ClientSession(connector=connector) as session:
-                n = 0
-                while not stop.is_set():
-                    n += 1
-                    token = f"garbage.{id(counts)}.{n}.{time.monotonic_ns()}"
-                    try:
-                        async with session.get(
-                            server.url + path, headers={"Authorization": f"Bearer {token}"}
-                        ) as resp:
-                            await resp.read()
-                            counts[resp.status] += 1
-                    except (aiohttp.ClientError, TimeoutError) as exc:
-                        counts[type(exc).__name__] += 1
-
         connector = aiohttp.TCPConnector(ssl=cluster.admin_ssl(), limit=1)
         async with aiohttp.ClientSession(connector=connector) as session:
             await legit(session, 2)  # warm: connection, caches
             alone = await legit(session, args.seconds)
+            assert server.process is not None and cluster.apiserver is not None
+            pids = {
+                "server": server.process.pid,
+                "kube-apiserver": cluster.apiserver.pid,
+                "bench": os.getpid(),
+            }
+            cpu_alone = {name: cpu_seconds(pid) for name, pid in pids.items()}
+            alone_started = time.monotonic()
+            await legit(session, 3)
+            cpu_alone = {
+                name: (cpu_seconds(pid) - cpu_alone[name]) / (time.monotonic() - alone_started)
+                for name, pid in pids.items()
+            }
             before = reviews()
-            stop = asyncio.Event()
-            counts: Counter[int | str] = Counter()
-            flooders = [asyncio.ensure_future(flood(stop, counts)) for _ in range(args.flooders)]
+            # The flood from a process of its own, so that its work does not delay the legitimate client.
+            attacker = await asyncio.create_subprocess_exec(
+                sys.executable,
+                __file__,
+                "_attack_tokens",
+                "--url",
+                server.url + path,
+                "--ca-file",
+                str(server.serving_ca_file),
+                "--flooders",
+                str(args.flooders),
+                "--seconds",
+                str(args.seconds + 1),
+                stdout=subprocess.PIPE,
+            )
             await asyncio.sleep(1)
+            pids["flood"] = attacker.pid
+            cpu_flood = {name: cpu_seconds(pid) for name, pid in pids.items()}
+            flood_started = time.monotonic()
             attacked = await legit(session, args.seconds)
-            stop.set()
-            await asyncio.gather(*flooders)
+            cpu_flood = {
+                name: (cpu_seconds(pid) - cpu_flood[name]) / (time.monotonic() - flood_started)
+                for name, pid in pids.items()
+            }
+            out, _ = await attacker.communicate()
+            counts = orjson.loads(out)
             made = reviews() - before
             again = await legit(session, args.seconds)
         p50a, p95a = statistics.median(alone), percentile(alone, 0.95)
@@ -634,7 +660,7 @@ async def scenario_tokens(args: argparse.Namespace, tmp: Path) -> None:
         print(
             f"tokens: {args.flooders} flooders of distinct garbage tokens for ~{args.seconds + 1:.0f} s ({load()})"
         )
-        print(f"  flood answers: {dict(counts)}; TokenReviews kube-apiserver answered: {made:.0f}")
+        print(f"  flood answers: {counts}; TokenReviews kube-apiserver answered: {made:.0f}")
         print(
             f"  legitimate GET through the aggregator alone: p50 {p50a:.1f} ms, p95 {p95a:.1f} ms "
             f"({len(alone)} requests); after the flood: p50 {p50b:.1f} ms, p95 {p95b:.1f} ms"
@@ -643,13 +669,44 @@ async def scenario_tokens(args: argparse.Namespace, tmp: Path) -> None:
             f"  under the flood: p50 {p50f:.1f} ms, p95 {p95f:.1f} ms ({len(attacked)} requests); "
             f"p95 ratio {p95f / p95a:.1f}x"
         )
+        share = ", ".join(f"{name} {cpu_alone.get(name, 0.0):.2f} -> {cpu_flood[name]:.2f}" for name in pids)
+        print(f"  CPU (cores busy) alone -> under the flood: {share}")
     finally:
         if server is not None:
             server.stop()
         cluster.close()
 
 
+async def attack_tokens(args: argparse.Namespace, _tmp: Path) -> None:
+    """The attacking side of ``tokens``: ``--flooders`` keep-alive connections sending distinct garbage
+    bearer tokens for ``--seconds``; prints the answers it got."""
+    import aiohttp
+
+    counts: Counter[int | str] = Counter()
+    end = time.monotonic() + args.seconds
+    context = ssl.create_default_context(cafile=args.ca_file)
+
+    async def flood(number: int) -> None:
+        connector = aiohttp.TCPConnector(ssl=context, limit=1)
+        async with aiohttp.ClientSession(connector=connector) as session:
+            n = 0
+            while time.monotonic() < end:
+                n += 1
+                token = f"garbage.{os.getpid()}.{number}.{n}"
+                try:
+                    async with session.get(args.url, headers={"Authorization": f"Bearer {token}"}) as resp:
+                        await resp.read()
+                        counts[resp.status] += 1
+                except (aiohttp.ClientError, TimeoutError) as exc:
+                    counts[type(exc).__name__] += 1
+                    await asyncio.sleep(0.01)  # refused at once: try again, but do not spin
+
+    await asyncio.gather(*(flood(i) for i in range(args.flooders)))
+    print(orjson.dumps({str(k): v for k, v in counts.items()}).decode())
+
+
 SCENARIOS = {
+    "_attack_tokens": attack_tokens,
     "_attack_held": attack_held,
     "connections": scenario_connections,
     "held": scenario_held,
@@ -683,6 +740,11 @@ def main() -> None:
     p.add_argument("--count", type=int, required=True)
     p.add_argument("--seconds", type=float, required=True)
     p.add_argument("--attacker", required=True)
+    p = sub.add_parser("_attack_tokens")  # the attacking process of "tokens"
+    p.add_argument("--url", required=True)
+    p.add_argument("--ca-file", required=True)
+    p.add_argument("--flooders", type=int, required=True)
+    p.add_argument("--seconds", type=float, required=True)
     p = sub.add_parser("bodies", help="slow PUT bodies from one caller, another caller's PUTs")
     p.add_argument("--seconds", type=float, default=40.0)
     p = sub.add_parser("puts", help="distinct large PUTs, RSS")

@@ -30,6 +30,7 @@ from apiserver.auth.certs import client_certificate_check, load_der
 from apiserver.auth.config import TrustSettings, TrustState
 from apiserver.auth.identity import AUTHENTICATED_GROUP, UserInfo
 from apiserver.auth.requestheader import CredentialFilter, Headers, RawHeaders
+from apiserver.auth.reviewlimits import ReviewThrottled
 from apiserver.auth.reviews import ReviewError
 from apiserver.auth.tokenreview import TokenAuthenticator, bearer_token
 from apiserver.render.errors import status
@@ -92,6 +93,7 @@ class RequestInfo:
     path: str
     headers: Headers
     peer_certificate: bytes | None = None  # DER, verified by the TLS handshake
+    peer: str = ""  # the client's address (its /64 for IPv6): whose TokenReviews these are
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +115,14 @@ def unauthorized() -> dict[str, Any]:
 def unavailable(message: str) -> Verdict:
     body = status(503, "ServiceUnavailable", message, details={"retryAfterSeconds": RETRY_AFTER})
     return Verdict(status=body, headers={"Retry-After": str(RETRY_AFTER)})
+
+
+def throttled() -> Verdict:
+    """kube-apiserver's answer when its flow control has no room: 429 and when to come back."""
+    body = status(
+        429, "TooManyRequests", "Too many requests, please try again later.", details={"retryAfterSeconds": 1}
+    )
+    return Verdict(status=body, headers={"Retry-After": "1"})
 
 
 def _with_authenticated_group(user: UserInfo) -> UserInfo:
@@ -184,6 +194,21 @@ def _store(memo: dict[_Key, Admission], key: _Key, admission: Admission) -> None
     memo[key] = admission
 
 
+class _Throttled:
+    """One warning line every 10 s for requests refused a TokenReview, with the count and the last why."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._last = -math.inf
+
+    def note(self, why: str) -> None:
+        self.count += 1
+        now = time.monotonic()
+        if now - self._last >= 10:
+            log.warning("answered %d request(s) 429 without a TokenReview (last: %s)", self.count, why)
+            self.count, self._last = 0, now
+
+
 class AuthGate:
     """Authentication (request-header, client certificate, bearer token, in that order) and authorization.
 
@@ -215,6 +240,7 @@ class AuthGate:
         self._admitted: dict[_Key, Admission] = {}
         self._by_credentials: dict[_Key, Admission] = {}
         self._filter: tuple[TrustSettings | None, CredentialFilter] = (None, CredentialFilter(None))
+        self._throttled = _Throttled()
 
     def identity_headers(self, present: Iterable[str]) -> list[str]:
         """Headers to remove from the request before it reaches a handler, trusted or not."""
@@ -292,7 +318,7 @@ class AuthGate:
             for value in info.headers.getall("Authorization", []):
                 token = bearer_token(value)
                 if token:
-                    user, until = await self.tokens.authenticate_until(token)
+                    user, until = await self.tokens.authenticate_until(token, info.peer)
                     if basis is not None:
                         basis.expires = min(basis.expires, until)
                     return _with_authenticated_group(user) if user else None
@@ -329,6 +355,9 @@ class AuthGate:
             return unavailable(f"authentication is not configured yet: {why}")
         try:
             user = await self.authenticate(info, basis)
+        except ReviewThrottled as exc:
+            self._throttled.note(str(exc))
+            return throttled()
         except ReviewError as exc:
             log.warning("cannot authenticate %s %s: %s", info.method, info.path, exc)
             return unavailable("the credentials of the request could not be checked, try again later")

@@ -19,6 +19,7 @@ from apiserver.auth.requestheader import (
     DEFAULT_UID_HEADERS,
     DEFAULT_USERNAME_HEADERS,
 )
+from apiserver.auth.reviewlimits import ReviewLimits
 from apiserver.auth.reviews import KubeReviewClient
 from apiserver.auth.tls import TLS_VERSIONS
 from apiserver.auth.tokenreview import DEFAULT_TTL, TokenAuthenticator
@@ -46,6 +47,8 @@ class AuthOptions:
     # --kube-timeout: the longest wait for one TokenReview, SubjectAccessReview or ConfigMap read, so
     # that a hung kube-apiserver makes a request that needs one a 503, not a hang.
     kube_timeout: float = 5.0
+    # TokenReviews for tokens not cached: per source and in all (reviewlimits.py).
+    review_limits: ReviewLimits = field(default_factory=ReviewLimits)
 
 
 def duration(text: str) -> float:
@@ -65,6 +68,26 @@ def go_duration(seconds: float) -> str:
     """Seconds as Go's ``time.Duration`` prints them (``10s``, ``1m0s``, ``500ms``): defaults given as
     text, which argparse parses with the flag's type, so ``--help`` shows them in that notation."""
     return format_duration(round(seconds * 1e9))
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be greater than 0")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
 
 
 def _tls_version(text: str) -> ssl.TLSVersion:
@@ -137,6 +160,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DURATION",
         help="how long to keep TokenReview answers for bearer tokens",
     )
+    review_defaults = ReviewLimits()
+    add(
+        "--token-review-qps",
+        type=_positive_float,
+        default=review_defaults.rate,
+        metavar="N",
+        help="TokenReviews a second for bearer tokens not seen lately, per client address (bursts of "
+        "--token-review-burst); a client inventing tokens faster gets 429 TooManyRequests without a review",
+    )
+    add(
+        "--token-review-burst",
+        type=_positive_int,
+        default=review_defaults.burst,
+        metavar="N",
+        help="TokenReviews a client address may have at once before --token-review-qps applies",
+    )
+    add(
+        "--max-token-reviews-in-flight",
+        type=_positive_int,
+        default=review_defaults.concurrent,
+        metavar="N",
+        help="TokenReviews under way at once (from every client); a request that would wait behind "
+        f"{review_defaults.waiting} others for one gets 429 TooManyRequests",
+    )
     add(
         "--authorization-webhook-cache-authorized-ttl",
         type=duration,
@@ -196,6 +243,11 @@ def options_from_args(args: argparse.Namespace) -> AuthOptions:
         authorize_references=args.authorize_references,
         tls_min_version=args.tls_min_version,
         kube_timeout=float(getattr(args, "kube_timeout", 5.0)),
+        review_limits=ReviewLimits(
+            rate=args.token_review_qps,
+            burst=args.token_review_burst,
+            concurrent=args.max_token_reviews_in_flight,
+        ),
     )
 
 
@@ -240,7 +292,9 @@ class AuthRuntime:
         self._apis = [a for a in dict.fromkeys([authn_api, authz_api]) if a is not None]
         tokens = (
             TokenAuthenticator(
-                KubeReviewClient(authn_api, timeout=options.kube_timeout), ttl=options.token_cache_ttl
+                KubeReviewClient(authn_api, timeout=options.kube_timeout),
+                ttl=options.token_cache_ttl,
+                limits=options.review_limits,
             )
             if authn_api
             else None

@@ -34,7 +34,6 @@ TLS_VERSIONS = {
     "VersionTLS12": ssl.TLSVersion.TLSv1_2,
     "VersionTLS13": ssl.TLSVersion.TLSv1_3,
 }
-
 # The TLS 1.2 suites Go's crypto/tls offers by default (a Go server such as kube-apiserver without
 # --tls-cipher-suites; Go 1.22 and later): ECDHE key exchange only, with AES-GCM, ChaCha20-Poly1305 or
 # AES-CBC with SHA-1. Not OpenSSL's CBC-SHA256/384 suites, which Go leaves out (Lucky13-style timing),

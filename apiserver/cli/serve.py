@@ -248,8 +248,25 @@ def add_parser(sub: Any) -> None:
         default=defaults.max_body_bytes_in_flight,
         metavar="BYTES",
         help="most bytes of PUT bodies held at once, each counted at its declared Content-Length (else "
-        "3Mi); a PUT over it is answered 429 TooManyRequests with Retry-After, as kube-apiserver answers "
-        "requests over --max-requests-inflight (default 64Mi)",
+        "3Mi) until its answer is sent, at most half of them by one caller (a user, else an address), "
+        "and the last quarter only by callers holding none; a PUT over it is answered 429 TooManyRequests "
+        "with Retry-After, as kube-apiserver answers requests over --max-requests-inflight (default 64Mi)",
+    )
+    tls.add_argument(
+        "--body-timeout",
+        type=_duration,
+        default=defaults.body_timeout,
+        metavar="DURATION",
+        help="a request body must arrive, and an answer over 64Ki be read, within this plus one second per "
+        "--min-body-rate bytes; a slower body is answered 408 Timeout, a slower reader's connection closed "
+        f"(default {auth_options.go_duration(defaults.body_timeout)})",
+    )
+    tls.add_argument(
+        "--min-body-rate",
+        type=_bytes,
+        default=defaults.min_body_rate,
+        metavar="BYTES",
+        help="bytes per second a body must move at, beyond --body-timeout (default 64Ki: a 3Mi body has 58s)",
     )
     process = parser.add_argument_group("process")
     process.add_argument(
@@ -308,6 +325,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         max_handshakes=args.max_tls_handshakes,
         health_probe_bind_address=args.health_probe_bind_address,
         max_body_bytes_in_flight=args.max_body_bytes_in_flight,
+        body_timeout=args.body_timeout,
+        min_body_rate=args.min_body_rate,
     )
 
 
@@ -406,6 +425,9 @@ async def _with_gc_tuning(main: Coroutine[Any, Any, None], source: Source) -> No
 
 def run(args: argparse.Namespace) -> int:
     configure(args.log_format, args.log_level)
+    from apiserver.cli.malloc import fix_mmap_threshold
+
+    fix_mmap_threshold()  # large bodies' memory goes back to the system when they are done (malloc.py)
     try:
         settings = settings_from_args(args)
         options = auth_options.options_from_args(args)

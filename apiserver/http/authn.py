@@ -20,6 +20,7 @@ from apiserver.auth.identity import UserInfo
 from apiserver.auth.middleware import AuthGate, RequestInfo
 from apiserver.auth.requestheader import RawHeaders
 from apiserver.auth.tls import peer_certificate_der
+from apiserver.http.connections import peer_of, refused_credentials
 from apiserver.http.errors import StatusError
 from apiserver.http.logging import USER_KEY
 from apiserver.sources.access import CLOSED, AccessGate
@@ -87,7 +88,11 @@ def auth_middleware(gate: AuthGate) -> Middleware:
         admission = gate.admitted(request.method, path, raw, der)
         if admission is None:
             info = RequestInfo(
-                method=request.method, path=path, headers=request.headers, peer_certificate=der
+                method=request.method,
+                path=path,
+                headers=request.headers,
+                peer_certificate=der,
+                peer=peer_of(transport) if transport is not None else "",
             )
             admission = await gate.admit(info, raw)
         verdict = admission.verdict
@@ -96,14 +101,20 @@ def auth_middleware(gate: AuthGate) -> Middleware:
         elif verdict.status is None and request.query_string and "verbose" in request.query:
             # An open path (health) asked for details, which only authenticated callers read: who is it?
             info = RequestInfo(
-                method=request.method, path=request.path, headers=request.headers, peer_certificate=der
+                method=request.method,
+                path=request.path,
+                headers=request.headers,
+                peer_certificate=der,
+                peer=peer_of(transport) if transport is not None else "",
             )
             user = await gate.identify(info)
             if user is not None:
                 request[USER_KEY] = user
         request[GATE_KEY] = gate
         if verdict.status is not None:
-            raise StatusError(verdict.status, verdict.headers)
+            # Refused for its credentials (not for what it asked): counted against its peer.
+            close = verdict.status.get("code") in (401, 429) and refused_credentials(request)
+            raise StatusError(verdict.status, verdict.headers, close=close)
         if admission.strip:
             request = _without(request, admission.strip)
         return await handler(request)

@@ -16,6 +16,10 @@ replica's memory with connections that send nothing. Here:
   connections would spend the server's time on), and counted in one warning line every 10 s;
 - the request headers must arrive within the header timeout (k8s.io/apiserver: ``ReadHeaderTimeout`` 32 s),
   counted from the connection's start and from the first byte of each later request;
+- a peer whose requests keep being refused for their credentials (401, or 429 for TokenReviews it may
+  not have) beyond ``REFUSALS_PER_SECOND`` has the connection closed after the answer and its new
+  connections closed at their accept for ``PENALTY`` seconds: such a flood then costs an accept per
+  attempt, not a request's work each (:func:`refused_credentials`);
 - an idle keep-alive connection is closed after the idle timeout (default 120 s: longer than the 90 s for
   which the aggregator's Go transport keeps idle connections, so the aggregator always closes first and
   never sends a request on a connection the server is closing at that moment).
@@ -38,10 +42,14 @@ from http import HTTPStatus
 from typing import Any
 
 from aiohttp import web
+from aiohttp.abc import AbstractStreamWriter
 from aiohttp.http_exceptions import BadHttpMethod, LineTooLong
+from aiohttp.payload import BytesPayload
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
+from apiserver.auth.reviewlimits import TokenBuckets
+from apiserver.http.budget import DEFAULT_PACE, BodyPace, run_after_sent
 from apiserver.http.errors import StatusError, status_response
 from apiserver.http.fairpool import FairPool
 from apiserver.http.logging import escape
@@ -55,6 +63,11 @@ _log = logging.getLogger(__name__)
 TLS_READ_BUFFER = 32 * 1024
 # At most one warning line per kind of refusal per this many seconds (with a count).
 _WARN_EVERY = 10.0
+# Requests a peer may have refused for their credentials, a second (bursts of twice as many), before
+# its connections are refused for PENALTY seconds. A client with a bad token retrying stays far below.
+REFUSALS_PER_SECOND = 20.0
+PENALTY = 1.0
+_MAX_PENALIZED = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +80,8 @@ class ConnectionLimits:
     max_connections: int
     handshake_timeout: float = 10.0
     max_handshakes: int = 250
+    # How fast a large answer must be read by the client (``--body-timeout``, ``--min-body-rate``).
+    pace: BodyPace = DEFAULT_PACE
 
 
 def peer_of(transport: asyncio.BaseTransport) -> str:
@@ -106,17 +121,18 @@ class Connection:
 
 
 class _Warnings:
-    """One warning line per kind per period, with the count since the last one."""
+    """One warning line per kind (a fixed text with a ``%d`` for the count) per period, naming the peer
+    of the latest occurrence."""
 
     def __init__(self) -> None:
         self._counts: dict[str, int] = {}
         self._last: dict[str, float] = {}
 
-    def note(self, text: str) -> None:
+    def note(self, text: str, peer: str = "") -> None:
         self._counts[text] = self._counts.get(text, 0) + 1
         now = time.monotonic()
         if now - self._last.get(text, -_WARN_EVERY) >= _WARN_EVERY:
-            _log.warning(text, self._counts[text])
+            _log.warning(text + (" (the latest: %s)" if peer else "%s"), self._counts[text], peer)
             self._counts[text], self._last[text] = 0, now
 
 
@@ -128,9 +144,11 @@ class ConnectionTable:
         self.limits = limits
         self.connections: FairPool[Connection] = FairPool(limits.max_connections)
         self.handshakes: FairPool[Connection] = FairPool(limits.max_handshakes)
-        self.refused = 0  # no place: closed at once
+        self.refused = 0  # no place, or the peer is penalized: closed at once
         self.displaced = 0  # let go for a peer holding fewer places
         self._warnings = _Warnings()
+        self._refusals = TokenBuckets(REFUSALS_PER_SECOND, int(2 * REFUSALS_PER_SECOND))
+        self._penalized: dict[str, float] = {}  # peer -> until (time.monotonic)
 
     @property
     def open(self) -> int:
@@ -143,8 +161,8 @@ class ConnectionTable:
                 return False
             self.displaced += 1
             self._warnings.note(
-                f"closed %d connection(s) of the peer holding the most places ({victim.peer}) to make room "
-                "for other peers"
+                "closed %d connection(s) of the peer holding the most places to make room for other peers",
+                victim.peer,
             )
             self.drop(victim)
             victim.transport.abort()
@@ -153,6 +171,9 @@ class ConnectionTable:
 
     def admit(self, conn: Connection) -> bool:
         """Give ``conn`` a place among the open connections (displacing another when fair), or False."""
+        if self._penalized and self._penalized.get(conn.peer, 0.0) > time.monotonic():
+            self.refused += 1
+            return False
         if self._place(self.connections, conn):
             return True
         self.refused += 1
@@ -161,6 +182,22 @@ class ConnectionTable:
             f"refused %d connection(s) over the limit of {limit} open connections (--max-connections)"
         )
         return False
+
+    def note_refusal(self, peer: str) -> bool:
+        """A request of ``peer`` was refused for its credentials. True when that was one too many: the
+        connection is to close after the answer, and ``peer`` is refused at accept for a while."""
+        if self._refusals.take(peer):
+            return False
+        now = time.monotonic()
+        if len(self._penalized) >= _MAX_PENALIZED:
+            self._penalized = {p: until for p, until in self._penalized.items() if until > now}
+        self._penalized[peer] = now + PENALTY
+        self._warnings.note(
+            f"refused a peer's connections for {PENALTY:g}s %d time(s): more than {REFUSALS_PER_SECOND:g} of "
+            "its requests a second were refused for their credentials",
+            peer,
+        )
+        return True
 
     def start_handshake(self, conn: Connection) -> bool:
         """Give ``conn`` a place among the TLS handshakes under way, or False (then it is closed)."""
@@ -274,11 +311,36 @@ class _Listener:
             self.table.drop(conn)
 
 
+def refused_credentials(request: BaseRequest) -> bool:
+    """Note that ``request`` was refused for its credentials; True when its connection is to close after
+    the answer (its peer is refusing too often, see :meth:`ConnectionTable.note_refusal`)."""
+    handler = request.protocol
+    return isinstance(handler, GuardedHandler) and handler.table.note_refusal(handler.connection.peer)
+
+
+class _Pieces(BytesPayload):
+    """A large answer written a piece at a time, each once the connection has taken the one before:
+    aiohttp writes a body in one call, which copies all of it, encrypted, into the connection's buffer,
+    where a client that does not read keeps it. This way a connection holds at most about two pieces
+    beyond the body itself (which the response cache often shares)."""
+
+    async def write(self, writer: AbstractStreamWriter) -> None:
+        view = memoryview(self._value)
+        for start in range(0, len(view), WRITE_PIECE):
+            await writer.write(view[start : start + WRITE_PIECE])
+
+
+# Answers larger than this are written in pieces of this size, under a deadline (GuardedHandler).
+WRITE_PIECE = 64 * 1024
+
+
 class GuardedHandler(RequestHandler):
-    """aiohttp's connection handler with a header-read timeout, its place in the connection table, and
-    Status errors."""
+    """aiohttp's connection handler with a header-read timeout, its place in the connection table, a
+    deadline for writing large answers, and Status errors."""
 
     __slots__ = ("_connection", "_header_count", "_header_timer", "_limits", "_table")
+    # The request's after-sent callbacks run here (budget.after_sent).
+    runs_after_sent = True
 
     def __init__(
         self,
@@ -300,6 +362,14 @@ class GuardedHandler(RequestHandler):
         self._connection.handler = self
         super().connection_made(transport)
         self._arm()
+
+    @property
+    def table(self) -> ConnectionTable:
+        return self._table
+
+    @property
+    def connection(self) -> Connection:
+        return self._connection
 
     def waiting(self) -> bool:
         """Waiting for a request: nothing being answered, nothing parsed and queued (headers may be
@@ -332,6 +402,39 @@ class GuardedHandler(RequestHandler):
         if timer is not None and self._request_count != self._header_count:
             timer.cancel()
             self._header_timer = None
+
+    async def finish_response(
+        self, request: BaseRequest, resp: web.StreamResponse, start_time: float | None
+    ) -> tuple[web.StreamResponse, bool]:
+        """Write the answer; a large one in pieces, and it must be read at the pace of ``--min-body-rate``
+        or the connection is closed. Then the request's after-sent callbacks (its bytes are given back)."""
+        timer = None
+        try:
+            if (
+                isinstance(resp, web.Response)
+                and isinstance(body := resp.body, bytes)
+                and len(body) > WRITE_PIECE
+                and request.method != "HEAD"
+            ):
+                resp.body = _Pieces(body)
+                late = self._limits.pace.deadline(self._loop.time(), len(body))
+                timer = self._loop.call_at(late, self._write_late, len(body))
+            return await super().finish_response(request, resp, start_time)
+        finally:
+            if timer is not None:
+                timer.cancel()
+            run_after_sent(request)
+
+    def _write_late(self, size: int) -> None:
+        _log.info(
+            "closed a connection from %s: its client did not read an answer of %d bytes in time",
+            self._connection.peer,
+            size,
+        )
+        transport = self.transport
+        self.force_close()
+        if transport is not None:
+            transport.abort()
 
     def connection_lost(self, exc: BaseException | None) -> None:
         self._table.drop(self._connection)

@@ -33,8 +33,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from apiserver.auth.tls import serving_context
-from apiserver.http.app import build_app, build_probe_app, install_dispatcher, install_expect_guard
-from apiserver.http.connections import ConnectionLimits, GuardedSite
+from apiserver.http.app import METRICS, build_app, build_probe_app, install_dispatcher, install_expect_guard
+from apiserver.http.budget import BodyPace
+from apiserver.http.connections import ConnectionLimits, ConnectionTable, GuardedSite
 from apiserver.http.dispatch import Admission
 from apiserver.http.health import ChecksFn, ServerState
 from apiserver.http.metrics import Metrics
@@ -232,6 +233,7 @@ class Server:
             settings.max_connections,
             settings.handshake_timeout,
             settings.max_handshakes,
+            BodyPace(settings.body_timeout, settings.min_body_rate),
         )
         site = GuardedSite(
             runner, settings.bind_address, settings.secure_port, ssl_context=context, limits=limits
@@ -243,6 +245,7 @@ class Server:
             await runner.cleanup()
             raise
         self._runner = runner
+        _export_connections(self.app[METRICS], site.table)
         address = runner.addresses[0]
         self.port = int(address[1])
         _log.info("serving on https://%s:%d", self.settings.bind_address, self.port)
@@ -278,6 +281,27 @@ class Server:
             probes, self._probe_runner = self._probe_runner, None
             await probes.cleanup()
         _log.info("server stopped")
+
+
+def _export_connections(metrics: Metrics, table: ConnectionTable) -> None:
+    metrics.read_at_scrape(
+        "connections_open", "Connections of the API port, counted from their accept.", lambda: table.open
+    )
+    metrics.read_at_scrape(
+        "tls_handshakes", "Connections of the API port in their TLS handshake.", lambda: table.handshakes.size
+    )
+    metrics.read_at_scrape(
+        "connections_refused",
+        "Connections closed at their accept for want of a place (--max-connections, --max-tls-handshakes).",
+        lambda: table.refused,
+        counter=True,
+    )
+    metrics.read_at_scrape(
+        "connections_displaced",
+        "Connections of the peer holding the most places closed to make room for another peer's.",
+        lambda: table.displaced,
+        counter=True,
+    )
 
 
 async def _start_site(site: GuardedSite, where: str, flag: str) -> None:
