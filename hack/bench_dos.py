@@ -328,7 +328,9 @@ async def scenario_held(args: argparse.Namespace, tmp: Path) -> None:
             stdout=subprocess.PIPE,
         )
         await asyncio.sleep(args.ramp)
+        cpu, started = cpu_seconds(target.pid), time.monotonic()
         probes = await probe_loop(target, args.seconds)
+        busy = (cpu_seconds(target.pid) - cpu) / (time.monotonic() - started)
         during = rss_mib(target.pid)
         out, _ = await attacker.communicate()
         print(
@@ -338,7 +340,8 @@ async def scenario_held(args: argparse.Namespace, tmp: Path) -> None:
         print(f"  baseline probes:\n{show_probes(baseline)}")
         print(f"  probes under the hold:\n{show_probes(probes)}")
         print(
-            f"  attacker: {out.decode().strip()}; server RSS {during:.0f} MiB, peak {peak_mib(target.pid):.0f} MiB"
+            f"  attacker: {out.decode().strip()}; server RSS {during:.0f} MiB, peak {peak_mib(target.pid):.0f} MiB, "
+            f"server CPU {busy:.2f} cores during the probes"
         )
     finally:
         target.stop()

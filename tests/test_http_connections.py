@@ -15,6 +15,7 @@ import socket
 import ssl
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -155,19 +156,23 @@ async def test_idle_keep_alive_connection_is_closed_after_the_idle_timeout(
 
 
 async def test_a_connection_over_the_cap_is_closed_before_tls(source: MemorySource, tmp_path: Path) -> None:
-    """Over --max-connections, and no peer holding more places to give one up: closed at once, with no
-    TLS handshake spent on it, and one warning line."""
+    """Over --max-connections, from the peer holding every place (none to give up its place to it):
+    closed at once, with no TLS handshake spent on it, and one warning line."""
+    head = (
+        f"PUT {put_path()} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n"
+    )
     with _warnings_captured() as log:
         async with running_server(source, tmp_path, max_connections=2) as server:
             first = await asyncio.to_thread(_connect, server)
             second = await asyncio.to_thread(_connect, server)
             try:
-                for tls in (first, second):
-                    assert (await asyncio.to_thread(_get_livez, tls)).startswith(b"HTTP/1.1 200")
+                for tls in (first, second):  # a request under way on each: half a body sent
+                    await asyncio.to_thread(tls.sendall, (head + "{").encode())
+                await asyncio.sleep(0.2)
                 with pytest.raises((ConnectionError, ssl.SSLError)):
                     await asyncio.to_thread(_connect, server)  # the handshake meets a closed connection
-                # The two admitted connections still work.
-                assert (await asyncio.to_thread(_get_livez, first)).startswith(b"HTTP/1.1 200")
+                await asyncio.to_thread(first.sendall, b"}")
+                assert (await asyncio.to_thread(_read_reply, first)).startswith(b"HTTP/1.1 422")  # no spec
             finally:
                 first.close()
             # Once one closes, a new connection is admitted again.
@@ -209,8 +214,9 @@ async def _until(predicate: Callable[[], bool], within: float = 10) -> None:
 async def test_connections_count_from_their_accept_and_silent_ones_end_with_the_handshake_timeout(
     source: MemorySource, tmp_path: Path
 ) -> None:
-    """Issue 15, item 5: connections that never start TLS hold places from their accept, at most
-    --max-tls-handshakes of them, each for --tls-handshake-timeout; another peer still gets in."""
+    """Issue 15, item 5: connections that never start TLS hold places from their accept; three of them
+    in a TLS handshake (--max-tls-handshakes), the others waiting for a handshake place, unread; all for
+    at most --tls-handshake-timeout. Another peer still gets in, and through its handshake."""
     async with running_server(
         source, tmp_path, max_connections=6, max_handshakes=3, handshake_timeout=1.0
     ) as server:
@@ -219,14 +225,16 @@ async def test_connections_count_from_their_accept_and_silent_ones_end_with_the_
         table = site.table
         socks = await asyncio.to_thread(_silent, server.server.port, 8, "127.0.0.2")
         try:
-            await _until(lambda: table.refused >= 5)  # the five beyond the three handshakes
-            assert (table.open, table.handshakes.size) == (3, 3)
-            assert table.connections.held_by("127.0.0.2") == 3
-            # Another peer: its handshake takes the place of one of 127.0.0.2's, and it is answered.
+            await _until(lambda: table.refused >= 2)  # the two beyond the six places
+            waiting = [c for c in table.queue if c.queued]
+            assert (table.open, table.handshakes.size, len(waiting)) == (6, 3, 3)
+            assert table.connections.held_by("127.0.0.2") == 6
+            # Another peer: its connection takes the place of the oldest of 127.0.0.2's (one in its
+            # handshake, so a handshake place is free for it too), and it is answered.
             with await asyncio.to_thread(_connect, server) as tls:
                 assert (await asyncio.to_thread(_get_livez, tls)).startswith(b"HTTP/1.1 200")
             assert table.displaced == 1
-            # The silent ones are closed once their handshake time is up.
+            # The silent ones are closed once their handshake time is up, in a handshake or not.
             started = time.monotonic()
             await _until(lambda: table.open == 0, within=5)
             assert all(await asyncio.to_thread(lambda: [_closed_raw(s) for s in socks]))
@@ -236,6 +244,24 @@ async def test_connections_count_from_their_accept_and_silent_ones_end_with_the_
         finally:
             for sock in socks:
                 sock.close()
+
+
+async def test_a_burst_of_connections_waits_for_handshake_places_instead_of_being_refused(
+    source: MemorySource, tmp_path: Path
+) -> None:
+    """Twenty connections at once from one peer, two handshake places: each waits its turn, none is
+    refused (a burst of the aggregator's must not turn into 503s)."""
+    async with running_server(source, tmp_path, max_handshakes=2, handshake_timeout=10.0) as server:
+
+        def one(_: int) -> bytes:
+            with _connect(server) as tls:
+                return _get_livez(tls)
+
+        with ThreadPoolExecutor(20) as pool:
+            replies = await asyncio.to_thread(lambda: list(pool.map(one, range(20))))
+        assert all(r.startswith(b"HTTP/1.1 200") for r in replies)
+        site = server.server.site
+        assert site is not None and site.table.refused == 0
 
 
 def _closed_raw(sock: socket.socket) -> bool:

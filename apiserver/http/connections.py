@@ -5,15 +5,16 @@ accepts any number of connections (each idle TLS connection holds memory), so a 
 replica's memory with connections that send nothing. Here:
 
 - every connection is counted from the moment it is accepted, before its TLS handshake: a connection
-  that never sends a byte holds a place (and the ~50 KiB of a pending handshake) like any other;
+  that never sends a byte holds a place like any other;
 - at most ``max_connections`` connections are open, at most ``max_handshakes`` of them in their TLS
-  handshake, which must end within ``handshake_timeout`` (the 10 s that client-go and the aggregator's
-  transport give it);
+  handshake (~80 KiB each; the others wait for a place, unread, at a few KiB each), which must end within
+  ``handshake_timeout`` of the accept (the 10 s that client-go and the aggregator's transport give it);
 - when either is full, a connection from a peer holding fewer places takes the place of the largest
   holder's oldest connection that is in its handshake or waiting for a request
   (:mod:`apiserver.http.fairpool`): one source cannot lock out the others. A connection that finds no
   place is closed at once, before any TLS (a 503 would cost a handshake each: what a flood of refused
-  connections would spend the server's time on), and counted in one warning line every 10 s;
+  connections would spend the server's time on), and counted in one warning line every 10 s. A
+  connection that finds no handshake place waits for one;
 - the request headers must arrive within the header timeout (k8s.io/apiserver: ``ReadHeaderTimeout`` 32 s),
   counted from the connection's start and from the first byte of each later request;
 - a peer whose requests keep being refused for their credentials (401, or 429 for TokenReviews it may
@@ -37,6 +38,7 @@ import ipaddress
 import logging
 import ssl
 import time
+from collections import deque
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
@@ -101,20 +103,23 @@ def peer_of(transport: asyncio.BaseTransport) -> str:
 
 
 class Connection:
-    """One accepted connection: its peer, its transport, and where it stands (in its TLS handshake,
-    then served by its handler)."""
+    """One accepted connection: its peer, its transport, and where it stands (waiting for a handshake
+    place, in its TLS handshake, then served by its handler)."""
 
-    __slots__ = ("__weakref__", "handler", "handshaking", "peer", "transport")
+    __slots__ = ("__weakref__", "accepted", "handler", "handshaking", "peer", "queued", "timer", "transport")
 
-    def __init__(self, peer: str, transport: asyncio.Transport) -> None:
+    def __init__(self, peer: str, transport: asyncio.Transport, accepted: float) -> None:
         self.peer = peer
         self.transport = transport
+        self.accepted = accepted  # loop time
         self.handshaking = False
+        self.queued = False
+        self.timer: asyncio.TimerHandle | None = None
         self.handler: GuardedHandler | None = None
 
     def displaceable(self) -> bool:
-        """In its handshake, or waiting for a request (never while one is being answered)."""
-        if self.handshaking:
+        """Before or in its handshake, or waiting for a request (never while one is being answered)."""
+        if self.handshaking or self.queued:
             return True
         handler = self.handler
         return handler is not None and handler.waiting()
@@ -147,6 +152,7 @@ class ConnectionTable:
         self.refused = 0  # no place, or the peer is penalized: closed at once
         self.displaced = 0  # let go for a peer holding fewer places
         self._warnings = _Warnings()
+        self.queue: deque[Connection] = deque()  # waiting for a handshake place, oldest first
         self._refusals = TokenBuckets(REFUSALS_PER_SECOND, int(2 * REFUSALS_PER_SECOND))
         self._penalized: dict[str, float] = {}  # peer -> until (time.monotonic)
 
@@ -161,7 +167,8 @@ class ConnectionTable:
                 return False
             self.displaced += 1
             self._warnings.note(
-                "closed %d connection(s) of the peer holding the most places to make room for other peers",
+                "closed %d connection(s) of the peer holding the most places, not serving a request, to "
+                "make room for other peers",
                 victim.peer,
             )
             self.drop(victim)
@@ -183,6 +190,13 @@ class ConnectionTable:
         )
         return False
 
+    def note_waited_too_long(self) -> None:
+        self.refused += 1
+        self._warnings.note(
+            "closed %d connection(s) that waited --tls-handshake-timeout for one of the "
+            f"{self.limits.max_handshakes} TLS handshake places (--max-tls-handshakes)"
+        )
+
     def note_refusal(self, peer: str) -> bool:
         """A request of ``peer`` was refused for its credentials. True when that was one too many: the
         connection is to close after the answer, and ``peer`` is refused at accept for a while."""
@@ -200,15 +214,10 @@ class ConnectionTable:
         return True
 
     def start_handshake(self, conn: Connection) -> bool:
-        """Give ``conn`` a place among the TLS handshakes under way, or False (then it is closed)."""
+        """Give ``conn`` a place among the TLS handshakes under way, or False (it waits for one)."""
         if self._place(self.handshakes, conn):
             conn.handshaking = True
             return True
-        self.refused += 1
-        limit = self.limits.max_handshakes
-        self._warnings.note(
-            f"closed %d connection(s) at once: {limit} TLS handshakes were under way (--max-tls-handshakes)"
-        )
         return False
 
     def end_handshake(self, conn: Connection) -> None:
@@ -216,16 +225,39 @@ class ConnectionTable:
             conn.handshaking = False
             self.handshakes.discard(conn.peer, conn)
 
+    def enqueue(self, conn: Connection, *, first: bool = False) -> None:
+        """``conn`` waits for a handshake place (``first``: back at the head of the queue)."""
+        conn.queued = True
+        if first:
+            self.queue.appendleft(conn)
+        else:
+            self.queue.append(conn)
+
+    def dequeue(self) -> Connection | None:
+        """The connection that has waited longest for a handshake place, or None."""
+        while self.queue:
+            conn = self.queue.popleft()
+            if conn.queued:
+                conn.queued = False
+                return conn
+        return None
+
     def drop(self, conn: Connection) -> None:
         """``conn`` is closed (or about to be): free its places. Idempotent."""
         self.end_handshake(conn)
+        conn.queued = False  # left in the queue, skipped when its turn comes
+        if conn.timer is not None:
+            conn.timer.cancel()
+            conn.timer = None
         self.connections.discard(conn.peer, conn)
 
     def abort_handshakes(self) -> None:
-        """Shutting down: close every connection still in its handshake (aiohttp knows only the others)."""
-        for conn in self.handshakes.members():
+        """Shutting down: close every connection in or waiting for its handshake (aiohttp knows only
+        the others)."""
+        for conn in [*self.handshakes.members(), *(c for c in self.queue if c.queued)]:
             self.drop(conn)
             conn.transport.abort()
+        self.queue.clear()
 
 
 class _Accepted(asyncio.Protocol):
@@ -272,7 +304,7 @@ class _Listener:
 
     def accepted(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
-        conn = Connection(peer_of(transport), transport)
+        conn = Connection(peer_of(transport), transport, self.loop.time())
         table = self.table
         # No place: closed at once, before any TLS. (An answer would cost a handshake, which is what a
         # flood of refused connections would then spend the server's time on.)
@@ -284,10 +316,17 @@ class _Listener:
             transport.set_protocol(handler)
             handler.connection_made(transport)
             return
-        if not table.start_handshake(conn):
-            table.drop(conn)
-            transport.abort()
+        if table.start_handshake(conn):
+            self._handshake(conn, self.limits.handshake_timeout)
             return
+        # Every handshake place is taken (a burst of new connections, or a flood of silent ones from
+        # peers holding their share): it waits for one, unread, its handshake time running.
+        transport.pause_reading()
+        table.enqueue(conn)
+        conn.timer = self.loop.call_later(self.limits.handshake_timeout, self._waited_too_long, conn)
+
+    def _handshake(self, conn: Connection, timeout: float) -> None:
+        assert self.ssl_context is not None
         waiter = self.loop.create_future()
         # What loop.create_server(ssl=...) does for each connection, here after the connection was counted.
         tls = asyncio.sslproto.SSLProtocol(
@@ -296,19 +335,48 @@ class _Listener:
             self.ssl_context,
             waiter,
             server_side=True,
-            ssl_handshake_timeout=self.limits.handshake_timeout,  # type: ignore[arg-type]  # a float works
+            ssl_handshake_timeout=timeout,  # type: ignore[arg-type]  # a float works
         )
+        transport = conn.transport
         transport.set_protocol(tls)
         tls.connection_made(transport)
+        transport.resume_reading()  # a no-op unless it waited for its place
         waiter.add_done_callback(lambda done: self._handshake_ended(conn, done))
 
     def _handshake_ended(self, conn: Connection, waiter: asyncio.Future[None]) -> None:
-        """Handshake over: its place is free; a failed one frees the connection's place too (its handler
-        never saw it, so nothing else will)."""
-        self.table.end_handshake(conn)
+        """Handshake over: its place goes to the connection that waited longest; a failed one frees the
+        connection's place too (its handler never saw it, so nothing else will)."""
+        table = self.table
+        table.end_handshake(conn)
         failed = waiter.cancelled() or waiter.exception() is not None
         if failed or conn.handler is None:
-            self.table.drop(conn)
+            table.drop(conn)
+        while (waiting := table.dequeue()) is not None:
+            if waiting.timer is not None:
+                waiting.timer.cancel()
+                waiting.timer = None
+            left = waiting.accepted + self.limits.handshake_timeout - self.loop.time()
+            if left <= 0:
+                self._close_waiting(waiting)
+                continue
+            if not table.start_handshake(waiting):  # the place went to a newcomer meanwhile
+                table.enqueue(waiting, first=True)
+                waiting.timer = self.loop.call_at(
+                    waiting.accepted + self.limits.handshake_timeout, self._waited_too_long, waiting
+                )
+                return
+            self._handshake(waiting, left)
+            return
+
+    def _waited_too_long(self, conn: Connection) -> None:
+        conn.timer = None
+        if conn.queued:
+            self._close_waiting(conn)
+
+    def _close_waiting(self, conn: Connection) -> None:
+        self.table.drop(conn)
+        conn.transport.abort()
+        self.table.note_waited_too_long()
 
 
 def refused_credentials(request: BaseRequest) -> bool:

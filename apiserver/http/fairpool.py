@@ -78,7 +78,9 @@ class FairPool(Generic[M]):
 
     def victim(self, peer: str) -> M | None:
         """The member to let go so that ``peer`` may join a full pool, or None: the oldest displaceable
-        member of a peer holding at least two places more than ``peer`` does."""
+        member of a peer holding at least two places more than ``peer`` does. (Never one of ``peer``'s
+        own: a peer that reconnects whenever a connection of its closes would then keep the server busy
+        with its handshakes; refused at accept, it costs next to nothing.)"""
         if self._most <= self.held_by(peer) + 1:
             return None
         for top in self._by_count[self._most]:
