@@ -203,7 +203,8 @@ diagnose() {
   * Pods Pending or ImagePullBackOff: the image is not reachable from the nodes (--image REGISTRY/NAME:TAG).
   * Pods ContainerCreating: the Secret kubevirt-expand-serving-cert is missing (cert-manager not done yet?).
   * Pods not Ready: /readyz fails until the caches have synced (a "forbidden" in the logs: the
-    ClusterRole kubevirt-expand:reader is missing a rule). Each check's state, POD from the list above:
+    ClusterRole kubevirt-expand:reader is missing a rule). Each check's state, POD from the list above
+    (why a check fails is in the pod's log; the proxy does not pass your identity, so the answer withholds it):
     kubectl get --raw '/api/v1/namespaces/$namespace/pods/https:POD:8443/proxy/readyz?verbose'
   * APIService FailedDiscoveryCheck "x509: certificate signed by unknown authority": the caBundle does not
     match the serving certificate; re-run this script (it re-applies both), or hack/gen-certs.sh --force.
