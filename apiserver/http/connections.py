@@ -21,6 +21,11 @@ replica's memory with connections that send nothing. Here:
   not have) beyond ``REFUSALS_PER_SECOND`` has the connection closed after the answer and its new
   connections closed at their accept for ``PENALTY`` seconds: such a flood then costs an accept per
   attempt, not a request's work each (:func:`refused_credentials`);
+- an answer must be taken by its client: a large one (over ``WRITE_PIECE``) within ``--body-timeout`` plus a
+  second per ``--min-body-rate`` bytes of it, and a streamed one (a watch's events, a long list) may not
+  stall, its client taking nothing, for longer than ``--body-timeout``. A watch with nothing to send is
+  not a slow reader: it writes nothing, so it never stalls, and a connection serving a request is never
+  displaced, however long the request lasts;
 - an idle keep-alive connection is closed after the idle timeout (default 120 s: longer than the 90 s for
   which the aggregator's Go transport keeps idle connections, so the aggregator always closes first and
   never sends a request on a connection the server is closing at that moment).
@@ -406,7 +411,7 @@ class GuardedHandler(RequestHandler):
     """aiohttp's connection handler with a header-read timeout, its place in the connection table, a
     deadline for writing large answers, and Status errors."""
 
-    __slots__ = ("_connection", "_header_count", "_header_timer", "_limits", "_table")
+    __slots__ = ("_connection", "_header_count", "_header_timer", "_limits", "_stall_timer", "_table")
     # The request's after-sent callbacks run here (budget.after_sent).
     runs_after_sent = True
 
@@ -425,6 +430,7 @@ class GuardedHandler(RequestHandler):
         self._table = table
         self._header_timer: asyncio.TimerHandle | None = None
         self._header_count = 0
+        self._stall_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._connection.handler = self
@@ -504,8 +510,38 @@ class GuardedHandler(RequestHandler):
         if transport is not None:
             transport.abort()
 
+    def pause_writing(self) -> None:
+        """The client has stopped taking what is written to it. A streamed answer (a watch's events, a
+        long list) has no size to set a deadline by: it may stay stalled for ``--body-timeout``, no
+        longer, or the connection is closed. A watch with nothing to send writes nothing, so an idle
+        watch never stalls, however long it lasts."""
+        super().pause_writing()
+        if self._stall_timer is None:
+            self._stall_timer = self._loop.call_later(self._limits.pace.timeout, self._write_stalled)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+            self._stall_timer = None
+
+    def _write_stalled(self) -> None:
+        self._stall_timer = None
+        _log.info(
+            "closed a connection from %s: its client took nothing of an answer for %gs (--body-timeout)",
+            self._connection.peer,
+            self._limits.pace.timeout,
+        )
+        transport = self.transport
+        self.force_close()
+        if transport is not None:
+            transport.abort()
+
     def connection_lost(self, exc: BaseException | None) -> None:
         self._table.drop(self._connection)
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+            self._stall_timer = None
         if self._manager is None:  # already lost, or never made
             return
         if self._header_timer is not None:
