@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import socket
 import ssl
+import subprocess
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -19,9 +20,11 @@ from typing import Any
 
 import pytest
 
-from tests.realk8s.controlplane import ControlPlane, Credentials
+from tests.patience import patience
+from tests.realk8s.controlplane import KUBECTL, ControlPlane, Credentials
 from tests.realk8s.deployed import DeployedServer
 from tests.realk8s.test_auth import binding, expand_vm_spec, expander_role, store_vm, user
+from tests.realk8s.test_collection import RESOURCE, instancetype, populate, wait_listed
 
 GROUP = "subresources.kubevirt.io"
 MIB = 1024 * 1024
@@ -128,6 +131,57 @@ def test_probes_and_the_aggregator_get_through_while_another_address_holds_every
     finally:
         for sock in (*held, *silent):
             sock.close()
+    guarded.ensure_available()
+
+
+def test_a_watch_through_the_aggregator_lives_through_the_flood_and_past_the_body_timeout(
+    guarded: DeployedServer,
+) -> None:
+    """The collection's watches are long-lived and mostly idle: `kubectl get -w` through kube-apiserver,
+    idle through 127.0.0.2's flood (every place it can take, 30 silent connections) and twice the 3 s
+    --body-timeout, still shows an instancetype edit as it happens. Neither the pool (its connection
+    serves a request) nor the slow-reader rules (it writes nothing while idle) let it go."""
+    cluster = guarded.cluster
+    namespace = cluster.new_namespace("dos-watch")
+    populate(cluster, namespace)
+    wait_listed(cluster, namespace, 6)
+    assert KUBECTL is not None
+    watch = subprocess.Popen(
+        [
+            *(KUBECTL, "--kubeconfig", str(cluster.admin_kubeconfig), "get", RESOURCE, "-n", namespace),
+            *("-w", "--output-watch-events", "--no-headers"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    held: list[ssl.SSLSocket] = []
+    silent: list[socket.socket] = []
+    try:
+        assert watch.stdout is not None
+        listed = [watch.stdout.readline() for _ in range(6)]
+        assert all(line.startswith("ADDED") for line in listed), listed
+        held = hold_every_place(guarded, "127.0.0.2")
+        silent = [
+            socket.create_connection(("127.0.0.1", guarded.port), source_address=("127.0.0.2", 0))
+            for _ in range(30)
+        ]
+        time.sleep(2 * 3)  # twice --body-timeout, the watch idle
+        assert watch.poll() is None, watch.stderr.read() if watch.stderr else ""
+        cluster.apply(instancetype(namespace, "small", 4))
+        deadline = time.monotonic() + patience(30)
+        modified: list[list[str]] = []
+        while len(modified) < 4 and time.monotonic() < deadline:
+            line = watch.stdout.readline()
+            if line.startswith("MODIFIED"):
+                modified.append(line.split())
+        assert sorted(r[1] for r in modified) == ["vm-0", "vm-1", "vm-2", "vm-3"]
+        assert {r[4] for r in modified} == {"4"}
+    finally:
+        for sock in (*held, *silent):
+            sock.close()
+        watch.terminate()
+        watch.wait(10)
     guarded.ensure_available()
 
 
