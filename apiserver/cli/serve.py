@@ -240,7 +240,7 @@ def add_parser(sub: Any) -> None:
         default="",
         metavar="HOST:PORT",
         help="also answer /livez, /readyz and /healthz (only those) over plain HTTP here, with limits of "
-        "its own, for the kubelet's probes: e.g. :8081 (default: none; probes then use --secure-port)",
+        "its own, for the kubelet's probes: e.g. :8081 (unset by default: probes then use --secure-port)",
     )
     tls.add_argument(
         "--max-body-bytes-in-flight",
