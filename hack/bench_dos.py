@@ -13,7 +13,7 @@ Scenarios (issue 15, items 5-9; run by hand, they are too big for the test suite
   bodies       one caller sends 21 PUTs declaring 3 MiB and one of 1 MiB at a byte a second; another
                caller's PUTs meanwhile (their codes), and when and how the slow ones end.
   puts         distinct large PUTs (3 MB each, two shapes: one long annotation, many small labels) at
-               a concurrency: peak and final RSS against the Deployment's 512 MiB limit.
+               a concurrency: peak and final RSS against the Deployment's memory limit.
   tokens       a real control plane (../shared/k8s) with the server deployed as apiservice/ deploys it:
                a legitimate user's p50/p95 through the aggregator alone, then under a flood of distinct
                garbage bearer tokens sent straight to the server; TokenReviews kube-apiserver received.
