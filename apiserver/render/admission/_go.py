@@ -66,6 +66,20 @@ def has(parent: Mapping[str, Any] | None, key: str) -> bool:
     return type(parent) is dict and parent.get(key) is not None
 
 
+def go_member(value: Any, name: str) -> Any:
+    """``value[name]`` of a JSON object as Go's decoder finds a struct member: the exact name, else one
+    equal under case folding (None when absent or ``value`` is not an object)."""
+    if not isinstance(value, Mapping):
+        return None
+    if name in value:
+        return value[name]
+    folded = name.lower()
+    for key, item in value.items():
+        if isinstance(key, str) and key.lower() == folded:
+            return item
+    return None
+
+
 def clone(value: Any) -> Any:
     """A deep copy of decoded JSON (dicts, lists, scalars): ``copy.deepcopy`` without its memo, 4x faster."""
     if type(value) is dict:

@@ -268,7 +268,8 @@ def validate_path(field: str, path: str) -> Causes:
     cleaned = posixpath.normpath(posixpath.join("/", path))
     if cleaned.startswith("//"):
         cleaned = "/" + cleaned.lstrip("/")
-    if cleaned != path.rstrip("/"):
+    # strings.TrimSuffix removes one trailing slash, not all ("//" is "/" once trimmed, and clean).
+    if cleaned != path.removesuffix("/"):
         return [invalid(field, f"{field} must be an absolute path to a file without relative components")]
     return []
 

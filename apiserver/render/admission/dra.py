@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from apiserver.render.admission import featuregates as fg
-from apiserver.render.admission._go import Causes, duplicate, invalid, items, obj, required, text
+from apiserver.render.admission._go import Causes, duplicate, go_member, invalid, items, obj, required, text
 from apiserver.render.admission.clusterconfig import AdmissionConfig
 from apiserver.render.admission.k8svalidation import is_dns1123_label, is_dns1123_subdomain
 from apiserver.render.admission.network import dra_network_tuples
@@ -20,6 +20,30 @@ def _is_dra(device: Mapping[str, Any]) -> bool:
 def _has_claim(device: Mapping[str, Any]) -> bool:
     """The inline ``*ClaimRequest`` is non-nil once either of its members was given."""
     return "claimName" in device or "requestName" in device
+
+
+_CLAIM_MEMBERS = ("claimname", "requestname")
+
+
+def mark_claim_requests(raw_tspec: Any, tspec: Mapping[str, Any]) -> None:
+    """Give ``tspec``'s GPUs and host devices the empty ``claimName`` Go's decoder implies.
+
+    ``GPU`` and ``HostDevice`` embed ``*ClaimRequest`` inline: ``encoding/json`` allocates it as soon as
+    the JSON names one of its members, even as ``""`` or null, and the rules above then see a claim
+    request (``claimName is required``). Decoding drops such empty members, so they are read back from
+    the VM as sent (``raw_tspec``, its ``spec.template.spec``; names matched as Go does, exactly or
+    case-insensitively).
+    """
+    raw_devices = go_member(go_member(raw_tspec, "domain"), "devices")
+    devices = obj(tspec, "domain", "devices")
+    for member in ("gpus", "hostDevices"):
+        raw_list = go_member(raw_devices, member)
+        decoded = items(devices, member)
+        if type(raw_list) is not list or len(raw_list) != len(decoded):
+            continue
+        for raw, device in zip(raw_list, decoded, strict=True):
+            if type(raw) is dict and any(k.lower() in _CLAIM_MEMBERS for k in raw) and not _has_claim(device):
+                device["claimName"] = ""
 
 
 def validate_creation(field: str, spec: Mapping[str, Any], config: AdmissionConfig) -> Causes:

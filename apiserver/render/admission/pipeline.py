@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from apiserver.render.admission import featuregates, instancetype, network, schema, volumerequests
-from apiserver.render.admission._go import KubeVirtPanic, clone, obj, text
+from apiserver.render.admission import dra, featuregates, instancetype, network, schema, volumerequests
+from apiserver.render.admission._go import KubeVirtPanic, clone, go_member, obj, text
 from apiserver.render.admission.clusterconfig import AdmissionConfig
 from apiserver.render.admission.vm_spec import validate_data_volume_template_namespaces, validate_vm_spec
 from apiserver.render.admission.vmi_spec import validate_vmi_spec
@@ -114,6 +114,8 @@ def _admit(
         )
     tspec: JSON = template.setdefault("spec", {})
     tmeta: JSON = template.setdefault("metadata", {})
+    raw_tspec = _raw_template_spec(raw_vm)
+    dra.mark_claim_requests(raw_tspec, tspec)
 
     it_spec = _find(find_instancetype, vm_copy, lookup)
     pref_spec = _find(find_preference, vm_copy, lookup)
@@ -155,6 +157,9 @@ def _admit(
     if causes:
         return _refused("storage", causes)
 
+    if (obj(vm, "status") or {}).get("volumeRequests"):
+        vm = clone(vm)
+        dra.mark_claim_requests(raw_tspec, obj(vm, "spec", "template", "spec") or {})
     causes = volumerequests.validate_volume_requests(
         vm, _running_vmi(vm, lookup), lambda path, s: validate_vmi_spec(path, s, config)
     )
@@ -165,6 +170,11 @@ def _admit(
     if obj(vm, "spec") is not None and vm["spec"].get("running") is not None:
         warnings.append(RUNNING_DEPRECATED)
     return Verdict(True, warnings=warnings)
+
+
+def _raw_template_spec(raw_vm: Mapping[str, Any]) -> Any:
+    """``spec.template.spec`` of the VM as sent (members found as Go's decoder finds them)."""
+    return go_member(go_member(go_member(raw_vm, "spec"), "template"), "spec")
 
 
 def _find(finder: Any, vm: JSON, lookup: ObjectLookup) -> JSON | None:

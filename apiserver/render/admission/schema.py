@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -85,7 +86,7 @@ class _Validator:
             self._object(schema, data, path, closed=self.closed and is_definition)
 
     def _type_ok(self, types: list[str], fmt: str, data: Any, kind: str, data_format: str, path: str) -> bool:
-        float_int = kind == "number" and float(data).is_integer() and "integer" in types
+        float_int = kind == "number" and "integer" in types and _json_integer(data)
         if kind not in ("string", "array") and fmt and not (kind in types or data_format == fmt or float_int):
             self.error(f"{path} in body must be of type {fmt}: {_go_string(data_format)}")
             return False
@@ -127,6 +128,26 @@ class _Validator:
             prop = props.get(key) or {}
             if key not in data and not (prop.get("default") and "$ref" not in prop):
                 self.error(f"{path}.{key} in body is required")
+
+
+# swag.IsFloat64AJSONInteger: integers a float64 holds exactly (|f| < 2**53), and values within a relative
+# 1e-9 of one (so 1e20 is not an integer to go-openapi, and 2.0000000001 is).
+_MAX_JSON_FLOAT = float(2**53 - 1)
+
+
+def _json_integer(number: float) -> bool:
+    try:
+        f = float(number)
+    except OverflowError:  # beyond float64: Go's decoder refused the body before this check
+        return False
+    if math.isnan(f) or math.isinf(f) or f < -_MAX_JSON_FLOAT or f > _MAX_JSON_FLOAT:
+        return False
+    rounded = float(round(f)) if abs(f - math.trunc(f)) != 0.5 else float(math.trunc(f) + math.copysign(1, f))
+    if f == rounded:
+        return True
+    if rounded == 0:
+        return False
+    return abs(f - rounded) < 1e-9 * abs(rounded)
 
 
 def _json_kind(data: Any) -> tuple[str, str]:
