@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from apiserver.render.gotext import go_quote
+from apiserver.render.gotext import go_json, go_quote
 
 _QNAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _QNAME_MSG = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
@@ -130,10 +130,20 @@ def is_valid_port_name(port: str) -> list[str]:
 # ---------------------------------------------------------------- field.Error
 
 
+class NamedString(str):
+    """A value of a named Go string type (``NodeSelectorOperator``, ``UnsatisfiableConstraintAction``):
+    ``field.Error`` prints only a plain ``string`` with ``%q``; any other type goes through
+    ``json.Marshal`` (so ``<`` is ``\u003c`` and a control character ``\u0001``)."""
+
+    __slots__ = ()
+
+
 def _go_value(value: Any) -> str:
     """``field.Error``'s rendering of a bad value: ``%q`` for strings, ``%v`` for numbers, JSON otherwise."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if type(value) is NamedString:
+        return go_json(str(value))
     if isinstance(value, str):
         return go_quote(value)
     if isinstance(value, int | float):
@@ -216,7 +226,9 @@ def validate_label_selector(selector: Mapping[str, Any] | None, path: str) -> li
                     )
                 )
         else:
-            errs.append(field_invalid(f"{at}.operator", operator, "not a valid selector operator"))
+            errs.append(
+                field_invalid(f"{at}.operator", NamedString(operator), "not a valid selector operator")
+            )
         errs.extend(validate_label_name(expr.get("key", ""), f"{at}.key"))
         for j, value in enumerate(values):
             errs.extend(field_invalid(f"{at}.values[{j}]", value, msg) for msg in is_valid_label_value(value))

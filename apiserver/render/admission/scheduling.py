@@ -11,6 +11,7 @@ from typing import Any
 from apiserver.render.admission._go import Causes, invalid, items, num, obj, text
 from apiserver.render.admission.k8svalidation import (
     FieldError,
+    NamedString,
     field_duplicate,
     field_forbidden,
     field_invalid,
@@ -105,7 +106,9 @@ def _node_selector_term(term: Mapping[str, Any], path: str) -> list[FieldError]:
                     )
                 )
         else:
-            errors.append(field_invalid(f"{at}.operator", operator, "not a valid selector operator"))
+            errors.append(
+                field_invalid(f"{at}.operator", NamedString(operator), "not a valid selector operator")
+            )
         errors += validate_label_name(text(req, "key"), f"{at}.key")
     for j, req in enumerate(items(term, "matchFields")):
         at = f"{path}.matchFields[{j}]"
@@ -119,7 +122,9 @@ def _node_selector_term(term: Mapping[str, Any], path: str) -> list[FieldError]:
                     )
                 )
         else:
-            errors.append(field_invalid(f"{at}.operator", operator, "not a valid selector operator"))
+            errors.append(
+                field_invalid(f"{at}.operator", NamedString(operator), "not a valid selector operator")
+            )
         if text(req, "key") != "metadata.name":
             errors.append(field_invalid(f"{at}.key", text(req, "key"), "not a valid field selector key"))
         else:
@@ -162,7 +167,9 @@ def validate_topology_spread_constraints(field: str, spec: Mapping[str, Any]) ->
         action = text(constraint, "whenUnsatisfiable")
         if action not in ("DoNotSchedule", "ScheduleAnyway"):
             errors.append(
-                field_not_supported(f"{at}.whenUnsatisfiable", action, ["DoNotSchedule", "ScheduleAnyway"])
+                field_not_supported(
+                    f"{at}.whenUnsatisfiable", NamedString(action), ["DoNotSchedule", "ScheduleAnyway"]
+                )
             )
         errors += validate_label_selector(obj(constraint, "labelSelector"), f"{path}.labelSelector")
         for rest in constraints[i + 1 :]:
