@@ -98,6 +98,53 @@ CASES: list[tuple[str, JSON, JSON]] = [
         },
         refused("HostDisk feature gate is not enabled", "spec.template.spec.volumes[1]"),
     ),
+    *(
+        (
+            # virt-api does not use a configuration validateConfig refuses: it falls back to the defaults,
+            # so the HostDisk gate the bad configuration enables is off
+            f"feature gate in a configuration with {label}",
+            {
+                "vm": vm(
+                    lambda s: (s["volumes"].append(_HOSTDISK), devices(s)["disks"].append({"name": "hd"}))
+                ),
+                "kubevirt": {**bad, "developerConfiguration": {"featureGates": ["HostDisk"], **bad_dev}},
+            },
+            refused("HostDisk feature gate is not enabled", "spec.template.spec.volumes[1]")
+            if refuses
+            else {"allowed": True},
+        )
+        for label, bad, bad_dev, refuses in [
+            ("memoryOvercommit -1", {}, {"memoryOvercommit": -1}, True),
+            ("memoryOvercommit 0 (dropped, the default stays)", {}, {"memoryOvercommit": 0}, False),
+            ("cpuAllocationRatio -1", {}, {"cpuAllocationRatio": -1}, True),
+            ("pvcTolerateLessSpaceUpToPercent 101", {}, {"pvcTolerateLessSpaceUpToPercent": 101}, True),
+            ("pvcTolerateLessSpaceUpToPercent -1", {}, {"pvcTolerateLessSpaceUpToPercent": -1}, True),
+            ("pvcTolerateLessSpaceUpToPercent 100", {}, {"pvcTolerateLessSpaceUpToPercent": 100}, False),
+            ("imagePullPolicy always", {"imagePullPolicy": "always"}, {}, True),
+            ("imagePullPolicy Always", {"imagePullPolicy": "Always"}, {}, False),
+            ("defaultNetworkInterface x", {"network": {"defaultNetworkInterface": "x"}}, {}, True),
+        ]
+    ),
+    (
+        # ... and so is the bridge the defaults permit on the pod network
+        "no networks, bridge not permitted, in a configuration with memoryOvercommit -1",
+        {
+            "vm": vm(lambda s: (s.pop("networks"), devices(s).pop("interfaces"))),
+            "kubevirt": {
+                "network": {"defaultNetworkInterface": "bridge", "permitBridgeInterfaceOnPodNetwork": False},
+                "developerConfiguration": {"memoryOvercommit": -1},
+            },
+        },
+        {"allowed": True},
+    ),
+    (
+        "no networks, defaultNetworkInterface bogus",
+        {
+            "vm": vm(lambda s: (s.pop("networks"), devices(s).pop("interfaces"))),
+            "kubevirt": {"network": {"defaultNetworkInterface": "bogus"}},
+        },
+        {"allowed": True},
+    ),
     (
         # field.Error prints a value of a named string type (NodeSelectorOperator) with json.Marshal
         "label selector operator with HTML characters",
