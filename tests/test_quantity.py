@@ -161,6 +161,17 @@ def test_values_and_formats() -> None:
         # BinarySI capped at 2**63-1, fractions too (the Dec then has scale 0)
         ("892901702192991641.748638876442Ki", 2**63 - 1, -1000),
         ("-6862452213369916783506880.Ki", -(2**63) + 1, 1000),
+        # More of Go's figures (v0.34.2): the slow path's truncating division, 10**-22 below -1.5
+        ("-1.5000000000000000000001", 0, -1499),
+        ("1e20", 0, 0),  # an int64 amount scaled up by 10 at a time is 0 beyond int64 ...
+        # ... by 1000 (MilliValue of a mega amount) it wraps
+        ("107453132456M", 107453132456000000, -3227331986257309696),
+        # an inf.Dec keeps big.Int.Int64's low 64 bits
+        ("1000000000000000000000000000000", 5076944270305263616, 4089650035136921600),
+        ("9223372036854775808", -(2**63), 0),
+        # BinarySI is capped at 2**63-1, a Dec at scale 0 whose MilliValue wraps
+        ("16Ei", 2**63 - 1, -1000),
+        ("-16Ei", -(2**63 - 1), 1000),
     ],
 )
 def test_value_ceil(text: str, ceil: int, milli: int) -> None:
