@@ -13,7 +13,7 @@ every difference in verdict, causes (order included), message or warnings is rep
                                             [--seed S] [--limit N] [--out FILE] [--table FILE]
 
 Exits 0 when nothing differs, 1 when something does, 2 without the oracle (it is built on a developer
-machine, never in CI). ``--table docs/admission-rules.md`` also writes the rules table: every check of
+machine, never in CI). ``--table docs/reference/admission-rules.md`` also writes the rules table: every check of
 :data:`CHECKS`, its KubeVirt function, gate and cause, the function here that gives the cause, and a break
 and a near-miss input from this run (what KubeVirt answered for each).
 """
@@ -21,7 +21,6 @@ and a near-miss input from this run (what KubeVirt answered for each).
 from __future__ import annotations
 
 import argparse
-import ast
 import collections
 import copy
 import json
@@ -44,9 +43,10 @@ import admission_checks as checks  # noqa: E402
 
 from apiserver import ExpandError, expand  # noqa: E402
 from apiserver.render.admission import PREFIX, AdmissionDenied  # noqa: E402
-from apiserver.render.admission.featuregates import GATES  # noqa: E402
 
-DEFAULT_ORACLE = os.environ.get("KUBEVIRT_EXPAND_ADMIT_ORACLE") or str(REPO.parent / "oracle" / "bin" / "expand-admit")
+DEFAULT_ORACLE = os.environ.get("KUBEVIRT_EXPAND_ADMIT_ORACLE") or str(
+    REPO.parent / "oracle" / "bin" / "expand-admit"
+)
 JSON = dict[str, Any]
 
 
@@ -58,7 +58,12 @@ class Oracle:
 
     def __init__(self, path: str) -> None:
         self.proc = subprocess.Popen(
-            [path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, encoding="utf-8", bufsize=1 << 20
+            [path],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            bufsize=1 << 20,
         )
 
     def ask(self, inputs: list[JSON]) -> list[JSON]:
@@ -85,7 +90,9 @@ class Oracle:
 def ours(inp: JSON) -> JSON:
     """``validate=True``'s verdict in the oracle's terms (plus what kind of refusal it was)."""
     try:
-        result = expand(inp["vm"], inp.get("objects", []), inp.get("kubevirt"), validate=True, field_validation="Ignore")
+        result = expand(
+            inp["vm"], inp.get("objects", []), inp.get("kubevirt"), validate=True, field_validation="Ignore"
+        )
     except AdmissionDenied as err:
         if err.verdict.panic:
             return {"allowed": False, "panic": err.verdict.panic}
@@ -113,7 +120,12 @@ def judge(mine: JSON, theirs: JSON) -> str:
         if "renderError" in mine:
             # KubeVirt admits a VM that cannot be rendered (a missing instancetype or preference, a
             # matcher without a name, a kind other than VirtualMachine): the rendering error stands.
-            expected = ("not found", "resource name may not be empty", "kind: Unsupported value")
+            expected = (
+                "not found",
+                "resource name may not be empty",
+                "kind: Unsupported value",
+                "got unexpected kind in",
+            )
             return "" if any(e in mine["renderError"] for e in expected) else "render-error"
         return "we refuse, kubevirt admits"
     if mine.get("allowed"):
@@ -189,11 +201,26 @@ def check_cases() -> Iterator[Case]:
                 continue
             for config in configs:
                 for gates in _gate_states(var.gates):
-                    inp: JSON = {"vm": vm, "objects": base.objects}
+                    inp: JSON = {"vm": vm, "objects": [*base.objects, *var.objects]}
                     kv = _kubevirt(gates, config)
                     if kv is not None:
                         inp["kubevirt"] = kv
-                    yield Case("checks", var.area, var.label, base.name, gates, copy.deepcopy(inp), (var.label,))
+                    yield Case(
+                        "checks", var.area, var.label, base.name, gates, copy.deepcopy(inp), (var.label,)
+                    )
+
+
+def _unique(objects: list[JSON]) -> list[JSON]:
+    """The first object of each kind, namespace and name (the oracle's fake clients refuse a second)."""
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for o in objects:
+        meta = o.get("metadata") or {}
+        key = (o.get("kind", ""), meta.get("namespace", ""), meta.get("name", ""))
+        if key not in seen:
+            seen.add(key)
+            out.append(o)
+    return out
 
 
 def combo_cases(count: int, rng: random.Random) -> Iterator[Case]:
@@ -207,12 +234,20 @@ def combo_cases(count: int, rng: random.Random) -> Iterator[Case]:
         gates = tuple(sorted({g for v in chosen for g in v.gates if rng.random() < 0.5}))
         configs = [c for v in chosen for c in v.configs]
         config = rng.choice(configs) if configs and rng.random() < 0.5 else None
-        inp: JSON = {"vm": vm, "objects": base.objects}
+        inp: JSON = {"vm": vm, "objects": _unique([*base.objects, *(o for v in chosen for o in v.objects)])}
         kv = _kubevirt(gates, config)
         if kv is not None:
             inp["kubevirt"] = kv
         labels = tuple(v.label for v in chosen)
-        yield Case("combos", "+".join(sorted({v.area for v in chosen})), " + ".join(labels), base.name, gates, inp, labels)
+        yield Case(
+            "combos",
+            "+".join(sorted({v.area for v in chosen})),
+            " + ".join(labels),
+            base.name,
+            gates,
+            inp,
+            labels,
+        )
 
 
 # --- the schema stage ------------------------------------------------------------------------------------
@@ -307,7 +342,15 @@ def schema_cases(rng: random.Random, max_depth: int = 7) -> Iterator[Case]:
                 _put(vm["spec"], path, copy.deepcopy(value))
             else:
                 vm["spec"] = copy.deepcopy(value)
-            yield Case("schema", "schema", f"{shown}={label}", base.name, (), {"vm": vm, "objects": base.objects}, (f"{shown}={label}",))
+            yield Case(
+                "schema",
+                "schema",
+                f"{shown}={label}",
+                base.name,
+                (),
+                {"vm": vm, "objects": base.objects},
+                (f"{shown}={label}",),
+            )
     # the top level
     for label, change in (
         ("unknown top-level member", lambda vm: vm.__setitem__("bogus", 1)),
@@ -334,7 +377,9 @@ class Finding:
     mine: JSON
 
 
-def run(oracle: Oracle, cases: list[Case], batch: int = 2000, progress: bool = True) -> tuple[list[Finding], list[tuple[Case, JSON]]]:
+def run(
+    oracle: Oracle, cases: list[Case], batch: int = 2000, progress: bool = True
+) -> tuple[list[Finding], list[tuple[Case, JSON]]]:
     findings: list[Finding] = []
     answered: list[tuple[Case, JSON]] = []
     started = time.monotonic()
@@ -349,13 +394,18 @@ def run(oracle: Oracle, cases: list[Case], batch: int = 2000, progress: bool = T
                 findings.append(Finding(case, kind, theirs, mine))
         if progress:
             done = start + len(chunk)
-            print(f"  {done}/{len(cases)} inputs, {len(findings)} differ ({time.monotonic() - started:.0f}s)", file=sys.stderr)
+            print(
+                f"  {done}/{len(cases)} inputs, {len(findings)} differ ({time.monotonic() - started:.0f}s)",
+                file=sys.stderr,
+            )
     return findings, answered
 
 
 def _short(verdict: JSON) -> str:
     if "causes" in verdict:
-        return json.dumps([f"{c['reason']} {c['field']}: {c['message']}" for c in verdict["causes"]], ensure_ascii=False)[:700]
+        return json.dumps(
+            [f"{c['reason']} {c['field']}: {c['message']}" for c in verdict["causes"]], ensure_ascii=False
+        )[:700]
     return json.dumps(verdict, ensure_ascii=False)[:400]
 
 
@@ -365,7 +415,9 @@ def report(findings: list[Finding], total: int) -> None:
         by_area[f"{f.case.source}/{f.case.area} [{f.kind}]"].append(f)
     for key, group in sorted(by_area.items(), key=lambda kv: -len(kv[1])):
         first = group[0]
-        print(f"{len(group):6d}  {key}: e.g. [{first.case.base} gates={','.join(first.case.gates) or '-'}] {first.case.label}")
+        print(
+            f"{len(group):6d}  {key}: e.g. [{first.case.base} gates={','.join(first.case.gates) or '-'}] {first.case.label}"
+        )
         print(f"        KubeVirt: {_short(first.theirs)}")
         print(f"        ours:     {_short(first.mine)}")
     print(f"{total} inputs, {len(findings)} differ")
@@ -373,17 +425,29 @@ def report(findings: list[Finding], total: int) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--oracle", default=DEFAULT_ORACLE, help="the expand-admit binary (default %(default)s)")
-    parser.add_argument("--only", default="checks,schema,combos", help="which inputs: checks, schema, combos (comma-separated)")
-    parser.add_argument("--combos", type=int, default=5000, help="random combinations of variants (default 5000)")
+    parser.add_argument(
+        "--oracle", default=DEFAULT_ORACLE, help="the expand-admit binary (default %(default)s)"
+    )
+    parser.add_argument(
+        "--only",
+        default="checks,schema,combos",
+        help="which inputs: checks, schema, combos (comma-separated)",
+    )
+    parser.add_argument(
+        "--combos", type=int, default=5000, help="random combinations of variants (default 5000)"
+    )
     parser.add_argument("--area", default=None, help="only the variants of these areas (comma-separated)")
     parser.add_argument("--seed", type=int, default=16)
-    parser.add_argument("--limit", type=int, default=None, help="run at most this many inputs (a random sample)")
+    parser.add_argument(
+        "--limit", type=int, default=None, help="run at most this many inputs (a random sample)"
+    )
     parser.add_argument("--out", type=Path, default=None, help="write every difference here (JSON lines)")
     parser.add_argument("--table", type=Path, default=None, help="write the rules table (markdown) here")
     args = parser.parse_args()
     if not Path(args.oracle).exists():
-        print(f"no oracle at {args.oracle} (build it: ../shared/oracle/README.md); nothing run", file=sys.stderr)
+        print(
+            f"no oracle at {args.oracle} (build it: ../shared/oracle/README.md); nothing run", file=sys.stderr
+        )
         return 2
     rng = random.Random(args.seed)
     only = set(args.only.split(","))
@@ -409,8 +473,20 @@ def main() -> int:
     if args.out:
         with args.out.open("w") as out:
             for f in findings:
-                row = {"kind": f.kind, "source": f.case.source, "area": f.case.area, "label": f.case.label, "base": f.case.base}
-                out.write(json.dumps({**row, "input": f.case.input, "kubevirt": f.theirs, "ours": f.mine}, ensure_ascii=False) + "\n")
+                row = {
+                    "kind": f.kind,
+                    "source": f.case.source,
+                    "area": f.case.area,
+                    "label": f.case.label,
+                    "base": f.case.base,
+                }
+                out.write(
+                    json.dumps(
+                        {**row, "input": f.case.input, "kubevirt": f.theirs, "ours": f.mine},
+                        ensure_ascii=False,
+                    )
+                    + "\n"
+                )
     if args.table:
         import admission_table
 
