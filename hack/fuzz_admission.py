@@ -9,8 +9,8 @@ depth), and from random combinations of several variants (cause order, the ten-c
 goes to KubeVirt (the ``expand-admit`` oracle, ../shared/oracle/README.md) and to ``validate=True``;
 every difference in verdict, causes (order included), message or warnings is reported.
 
-    .venv/bin/python hack/fuzz_admission.py [--oracle PATH] [--only checks,schema,combos] [--combos N]
-                                            [--seed S] [--limit N] [--out FILE] [--table FILE]
+    .venv/bin/python hack/fuzz_admission.py [--oracle PATH] [--only checks,schema,combos] [--combos N] [--area A]
+                                            [--seed S] [--limit N] [--out FILE] [--families] [--table FILE]
 
 Exits 0 when nothing differs, 1 when something does, 2 without the oracle (it is built on a developer
 machine, never in CI). ``--table docs/reference/admission-rules.md`` also writes the rules table: every check of
@@ -409,6 +409,19 @@ def _short(verdict: JSON) -> str:
     return json.dumps(verdict, ensure_ascii=False)[:400]
 
 
+def families(cases: list[Case], findings: list[Finding]) -> None:
+    """Inputs and differences per family (a family of the checks, the schema, the combinations)."""
+
+    def family(case: Case) -> str:
+        return "combos" if case.source == "combos" else f"{case.source}/{case.area}"
+
+    run = collections.Counter(family(c) for c in cases)
+    differ = collections.Counter(family(f.case) for f in findings)
+    print(f"{'family':28} {'inputs':>7} {'differ':>7}")
+    for name in sorted(run):
+        print(f"{name:28} {run[name]:7d} {differ[name]:7d}")
+
+
 def report(findings: list[Finding], total: int) -> None:
     by_area: dict[str, list[Finding]] = collections.defaultdict(list)
     for f in findings:
@@ -442,6 +455,9 @@ def main() -> int:
         "--limit", type=int, default=None, help="run at most this many inputs (a random sample)"
     )
     parser.add_argument("--out", type=Path, default=None, help="write every difference here (JSON lines)")
+    parser.add_argument(
+        "--families", action="store_true", help="also print inputs and differences per family"
+    )
     parser.add_argument("--table", type=Path, default=None, help="write the rules table (markdown) here")
     args = parser.parse_args()
     if not Path(args.oracle).exists():
@@ -470,6 +486,8 @@ def main() -> int:
     finally:
         oracle.close()
     report(findings, len(cases))
+    if args.families:
+        families(cases, findings)
     if args.out:
         with args.out.open("w") as out:
             for f in findings:
