@@ -2941,6 +2941,147 @@ for _p in _PREFERENCES:
         objects=(_pref("pref-dev", _p),),
     )
 
+# An instancetype's spec lands in the VMI spec the later stages validate: each of these sets something a
+# rule of ValidateVirtualMachineInstanceSpec (or live update) reads, alone and beside a preference.
+_IT_APPLIED: list[tuple[str, JSON, tuple[JSON, ...]]] = [
+    ("hugepages 3Mi", {"memory": {"guest": "1Gi", "hugepages": {"pageSize": "3Mi"}}}, ()),
+    ("hugepages larger than guest", {"memory": {"guest": "1Gi", "hugepages": {"pageSize": "2Gi"}}}, ()),
+    ("hugepages not a multiple", {"memory": {"guest": "1001Mi", "hugepages": {"pageSize": "2Mi"}}}, ()),
+    ("guest 1Mi", {"memory": {"guest": "1Mi"}}, ()),
+    ("guest 0", {"memory": {"guest": "0"}}, ()),
+    ("maxGuest below guest", {"memory": {"guest": "2Gi", "maxGuest": "1Gi"}}, (LIVE_UPDATE_ON,)),
+    ("maxGuest not aligned", {"memory": {"guest": "1Gi", "maxGuest": "3000Mi"}}, (LIVE_UPDATE_ON,)),
+    ("maxGuest with guest 512Mi", {"memory": {"guest": "512Mi", "maxGuest": "4Gi"}}, (LIVE_UPDATE_ON,)),
+    (
+        "maxGuest with realtime",
+        {"memory": {"guest": "2Gi", "maxGuest": "4Gi"}, "cpu": {"guest": 2, "realtime": {}}},
+        (LIVE_UPDATE_ON,),
+    ),
+    ("maxSockets below sockets", {"cpu": {"guest": 8, "maxSockets": 2}}, (LIVE_UPDATE_ON,)),
+    ("maxSockets 0", {"cpu": {"guest": 4, "maxSockets": 0}}, (LIVE_UPDATE_ON,)),
+    ("cpu guest 0", {"cpu": {"guest": 0}}, ()),
+    ("cpu guest 1000", {"cpu": {"guest": 1000}}, (LIVE_UPDATE_ON, LIVE_UPDATE_OFF)),
+    ("dedicated without memory", {"cpu": {"guest": 2, "dedicatedCPUPlacement": True}}, ()),
+    ("isolateEmulatorThread alone", {"cpu": {"guest": 2, "isolateEmulatorThread": True}}, ()),
+    ("numa without dedicated", {"cpu": {"guest": 2, "numa": {"guestMappingPassthrough": {}}}}, ()),
+    (
+        "numa without hugepages",
+        {"cpu": {"guest": 2, "dedicatedCPUPlacement": True, "numa": {"guestMappingPassthrough": {}}}},
+        (),
+    ),
+    ("realtime without dedicated", {"cpu": {"guest": 2, "realtime": {"mask": "0"}}}, ()),
+    (
+        "realtime bad mask",
+        {"cpu": {"guest": 2, "dedicatedCPUPlacement": True, "realtime": {"mask": "x-y"}}},
+        (),
+    ),
+    (
+        "model host-model with dedicated",
+        {"cpu": {"guest": 2, "model": "host-model", "dedicatedCPUPlacement": True}},
+        (),
+    ),
+    ("ioThreadsPolicy supplementalPool no count", {"ioThreadsPolicy": "supplementalPool"}, ()),
+    (
+        "ioThreadsPolicy supplementalPool count 0",
+        {"ioThreadsPolicy": "supplementalPool", "ioThreads": {"supplementalPoolThreadCount": 0}},
+        (),
+    ),
+    ("ioThreadsPolicy bogus", {"ioThreadsPolicy": "bogus"}, ()),
+    ("launchSecurity sev without efi", {"launchSecurity": {"sev": {}}}, ()),
+    ("launchSecurity empty", {"launchSecurity": {}}, ()),
+    (
+        "gpus duplicate names",
+        {"gpus": [{"name": "g", "deviceName": "a"}, {"name": "g", "deviceName": "b"}]},
+        (),
+    ),
+    ("gpus with a claim", {"gpus": [{"name": "g", "claimName": "c", "requestName": "r"}]}, ()),
+    ("hostDevices without the gate", {"hostDevices": [{"name": "h", "deviceName": "vendor.com/x"}]}, ()),
+    ("annotations with ignition data", {"annotations": {"kubevirt.io/ignitiondata": "{}"}}, ()),
+    ("annotations with a sidecar hook", {"annotations": {"hooks.kubevirt.io/hookSidecars": "[]"}}, ()),
+    ("nodeSelector bad key", {"nodeSelector": {"Bad Key!": "v"}}, ()),
+    ("schedulerName", {"schedulerName": "my-scheduler"}, ()),
+]
+for _label, _extra, _configs in _IT_APPLIED:
+    _spec: JSON = {"cpu": {"guest": 1}, "memory": {"guest": "1Gi"}}
+    for _key, _value in _extra.items():
+        _spec[_key] = {**_spec[_key], **_value} if _key in ("cpu", "memory") else _value
+    variant(
+        "instancetype",
+        f"instancetype applied: {_label}",
+        lambda vm: _use(vm, "it-applied", None),
+        objects=(_it("it-applied", _spec),),
+        configs=_configs,
+        gates=("HostDevices", "ExperimentalIgnitionSupport", "Sidecar", "WorkloadEncryptionSEV"),
+    )
+    variant(
+        "instancetype",
+        f"namespaced instancetype applied with a preference: {_label}",
+        lambda vm: (
+            _use(vm, "it-applied", "pref-applied"),
+            vm["spec"]["instancetype"].update(kind="VirtualMachineInstancetype"),
+            vm["spec"]["preference"].update(kind="VirtualMachinePreference"),
+        ),
+        objects=(
+            _it("it-applied", _spec, cluster=False),
+            _pref(
+                "pref-applied",
+                {"cpu": {"preferredCPUTopology": "cores"}, "devices": {"preferredDiskBus": "sata"}},
+                cluster=False,
+            ),
+        ),
+        configs=_configs,
+    )
+# A preference fills what the VM leaves unset; the rules then judge the VM with it.
+_PREF_APPLIED: list[JSON] = [
+    {"devices": {"preferredCdromBus": "virtio"}},
+    {"devices": {"preferredDiskBus": "virtio", "preferredDiskDedicatedIoThread": True}},
+    {"devices": {"preferredDiskBus": "sata", "preferredDiskDedicatedIoThread": True}},
+    {"devices": {"preferredInterfaceModel": "e1000", "preferredInterfaceMasquerade": {}}},
+    {"devices": {"preferredNetworkInterfaceMultiQueue": True}},
+    {"devices": {"preferredUseVirtioTransitional": True, "preferredDiskBus": "scsi"}},
+    {"devices": {"preferredVirtualGPUOptions": {"display": {"enabled": True, "ramFB": {"enabled": True}}}}},
+    {"devices": {"preferredSoundModel": "ich9"}},
+    {"devices": {"preferredAutoattachGraphicsDevice": False}},
+    {"devices": {"preferredAutoattachGraphicsDevice": False, "preferredAutoattachSerialConsole": False}},
+    {"devices": {"preferredAutoattachPodInterface": False}},
+    {"devices": {"preferredTPM": {"persistent": True}}},
+    {"features": {"preferredSmm": {"enabled": False}}, "firmware": {"preferredUseSecureBoot": True}},
+    {"features": {"preferredHyperv": {"evmcs": {}}}},
+    {"features": {"preferredHyperv": {"evmcs": {"enabled": True}, "vapic": {"enabled": False}}}},
+    {"firmware": {"preferredEfi": {"secureBoot": True}, "preferredUseBios": True}},
+    {"firmware": {"preferredUseBiosSerial": True}},
+    {"cpu": {"preferredCPUTopology": "threads"}},
+    {"cpu": {"preferredCPUTopology": "sockets"}, "requirements": {"cpu": {"guest": 3}}},
+    {"preferredArchitecture": "s390x"},
+    {"preferredArchitecture": "arm64", "firmware": {"preferredUseBios": True}},
+    {"machine": {"preferredMachineType": "pc-i440fx-2.0"}},
+    {
+        "clock": {
+            "preferredClockOffset": {"utc": {"offsetSeconds": 5}},
+            "preferredTimer": {"hpet": {"present": False}},
+        }
+    },
+    {"preferredTerminationGracePeriodSeconds": -1},
+    {"preferredSubdomain": "a" * 70},
+    {"annotations": {"kubevirt.io/ignitiondata": "{}"}},
+    {"preferSpreadSocketToCoreRatio": 0, "cpu": {"preferredCPUTopology": "spread"}},
+]
+for _p in _PREF_APPLIED:
+    for _it_guest in (None, 3):
+        variant(
+            "instancetype",
+            f"preference applied: {_p} instancetype guest={_it_guest}",
+            lambda vm, g=_it_guest: (
+                _use(vm, "it-pa" if g else None, "pref-applied"),
+                add_disk(vm, "pc", {"cdrom": {}}, {"persistentVolumeClaim": {"claimName": "c"}}),
+                add_disk(vm, "pd", {}, {"persistentVolumeClaim": {"claimName": "d"}}),
+            ),
+            objects=(
+                _pref("pref-applied", _p),
+                _it("it-pa", {"cpu": {"guest": _it_guest or 1}, "memory": {"guest": "1Gi"}}),
+            ),
+        )
+
 
 # --- status.volumeRequests (validateVolumeRequests) -----------------------------------------------------
 _ADD = {
