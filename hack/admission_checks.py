@@ -3083,6 +3083,76 @@ for _p in _PREF_APPLIED:
         )
 
 
+# Feature gates as the KubeVirt CR gives them: enabled, disabled, both, misspelt, in a CR or bare, in a CR
+# whose configuration virt-api refuses (it then uses its defaults).
+def _cr(configuration: Any, status: JSON | None = None, kind: str | None = "KubeVirt") -> JSON:
+    cr: JSON = {"apiVersion": "kubevirt.io/v1", "metadata": {"name": "kubevirt", "namespace": "kubevirt"}}
+    if kind is not None:
+        cr["kind"] = kind
+    cr["spec"] = {"configuration": configuration}
+    if status is not None:
+        cr["status"] = status
+    return cr
+
+
+def _gate_shapes(gate: str) -> list[JSON]:
+    on = {"developerConfiguration": {"featureGates": [gate]}}
+    return [
+        on,
+        {"developerConfiguration": {"disabledFeatureGates": [gate]}},
+        {"developerConfiguration": {"featureGates": [gate], "disabledFeatureGates": [gate]}},
+        {"developerConfiguration": {"featureGates": [gate, gate]}},
+        {"developerConfiguration": {"featureGates": [gate.lower()]}},
+        {"developerConfiguration": {"featureGates": [f" {gate}"]}},
+        {"developerConfiguration": {"featureGates": None}},
+        {"developerConfiguration": None},
+        {"developerConfiguration": {"featureGates": [gate], "memoryOvercommit": -1}},
+        {"developerConfiguration": {"featureGates": [gate], "memoryOvercommit": 150}},
+        {"developerConfiguration": {"featureGates": [gate], "cpuAllocationRatio": 0}},
+        {
+            "developerConfiguration": {"featureGates": [gate]},
+            "network": {"defaultNetworkInterface": "masquerade"},
+        },
+        {"developerConfiguration": {"featureGates": [gate]}, "imagePullPolicy": "Never"},
+        _cr(on),
+        _cr(on, status={"defaultArchitecture": "arm64"}),
+        _cr(on, kind=None),
+        _cr({**on, "imagePullPolicy": "Sometimes"}),
+        _cr(None),
+    ]
+
+
+for _label, _gate, _change in (
+    (
+        "hostDisk volume",
+        "HostDisk",
+        lambda vm: add_disk(vm, "hd", {}, {"hostDisk": {"path": "/x", "type": "Disk"}}),
+    ),
+    (
+        "cdrom without a volume",
+        "DeclarativeHotplugVolumes",
+        lambda vm: add_disk(vm, "emptycd", {"cdrom": {"bus": "sata"}}, {}),
+    ),
+    ("passt binding", "PasstBinding", lambda vm: add_iface(vm, {"name": "p", "passtBinding": {}})),
+    ("downwardMetrics volume", "DownwardMetrics", lambda vm: add_disk(vm, "dm", {}, {"downwardMetrics": {}})),
+    ("VSOCK", "VSOCK", lambda vm: devices(vm).__setitem__("autoattachVSOCK", True)),
+    (
+        "SEV",
+        "WorkloadEncryptionSEV",
+        lambda vm: (
+            domain(vm).__setitem__("launchSecurity", {"sev": {}}),
+            firmware(vm).__setitem__("bootloader", {"efi": {"secureBoot": False}}),
+        ),
+    ),
+    (
+        "ignition annotation",
+        "ExperimentalIgnitionSupport",
+        lambda vm: tmeta(vm).__setitem__("annotations", {"kubevirt.io/ignitiondata": "{}"}),
+    ),
+):
+    variant("gates", f"{_label} ({_gate}) in each configuration shape", _change, configs=_gate_shapes(_gate))
+
+
 # --- status.volumeRequests (validateVolumeRequests) -----------------------------------------------------
 _ADD = {
     "name": "hp",
