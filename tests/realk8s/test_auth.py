@@ -236,7 +236,14 @@ def test_client_certificates_of_the_cluster_ca(
         expander_role(namespace), binding(namespace, "bob", {"kind": "Role", "name": "expander"}, user(bob))
     )
     creds = control_plane.pki.client(bob, "team")
-    code, body = deployed.direct(expand_spec(namespace), cert=(creds.cert_file, creds.key_file))
+    # The binding reaches kube-apiserver's authorizer a moment after apply returns (and a refusal seen
+    # meanwhile is cached for a few seconds, as kube-apiserver's webhook authorizer caches one).
+    deadline = time.monotonic() + patience(30)
+    while True:
+        code, body = deployed.direct(expand_spec(namespace), cert=(creds.cert_file, creds.key_file))
+        if code != 403 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     assert (code, json.loads(body)) == (200, expected)
 
     creds = control_plane.pki.client(carol)

@@ -63,6 +63,7 @@ class RoundRobin:
 def second_replica(deployed: DeployedServer) -> Iterator[DeployedServer]:
     replica = copy.copy(deployed)
     replica.port = free_port()
+    replica.probe_port = free_port()  # both processes run on this host: their probe listeners too
     replica.url = f"https://127.0.0.1:{replica.port}"
     replica.log_file = deployed.workdir / "replica.log"
     replica.process = None
