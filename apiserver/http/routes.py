@@ -465,33 +465,24 @@ class ExpandHandlers:
             body = parse(data, kubevirt_messages=kubevirt_messages)
             return check_vm(body, namespace, level, kubevirt_messages=kubevirt_messages)
 
+        async def answer(vm: dict[str, Any], warnings: list[str]) -> web.Response:
+            return await self._answer(
+                request,
+                key,
+                vm,
+                get=False,
+                media_type=media_type,
+                presets=presets,
+                validate=validate,
+                key_size=len(data),
+                field_warnings=warnings,
+                large=large,
+            )
+
         if not large:
-            vm, warnings = read()
-            return await self._answer(
-                request,
-                key,
-                vm,
-                get=False,
-                media_type=media_type,
-                presets=presets,
-                validate=validate,
-                key_size=len(data),
-                field_warnings=warnings,
-            )
+            return await answer(*read())
         async with self.large_work:  # what is parsed from the body lives only inside
-            vm, warnings = await offload(read)
-            return await self._answer(
-                request,
-                key,
-                vm,
-                get=False,
-                media_type=media_type,
-                presets=presets,
-                validate=validate,
-                key_size=len(data),
-                field_warnings=warnings,
-                large=True,
-            )
+            return await answer(*await offload(read))
 
 
 def _get_key(
