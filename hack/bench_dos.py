@@ -47,6 +47,7 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from devcluster.objects import small_vm  # noqa: E402
 from tests.http_helpers import free_port, start_process  # noqa: E402
 
 EXAMPLES = ROOT / "examples"
@@ -571,21 +572,7 @@ async def scenario_tokens(args: argparse.Namespace, tmp: Path) -> None:
         server.register()
         namespace = "bench"
         cluster.kubectl("create", "namespace", namespace)
-        instancetype = {
-            "apiVersion": "instancetype.kubevirt.io/v1beta1",
-            "kind": "VirtualMachineInstancetype",
-            "metadata": {"name": "small", "namespace": namespace},
-            "spec": {"cpu": {"guest": 2}, "memory": {"guest": "1Gi"}},
-        }
-        vm = {
-            "apiVersion": "kubevirt.io/v1",
-            "kind": "VirtualMachine",
-            "metadata": {"name": "vm1", "namespace": namespace},
-            "spec": {
-                "instancetype": {"kind": "VirtualMachineInstancetype", "name": "small"},
-                "template": {"spec": {"domain": {"devices": {}}}},
-            },
-        }
+        instancetype, vm = small_vm(namespace)
         cluster.apply(instancetype, vm)
         path = f"{GROUP_PATH}/namespaces/{namespace}/virtualmachines/vm1/expand-spec"
         import aiohttp

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from apiserver import expand_vm
+from devcluster.objects import small_vm
 from tests.realk8s.controlplane import ControlPlane
 from tests.realk8s.deployed import DeployedServer
 
@@ -28,21 +29,7 @@ def test_every_apiservice_of_the_overlay_is_available(
 def test_expand_spec_through_the_aggregator(
     deployed: DeployedServer, control_plane: ControlPlane, namespace: str
 ) -> None:
-    instancetype = {
-        "apiVersion": "instancetype.kubevirt.io/v1beta1",
-        "kind": "VirtualMachineInstancetype",
-        "metadata": {"name": "small", "namespace": namespace},
-        "spec": {"cpu": {"guest": 2}, "memory": {"guest": "1Gi"}},
-    }
-    vm = {
-        "apiVersion": "kubevirt.io/v1",
-        "kind": "VirtualMachine",
-        "metadata": {"name": "vm1", "namespace": namespace},
-        "spec": {
-            "instancetype": {"kind": "VirtualMachineInstancetype", "name": "small"},
-            "template": {"spec": {"domain": {"devices": {}}}},
-        },
-    }
+    instancetype, vm = small_vm(namespace)
     control_plane.apply(instancetype, vm)
     stored: dict[str, Any] = control_plane.get_json("virtualmachine", "vm1", "-n", namespace)
     raw = control_plane.kubectl(

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from apiserver import expand_vm
+from devcluster.objects import small_vm
 from tests.patience import patience
 from tests.realk8s.controlplane import ControlPlane
 from tests.realk8s.deployed import DeployedServer
@@ -24,21 +25,7 @@ OVERLAY_ROLE = "kubevirt-expand:expand"
 
 def store_vm(cluster: ControlPlane, namespace: str) -> dict[str, Any]:
     """A VM with a namespaced instancetype; returns what the engine renders for it as stored."""
-    instancetype = {
-        "apiVersion": "instancetype.kubevirt.io/v1beta1",
-        "kind": "VirtualMachineInstancetype",
-        "metadata": {"name": "small", "namespace": namespace},
-        "spec": {"cpu": {"guest": 2}, "memory": {"guest": "1Gi"}},
-    }
-    vm = {
-        "apiVersion": "kubevirt.io/v1",
-        "kind": "VirtualMachine",
-        "metadata": {"name": "vm1", "namespace": namespace},
-        "spec": {
-            "instancetype": {"kind": "VirtualMachineInstancetype", "name": "small"},
-            "template": {"spec": {"domain": {"devices": {}}}},
-        },
-    }
+    instancetype, vm = small_vm(namespace)
     cluster.apply(instancetype, vm)
     return expand_vm(cluster.get_json("virtualmachine", "vm1", "-n", namespace), [instancetype])
 
