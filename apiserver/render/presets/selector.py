@@ -8,87 +8,13 @@ own Status causes, where in the selector the problem is.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from apiserver.render.admission.k8svalidation import is_qualified_name, is_valid_label_value
 from apiserver.render.gotext import aggregate, go_json, go_quote
 
-# k8s.io/apimachinery/pkg/util/validation (label keys and values) at the vendored v0.34.
-_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_NAME_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character"
-)
-_VALUE_FMT = "(" + _NAME_FMT + ")?"
-_VALUE_MSG = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character"
-)
-_DNS_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS_SUBDOMAIN_FMT = _DNS_LABEL_FMT + "(\\." + _DNS_LABEL_FMT + ")*"
-_DNS_SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-    "and must start and end with an alphanumeric character"
-)
-_NAME_RE = re.compile(_NAME_FMT)
-_VALUE_RE = re.compile(_VALUE_FMT)
-_DNS_SUBDOMAIN_RE = re.compile(_DNS_SUBDOMAIN_FMT)
-
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
-
-
-def _regex_error(message: str, fmt: str, *examples: str) -> str:
-    if not examples:
-        return f"{message} (regex used for validation is '{fmt}')"
-    shown = " or ".join(f"'{example}', " for example in examples)
-    return f"{message} (e.g. {shown}regex used for validation is '{fmt}')"
-
-
-def _max_len(length: int) -> str:
-    return f"must be no more than {length} characters"
-
-
-def _qualified_name_errors(value: str) -> list[str]:
-    """``validation.IsQualifiedName``: what a label key must look like."""
-    errors: list[str] = []
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errors.append("prefix part must be non-empty")
-        else:
-            if len(prefix.encode()) > 253:
-                errors.append("prefix part " + _max_len(253))
-            if not _DNS_SUBDOMAIN_RE.fullmatch(prefix):
-                errors.append(
-                    "prefix part " + _regex_error(_DNS_SUBDOMAIN_MSG, _DNS_SUBDOMAIN_FMT, "example.com")
-                )
-    else:
-        return [
-            "a qualified name "
-            + _regex_error(_NAME_MSG, _NAME_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errors.append("name part must be non-empty")
-    elif len(name.encode()) > 63:
-        errors.append("name part " + _max_len(63))
-    if not _NAME_RE.fullmatch(name):
-        errors.append("name part " + _regex_error(_NAME_MSG, _NAME_FMT, "MyName", "my.name", "123-abc"))
-    return errors
-
-
-def _label_value_errors(value: str) -> list[str]:
-    """``validation.IsValidLabelValue``."""
-    errors: list[str] = []
-    if len(value.encode()) > 63:
-        errors.append(_max_len(63))
-    if not _VALUE_RE.fullmatch(value):
-        errors.append(_regex_error(_VALUE_MSG, _VALUE_FMT, "MyValue", "my_value", "12345"))
-    return errors
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +94,7 @@ def _new_requirement(key: str, operator: str, values: list[str], where: str, *, 
         body = f"Invalid value: {bad}: {detail}"
         problems.append(FieldProblem(at, f"{field}: {body}", body))
 
-    key_errors = _qualified_name_errors(key)
+    key_errors = is_qualified_name(key)
     if key_errors:
         invalid("key", go_quote(key), "; ".join(key_errors), where if equals else f"{where}.key")
     bad_values = go_json(values) if values else "null"
@@ -187,7 +113,7 @@ def _new_requirement(key: str, operator: str, values: list[str], where: str, *, 
             "values", bad_values, "values set must be empty for exists and does not exist", f"{where}.values"
         )
     for index, value in enumerate(values):
-        value_errors = _label_value_errors(value)
+        value_errors = is_valid_label_value(value)
         if value_errors:
             at = where if equals else f"{where}.values[{index}]"
             invalid(f"values[{index}][{key}]", go_quote(value), "; ".join(value_errors), at)

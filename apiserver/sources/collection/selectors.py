@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from apiserver.render.presets.selector import _label_value_errors, _qualified_name_errors
+from apiserver.render.admission.k8svalidation import is_qualified_name, is_valid_label_value
 
 FIELDS = ("metadata.name", "metadata.namespace")
 
@@ -88,13 +88,13 @@ def _split(text: str) -> list[str]:
 
 
 def _check_key(key: str) -> None:
-    errors = _qualified_name_errors(key)
+    errors = is_qualified_name(key)
     if errors:
         raise SelectorError(f'unable to parse requirement: key: Invalid value: "{key}": {"; ".join(errors)}')
 
 
 def _check_value(key: str, index: int, value: str) -> None:
-    errors = _label_value_errors(value)
+    errors = is_valid_label_value(value)
     if errors:
         raise SelectorError(
             f'unable to parse requirement: values[{index}][{key}]: Invalid value: "{value}": '
