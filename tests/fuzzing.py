@@ -664,8 +664,10 @@ def text_mutated(draw: st.DrawFn, text: str, *, most: int = 3) -> bytes:
     lines = text.split("\n")
     raw_insert: bytes | None = None
     for _ in range(draw(st.integers(1, most))):
-        at = draw(st.integers(0, max(len(lines) - 1, 0)))
-        line = lines[at] if lines else ""
+        if not lines:  # an earlier delete took every line: edit an empty one
+            lines.append("")
+        at = draw(st.integers(0, len(lines) - 1))
+        line = lines[at]
         operation = draw(st.sampled_from(TEXT_OPERATIONS))
         indent = line[: len(line) - len(line.lstrip(" "))]
         if operation == "value":
@@ -674,9 +676,9 @@ def text_mutated(draw: st.DrawFn, text: str, *, most: int = 3) -> bytes:
             lines[at] = f"{head}: {value}" if colon else f"{indent}- {value}"
         elif operation == "line":
             lines.insert(at, indent + draw(st.one_of(st.sampled_from(YAML_LINES), yaml_values)))
-        elif operation == "delete" and lines:
+        elif operation == "delete":
             del lines[at : at + draw(st.integers(1, 3))]
-        elif operation == "duplicate" and lines:
+        elif operation == "duplicate":
             lines.insert(at, line)
         elif operation == "cut":
             lines = lines[: at + 1]
