@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 
 from apiserver import ExpandError, expand_vm
+from devcluster.patience import patience
 from tests.realk8s.controlplane import ControlPlane, Response
 from tests.realk8s.deployed import DeployedServer
 
@@ -441,7 +442,9 @@ def test_deleted_instancetype_is_never_rendered(
     The caches are as fresh as their watch: the DELETED event reaches a watcher before ``kubectl delete``
     returns (5-12 ms before, measured on this control plane), and the server takes it in well before a
     new connection's TLS handshake is through. A request racing the delete within those milliseconds
-    may still see the old object, as from any watch cache; one made after the delete returned does not."""
+    may still see the old object, as from any watch cache; one made after the delete returned does not,
+    but on a loaded machine the server's process may run the event a moment late (allowed here for a
+    load-scaled second, and then only the old answer, never another)."""
     scene = stage(isolated_plane, namespace)
     before = scene.expected(scene.stored("virtualmachineinstancetype", "small"))
     first, _ = until("the first renderings", faulty, scene.probes, all_answer(before))
@@ -459,9 +462,20 @@ def test_deleted_instancetype_is_never_rendered(
     ]
 
     isolated_plane.kubectl("delete", "virtualmachineinstancetype", "small", "-n", namespace)
+    # On a loaded machine the server's process may not yet have run the DELETED event it has been sent
+    # when the first request arrives: a load-scaled moment in which an answer may still be the old one
+    # (as from any watch cache), never anything else; from the first round that is all 422, every round is.
+    grace = time.monotonic() + patience(1.0)
+    while True:
+        seen_round = send(faulty, probes)
+        if all(one.code == 422 for one in seen_round.values()) or time.monotonic() > grace:
+            break
+        for one in seen_round.values():
+            assert one.code == 304 or (one.code, one.json()) in (gone, before), one
     for _ in range(5):
-        for seen in send(faulty, probes).values():
+        for seen in seen_round.values():
             assert judge(seen, gone) == 422, seen
+        seen_round = send(faulty, probes)
     isolated_plane.apply(instancetype("small", namespace, 3))
     after = scene.expected(scene.stored("virtualmachineinstancetype", "small"))
     assert after[0] == 200 and after != before
