@@ -16,6 +16,7 @@ from apiserver.sources.cluster import ClusterSource
 from tests.fakekube import FakeKube
 from tests.fakekube.testing import eventually, instancetype, kubeconfig, obj, preference, synced
 from tests.http_helpers import RunningServer, running_server
+from tests.patience import patience
 
 FAST = {"backoff": (0.02, 0.2), "read_timeout": 2.0}
 BASE = "/apis/expand.kubevirt-expand.io/v1"
@@ -270,3 +271,52 @@ async def test_readyz_verbose_shows_no_object_counts(server: tuple[RunningServer
     shapes = (" ok", " ok - not installed in this cluster")
     assert all(line.endswith(shapes) for line in cache_lines), lines
     assert not [line for line in lines if any(ch.isdigit() for ch in line)], lines
+
+
+async def test_a_relist_that_changes_many_vms_is_one_event_each_in_key_order(
+    fake: FakeKube, tmp_path: Path
+) -> None:
+    """kube-apiserver restarted while VMs were edited, created and deleted: its fresh watch cache answers
+    410, the VM cache lists again, and more VMs changed than the store puts in order from its sorted keys
+    (1,000): one event per changed VM, in key order, of the right type, the last under the version the
+    list reached; a watch from before the outage gets exactly those, and a list after shows the result."""
+    fake.create(instancetype("small", cpus=2))
+    fake.create(preference("cores"))
+    for i in range(1_100):
+        fake.create(vm(f"vm-{i:04d}"))
+    source = ClusterSource(kubeconfig=kubeconfig(fake, tmp_path / "kc"), vm_cache=True, **FAST)  # type: ignore[arg-type]
+    async with running_server(source, tmp_path) as srv:
+        await synced(source, fake)
+        assert source.collection is not None
+        await asyncio.wait_for(source.collection.ready.wait(), patience(10))
+        rv = (await srv.get(f"{BASE}/expandedvirtualmachines?limit=1")).json()["metadata"]["resourceVersion"]
+        await fake.stop()
+        for i in range(0, 1_100, 2):  # every other VM edited
+            fake.update(vm(f"vm-{i:04d}", labels={"edited": "yes"}))
+        for i in range(1_050, 1_100, 2):  # some of the others deleted, new ones created
+            fake.delete("kubevirt.io/v1", "VirtualMachine", f"vm-{i + 1:04d}", "default")
+        for i in range(1_100, 1_120):
+            fake.create(vm(f"vm-{i:04d}"))
+        await fake.start()
+        events: list[dict[str, Any]] = []
+        stop = asyncio.Event()
+        task = asyncio.create_task(_watch(srv, f"resourceVersion={rv}", events, stop))
+        try:
+            await eventually(lambda: len(events) >= 550 + 25 + 20, 10)
+            await asyncio.sleep(0.2)
+        finally:
+            stop.set()
+            task.cancel()
+    seen = [(e["type"], e["object"]["metadata"]["name"]) for e in events]
+    expected = sorted(
+        [("MODIFIED", f"vm-{i:04d}") for i in range(0, 1_100, 2)]
+        + [("DELETED", f"vm-{i + 1:04d}") for i in range(1_050, 1_100, 2)]
+        + [("ADDED", f"vm-{i:04d}") for i in range(1_100, 1_120)],
+        key=lambda event: event[1],
+    )
+    assert seen == expected
+    assert all(
+        e["object"]["metadata"]["labels"] == {"edited": "yes"} for e in events if e["type"] == "MODIFIED"
+    )
+    versions = [e["object"]["metadata"]["resourceVersion"] for e in events]
+    assert len(set(versions[:-1])) == 1 and versions[-1] != versions[0]  # the last carries the new version
