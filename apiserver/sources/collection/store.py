@@ -41,6 +41,7 @@ from apiserver.render import objects as o
 from apiserver.render.config import cluster_config
 from apiserver.render.objects import ref_of
 from apiserver.sources.base import Source, SourceUnavailable
+from apiserver.sources.cluster.heap import return_freed
 from apiserver.sources.collection.items import Item, Key, make_item, same_content
 from apiserver.sources.collection.versions import COMPONENTS, INDEX, InvalidVersion, Vector
 from apiserver.sources.gather import render_traced
@@ -341,7 +342,10 @@ class RenderedStore:
         # What the batch replaced (the old items, the VMs they were rendered from) is freed after the
         # commit, a slice at a time: freed at once, those of 30,000 VMs held the loop for ~150 ms.
         changes = batch.changes
+        many = len(renders) + len(unchanged) >= _MANY_KEYS
         await _release(renders, unchanged, changes if isinstance(changes, list) else [])
+        if many:
+            return_freed()
 
     def _in_key_order(self, keys: set[Key]) -> list[Key]:
         """``sorted(keys)``, in a few milliseconds when they are many: sorting 30,000 key tuples afresh
