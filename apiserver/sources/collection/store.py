@@ -41,10 +41,10 @@ from apiserver.render import objects as o
 from apiserver.render.config import cluster_config
 from apiserver.render.objects import ref_of
 from apiserver.sources.base import Source, SourceUnavailable
-from apiserver.sources.cluster.heap import return_freed
 from apiserver.sources.collection.items import Item, Key, make_item, same_content
 from apiserver.sources.collection.versions import COMPONENTS, INDEX, InvalidVersion, Vector
 from apiserver.sources.gather import render_traced
+from apiserver.sources.heap import return_freed
 
 log = logging.getLogger("apiserver.sources.collection")
 
