@@ -17,6 +17,19 @@ RESOURCE = "expandedvirtualmachines"
 ROLE = "kubevirt-expand:expandedvirtualmachines"
 
 
+def modified_rows(watch: subprocess.Popen[str], count: int, seconds: float) -> list[list[str]]:
+    """The first ``count`` MODIFIED rows of a ``kubectl get -w --output-watch-events`` (its columns), or
+    those that came within ``seconds``."""
+    assert watch.stdout is not None
+    deadline = time.monotonic() + seconds
+    modified: list[list[str]] = []
+    while len(modified) < count and time.monotonic() < deadline:
+        line = watch.stdout.readline()
+        if line.startswith("MODIFIED"):
+            modified.append(line.split())
+    return modified
+
+
 def instancetype(namespace: str, name: str, cpus: int) -> dict[str, Any]:
     return {
         "apiVersion": "instancetype.kubevirt.io/v1beta1",
@@ -140,12 +153,7 @@ def test_kubectl_get_watch_shows_an_instancetype_edit(
         while len(lines) < 6:  # the list first
             lines.append(watch.stdout.readline())
         control_plane.apply(instancetype(namespace, "small", 4))
-        deadline = time.monotonic() + 30
-        modified: list[list[str]] = []
-        while len(modified) < 4 and time.monotonic() < deadline:
-            line = watch.stdout.readline()
-            if line.startswith("MODIFIED"):
-                modified.append(line.split())
+        modified = modified_rows(watch, 4, 30)
         assert sorted(r[1] for r in modified) == ["vm-0", "vm-1", "vm-2", "vm-3"]
         assert {r[4] for r in modified} == {"4"}
     finally:

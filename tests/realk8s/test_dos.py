@@ -24,7 +24,7 @@ from tests.patience import patience
 from tests.realk8s.controlplane import KUBECTL, ControlPlane, Credentials
 from tests.realk8s.deployed import DeployedServer
 from tests.realk8s.test_auth import binding, expand_vm_spec, expander_role, store_vm, user
-from tests.realk8s.test_collection import RESOURCE, instancetype, populate, wait_listed
+from tests.realk8s.test_collection import RESOURCE, instancetype, modified_rows, populate, wait_listed
 
 GROUP = "subresources.kubevirt.io"
 MIB = 1024 * 1024
@@ -169,12 +169,7 @@ def test_a_watch_through_the_aggregator_lives_through_the_flood_and_past_the_bod
         time.sleep(2 * 3)  # twice --body-timeout, the watch idle
         assert watch.poll() is None, watch.stderr.read() if watch.stderr else ""
         cluster.apply(instancetype(namespace, "small", 4))
-        deadline = time.monotonic() + patience(30)
-        modified: list[list[str]] = []
-        while len(modified) < 4 and time.monotonic() < deadline:
-            line = watch.stdout.readline()
-            if line.startswith("MODIFIED"):
-                modified.append(line.split())
+        modified = modified_rows(watch, 4, patience(30))
         assert sorted(r[1] for r in modified) == ["vm-0", "vm-1", "vm-2", "vm-3"]
         assert {r[4] for r in modified} == {"4"}
     finally:
