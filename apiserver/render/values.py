@@ -46,9 +46,12 @@ def _fail(path: str, problem: str) -> ExpandError:
 
 
 # Values walked, by identity: (the value, its fingerprint or its uid and resourceVersion). The entry
-# holds the value, so its id cannot be recycled while it is here.
+# holds the value, so its id cannot be recycled while it is here. Sized for a call's objects: past it,
+# every object is walked again on every call (600 objects passed to apiserver.expand: 14.4 ms a call
+# with 256 entries, 5.1 ms with 1,024, where each is still dumped and indexed), at the price of keeping
+# up to 1,024 of the caller's dicts alive. apiserver.api.Expander checks a catalog once instead.
 _WALKED: OrderedDict[int, tuple[Any, bytes | tuple[str, str]]] = OrderedDict()
-_WALKED_SIZE: Final = 256
+_WALKED_SIZE: Final = 1024
 # orjson refuses these outright (no default): subclasses of str, int, dict, list (which the walk
 # accepts, so they are walked every time), dataclasses, datetimes.
 _DUMP_OPTIONS: Final = (
