@@ -10,6 +10,11 @@ Go's, of:
   api-ignore         the Python API, ``apiserver.expand(vm, objects, kubevirt, field_validation="Ignore")``,
                      warm: the same dicts again (as a UI backend holding its objects calls it)
   api-strict         the same at the default ``Strict`` (the VM's schema checked too)
+  api-expander       ``apiserver.Expander(objects, kubevirt).expand(vm, field_validation="Ignore")``, the
+                     Expander made once: objects checked and copied once, only the VM checked per call
+  api-ignore+catalog api-ignore with ``--catalog`` more instancetypes and preferences beside the case's
+                     objects (as a caller holding a cluster's catalog passes them), checked on every call
+  expander+catalog   api-expander with the same catalog
   render             the server's render: ``render.expand`` with the objects' decoded specs cached (their
                      uid and resourceVersion), the VM as parsed, no input check (a source's objects are JSON)
   expand-cold        ``render.expand`` decoding the instancetypes and preferences every time
@@ -62,6 +67,9 @@ from apiserver.render.infer import infer_matchers  # noqa: E402
 from apiserver.render.tree import child  # noqa: E402
 from tests.oracle import find_oracle  # noqa: E402
 
+sys.path.insert(0, str(REPO / "hack"))
+from bench import generated_objects  # noqa: E402
+
 CASES = Path(REPO.parent / "shared" / "conformance" / "cases")
 # KubeVirt's Go, measured once on another 2-core machine over 27 corpus cases (median of the per-case
 # medians): a reference when the oracle is not here, never a divisor.
@@ -69,6 +77,9 @@ GO_REFERENCE = {"expand": 4.1, "json-in/json-out": 16.2, "json-in/json-out + obj
 ROWS = (
     "api-ignore",
     "api-strict",
+    "api-expander",
+    "api-ignore+catalog",
+    "expander+catalog",
     "render",
     "expand-cold",
     "json-in/json-out",
@@ -151,11 +162,16 @@ class GoBench:
         self.proc.wait(timeout=60)
 
 
-def time_case(case: dict[str, Any], ops: int, trials: int, go: GoBench | None) -> dict[str, float]:
+def time_case(
+    case: dict[str, Any], ops: int, trials: int, go: GoBench | None, catalog: list[dict[str, Any]]
+) -> dict[str, float]:
     """Per-call microseconds of one case on every path, the lowest of ``trials`` measurements taken
     in turn with KubeVirt's Go (when there), so that both see the same moments of a shared machine."""
     inp = case["input"]
     vm, objects, kubevirt = inp["vm"], inp["objects"], inp.get("kubevirt")
+    expander = api.Expander(objects, kubevirt)
+    with_catalog = objects + catalog
+    catalog_expander = api.Expander(with_catalog, kubevirt)
     index = ObjectIndex(objects)
     warm_index = ObjectIndex(stamped(o, n) for n, o in enumerate(objects))
     body = orjson.dumps(vm)
@@ -166,6 +182,15 @@ def time_case(case: dict[str, Any], ops: int, trials: int, go: GoBench | None) -
 
     def api_strict() -> Any:
         return api.expand(vm, objects, kubevirt)
+
+    def api_expander() -> Any:
+        return expander.expand(vm, field_validation="Ignore")
+
+    def api_catalog() -> Any:
+        return api.expand(vm, with_catalog, kubevirt, field_validation="Ignore")
+
+    def expander_catalog() -> Any:
+        return catalog_expander.expand(vm, field_validation="Ignore")
 
     def render() -> Any:
         return expand(vm, warm_index, kubevirt=kubevirt)
@@ -186,6 +211,10 @@ def time_case(case: dict[str, Any], ops: int, trials: int, go: GoBench | None) -
     paths: tuple[tuple[str, Callable[[], Any], int], ...] = (
         ("api-ignore", api_ignore, ops),
         ("api-strict", api_strict, ops),
+        ("api-expander", api_expander, ops),
+        # Each call checks every catalog object: fewer calls, so that the row takes seconds, not minutes.
+        ("api-ignore+catalog", api_catalog, max(1, ops // 8) if catalog else ops),
+        ("expander+catalog", expander_catalog, ops),
         ("render", render, ops),
         ("json-in/json-out", json_path, ops),
         ("expand-cold", cold, max(1, ops // 4)),
@@ -277,11 +306,18 @@ def main() -> int:
         "--no-go", action="store_true", help="leave KubeVirt's Go out even when the oracle is here"
     )
     parser.add_argument("--repeat", type=int, default=7, help="rounds per step with --phases")
+    parser.add_argument(
+        "--catalog",
+        type=int,
+        default=150,
+        help="instancetypes and preferences added beside each case's objects in the +catalog rows",
+    )
     parser.add_argument("--profile", action="store_true", help="print a cProfile of the warm Python API path")
     parser.add_argument("--phases", action="store_true", help="split the warm JSON path by step")
     args = parser.parse_args()
 
     cases = load_cases(args.limit or None)
+    catalog = generated_objects(args.catalog)
     binary = None if args.no_go else find_oracle()
     go = GoBench(binary, args.ops) if binary is not None else None
     print(f"{len(cases)} cases; {_load()} at the start")
@@ -289,7 +325,7 @@ def main() -> int:
     phases: dict[str, list[float]] = {name: [] for name in PHASES}
     try:
         for case in cases:
-            for name, value in time_case(case, args.ops, args.trials, go).items():
+            for name, value in time_case(case, args.ops, args.trials, go, catalog).items():
                 results[name].append(value)
             if args.phases:
                 inp = case["input"]
@@ -320,6 +356,9 @@ def main() -> int:
     print("ratios of geometric means, both measured in this run on the same cases")
     pairs = [
         ("api-strict", "api-ignore", "Strict's cost over Ignore"),
+        ("api-expander", "api-ignore", "an Expander made once against expand() per call"),
+        ("api-ignore+catalog", "api-ignore", f"{args.catalog} more objects passed on every call"),
+        ("expander+catalog", "api-expander", f"{args.catalog} more objects in an Expander"),
         ("json-in/json-out", "orjson", "JSON in and out over a bare orjson round trip"),
         ("json-in/json-out", "stdlib-json", "over the standard library's json"),
         ("expand-cold", "render", "decoding the objects every time"),
@@ -327,6 +366,7 @@ def main() -> int:
     if go is not None:
         pairs[:0] = [
             ("api-ignore", "go-server", "Python API (Ignore) against KubeVirt's Go"),
+            ("api-expander", "go-server", "Python API (an Expander, Ignore) against KubeVirt's Go"),
             ("api-strict", "go-server", "Python API (Strict) against KubeVirt's Go"),
             ("json-in/json-out", "go-server", "JSON in and out, both"),
             ("expand-cold", "go-stateless", "objects decoded every time, both"),

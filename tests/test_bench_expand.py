@@ -28,6 +28,8 @@ def _run(*args: str) -> list[str]:
             "4",
             "--trials",
             "1",
+            "--catalog",
+            "10",
             *args,
         ],
         capture_output=True,
@@ -57,8 +59,13 @@ def test_without_go_the_go_figures_are_a_reference_only() -> None:
     lines = _run("--no-go")
     measured = _measured(lines)
     assert {"api-ignore", "api-strict", "render", "json-in/json-out", "orjson", "stdlib-json"} <= measured
+    assert {"api-expander", "api-ignore+catalog", "expander+catalog"} <= measured
     assert not {"go-server", "go-stateless"} & measured
-    assert len(_ratios(lines, measured)) == 4
+    ratios = _ratios(lines, measured)
+    assert len(ratios) == 7
+    assert any(
+        line.startswith("  api-ignore+catalog / api-ignore:") and "10 more objects" in line for line in ratios
+    )
     # The Go figure from another machine is printed as a reference, never divided into.
     (go_line,) = [line for line in lines if "KubeVirt's Go was not timed" in line]
     assert "--no-go" in go_line and "Reference from elsewhere, not measured here" in go_line
@@ -74,4 +81,5 @@ def test_with_the_oracle_go_is_timed_in_the_same_run() -> None:
     ratios = _ratios(lines, measured)
     assert any(line.startswith("  api-ignore / go-server:") for line in ratios)
     assert any(line.startswith("  api-strict / go-server:") for line in ratios)
+    assert any(line.startswith("  api-expander / go-server:") for line in ratios)
     assert not [line for line in lines if "Reference from elsewhere" in line]
