@@ -121,16 +121,35 @@ def expand(
     """
     _check_level(field_validation)
     listed, config, fingerprints = _inputs(vm, objects, kubevirt)
+    return _expanded(vm, ObjectIndex(listed), config, fingerprints, presets, validate, field_validation)
+
+
+def _expanded(
+    vm: Mapping[str, Any],
+    index: ObjectIndex,
+    kubevirt: Mapping[str, Any] | None,
+    fingerprints: Mapping[int, bytes],
+    presets: bool,
+    validate: bool,
+    field_validation: str,
+) -> Expanded:
     result = _expand(
         vm,
-        ObjectIndex(listed),
-        kubevirt=config,
+        index,
+        kubevirt=kubevirt,
         presets=presets,
         validate=validate,
         field_validation=field_validation,
         fingerprints=fingerprints,
     )
     return Expanded(result.vm, tuple(result.warnings))
+
+
+def _issued(result: Expanded) -> dict[str, Any]:
+    """The VM, each warning issued as an :class:`ExpandWarning` from the caller of ``expand_vm``."""
+    for text in result.warnings:
+        _warnings.warn(text, ExpandWarning, stacklevel=3)
+    return result.vm
 
 
 def expand_vm(
@@ -147,12 +166,9 @@ def expand_vm(
     The arguments are :func:`expand`'s. Each warning (a ``Warn`` finding, a preset conflict) is issued
     as an :class:`ExpandWarning` (``warnings.warn``); call :func:`expand` to get them as a list.
     """
-    result = expand(
-        vm, objects, kubevirt, presets=presets, validate=validate, field_validation=field_validation
+    return _issued(
+        expand(vm, objects, kubevirt, presets=presets, validate=validate, field_validation=field_validation)
     )
-    for text in result.warnings:
-        _warnings.warn(text, ExpandWarning, stacklevel=2)
-    return result.vm
 
 
 def _copy(value: Mapping[str, Any], printed: bytes | None) -> Any:
@@ -236,16 +252,7 @@ class Expander:
         fingerprints: Mapping[int, bytes] = (
             self._fingerprints if printed is None else _PlusVM(self._fingerprints, id(vm), printed)
         )
-        result = _expand(
-            vm,
-            self._index,
-            kubevirt=self._kubevirt,
-            presets=presets,
-            validate=validate,
-            field_validation=field_validation,
-            fingerprints=fingerprints,
-        )
-        return Expanded(result.vm, tuple(result.warnings))
+        return _expanded(vm, self._index, self._kubevirt, fingerprints, presets, validate, field_validation)
 
     def expand_vm(
         self,
@@ -256,7 +263,4 @@ class Expander:
         field_validation: str = DEFAULT,
     ) -> dict[str, Any]:
         """:func:`expand_vm` of ``vm`` against this Expander's objects and configuration."""
-        result = self.expand(vm, presets=presets, validate=validate, field_validation=field_validation)
-        for text in result.warnings:
-            _warnings.warn(text, ExpandWarning, stacklevel=2)
-        return result.vm
+        return _issued(self.expand(vm, presets=presets, validate=validate, field_validation=field_validation))

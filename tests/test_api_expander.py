@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from apiserver import Expander, ExpandError, ExpandWarning, expand
+from apiserver import Expander, ExpandError, ExpandWarning, expand, expand_vm
 from tests.conformance import error_matches, iter_cases
 from tests.shared import CASES_DIR, needs_shared
 
@@ -144,6 +144,8 @@ def test_warnings_are_returned_or_issued() -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         expander.expand_vm(vm, field_validation="Warn")
-    assert [(w.category, str(w.message)) for w in caught] == [
-        (ExpandWarning, 'unknown field "spec.template.spec.domain.cpuu"')
-    ]
+        expand_vm(vm, [_instancetype(2)], field_validation="Warn")
+    # Both issued from the caller's line, as warnings.warn's stacklevel promises.
+    assert [(w.category, str(w.message), w.filename) for w in caught] == [
+        (ExpandWarning, 'unknown field "spec.template.spec.domain.cpuu"', __file__)
+    ] * 2
