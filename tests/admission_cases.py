@@ -12,12 +12,12 @@ Each case is KubeVirt's own VM webhook verdict for a CREATE. A case is met when 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from apiserver import ExpandError, expand
+from apiserver import Expanded, ExpandError, expand
 from apiserver.render.admission import PREFIX, AdmissionDenied
 from tests.shared import ADMISSION_CASES_DIR, problem
 
@@ -72,11 +72,12 @@ def check_refusal(verdict: Mapping[str, Any], err: ExpandError) -> None:
         assert err.code in (400, 422), err.status
 
 
-def check_case(case: AdmissionCase) -> None:
-    """Run a case through the Python API and judge it as the module docstring says."""
+def check_case(case: AdmissionCase, render: Callable[..., Expanded] = expand) -> None:
+    """Run a case through the Python API (``render``: :func:`apiserver.expand` or a function taking its
+    arguments) and judge it as the module docstring says."""
     inp, verdict = case.input, case.verdict
     try:
-        result = expand(
+        result = render(
             inp["vm"], inp["objects"], inp.get("kubevirt"), validate=True, field_validation="Ignore"
         )
     except AdmissionDenied as err:

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from apiserver import Expander, ExpandError, ExpandWarning, expand, expand_vm
+from apiserver import Expanded, Expander, ExpandError, ExpandWarning, expand, expand_vm
+from tests import admission_cases
 from tests.conformance import error_matches, iter_cases
-from tests.shared import CASES_DIR, needs_shared
+from tests.shared import ADMISSION_CASES_DIR, CASES_DIR, needs_shared
 
 IT = "instancetype.kubevirt.io/v1beta1"
 
@@ -61,6 +62,21 @@ def test_every_golden_case_gives_kubevirts_answer() -> None:
         )
         checked += 1
     assert checked > 2000
+
+
+def _through_an_expander(
+    vm: dict[str, Any], objects: list[dict[str, Any]], kubevirt: dict[str, Any] | None, **options: Any
+) -> Expanded:
+    return Expander(objects, kubevirt).expand(vm, **options)
+
+
+@needs_shared(ADMISSION_CASES_DIR)
+def test_every_admission_case_gives_kubevirts_verdict() -> None:
+    """validate=True through an Expander: KubeVirt's webhook verdicts, causes and warnings."""
+    files = admission_cases.case_files()
+    for path in files:
+        admission_cases.check_case(admission_cases.load(path), render=_through_an_expander)
+    assert len(files) > 1000
 
 
 def test_later_edits_to_the_callers_objects_change_nothing() -> None:
