@@ -161,6 +161,24 @@ CASES: list[tuple[str, JSON, JSON]] = [
         {"allowed": True},
     ),
     (
+        # 10^30 prints as "1" (no suffix beyond 10^18) but is compared as parsed: the low 64 bits of
+        # 10^30, above 2Gi (read back from its text it was 1, and admitted)
+        "guest memory 10^30 under a 2Gi limit",
+        {
+            "vm": vm(
+                lambda s: s["domain"].update(
+                    memory={"guest": 10**30}, resources={"limits": {"memory": "2Gi"}}
+                )
+            ),
+            "kubevirt": {"vmRolloutStrategy": "Stage"},
+        },
+        refused(
+            "spec.template.spec.domain.memory.guest '1' must be equal to or less than the memory limit "
+            "spec.template.spec.domain.resources.limits.memory '2Gi'",
+            "spec.template.spec.domain.memory.guest",
+        ),
+    ),
+    (
         # ... and 0 is 2Mi-aligned, so memory hotplug's alignment check passes
         "maxGuest 1e20",
         {"vm": vm(lambda s: s["domain"].update(memory={"guest": "1Gi", "maxGuest": 1e20}))},

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from apiserver.render.errors import Cause
-from apiserver.render.quantity import Quantity, QuantityError, parse_quantity
+from apiserver.render.quantity import Quantity, QuantityError, quantity_of
 
 JSON = dict[str, Any]
 Causes = list[Cause]
@@ -90,11 +90,12 @@ def clone(value: Any) -> Any:
 
 
 def quantity(value: Any) -> Quantity:
-    """A decoded quantity (its canonical text), or Go's zero Quantity for an absent one."""
+    """A decoded quantity as Go parsed it (not its canonical text read back: ``1e30`` prints as ``1``),
+    or Go's zero Quantity for an absent one."""
     if value is None:
         return ZERO
     try:
-        return parse_quantity(value)
+        return quantity_of(value)
     except QuantityError:  # decode already refused these; a zero keeps a rule from crashing
         return ZERO
 
