@@ -428,3 +428,25 @@ def test_a_controller_revision_client_go_cannot_decode_is_refused() -> None:
         render(vm(instancetype={"name": "it", "revisionName": "r"}), [revision])
     assert err.value.code == 422
     assert err.value.message.startswith("cannot decode ControllerRevision 'r': parsing time \"yesterday\"")
+
+
+def test_a_status_revision_client_go_cannot_decode_is_refused_whatever_its_label() -> None:
+    # Found by the differential run (seed 20261126): a status ref's revision for another name is passed
+    # over, but client-go had to decode it whole first; one it cannot decode fails KubeVirt's Get.
+    revision = {
+        "apiVersion": "apps/v1",
+        "kind": "ControllerRevision",
+        "metadata": {"name": "r", "namespace": "default", "creationTimestamp": "Always"},
+        "data": cluster_instancetype({"cpu": {"guest": 2}, "memory": {"guest": "1Gi"}}),
+    }
+    the_vm = vm(instancetype={"name": "it"})
+    the_vm["status"] = {"instancetypeRef": {"name": "it", "controllerRevisionRef": {"name": "r"}}}
+    live = cluster_instancetype({"cpu": {"guest": 3}, "memory": {"guest": "1Gi"}})
+    with pytest.raises(ExpandError) as err:
+        render(the_vm, [revision, live])
+    assert err.value.code == 422
+    assert err.value.message.startswith("cannot decode ControllerRevision 'r': parsing time \"Always\"")
+    assert [c["field"] for c in err.value.causes] == ["status.instancetypeRef.controllerRevisionRef.name"]
+    # The same revision decoded cleanly is passed over for the live object, as before.
+    del revision["metadata"]["creationTimestamp"]
+    assert domain_of(render(the_vm, [revision, live]))["cpu"]["sockets"] == 3

@@ -194,6 +194,12 @@ def find_spec(
         labels = (rev.get("metadata") or {}).get("labels") or {}
         if isinstance(labels, Mapping) and labels.get(OBJECT_NAME_LABEL) == name:
             return _decode_revision(family, rev, field, fingerprints, head)
+        # Not this VM's matcher; but client-go decoded the whole revision before KubeVirt read its label,
+        # so one it cannot decode is an error there, not a revision to pass over.
+        try:
+            revision.check_revision_object(rev)
+        except revision.RevisionError as err:
+            raise ExpandError.invalid(err.message, Cause(field, err.message, CAUSE_INVALID)) from None
 
     kind = matcher.get("kind")
     if type(kind) is not str:

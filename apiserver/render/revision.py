@@ -96,7 +96,7 @@ class DecodedRevision:
 # --- public API ----------------------------------------------------------------------------------
 
 
-def _check_revision_object(rev: Mapping[str, Any]) -> None:
+def check_revision_object(rev: Mapping[str, Any]) -> None:
     """client-go decodes the whole ControllerRevision before KubeVirt reads its data, so a type error
     anywhere in it (``metadata.creationTimestamp: 5``) means there is no revision to read."""
     try:
@@ -107,7 +107,7 @@ def _check_revision_object(rev: Mapping[str, Any]) -> None:
 
 def instancetype_spec_from_revision(rev: Mapping[str, Any]) -> InstancetypeSpec:
     """``compatibility.GetInstancetypeSpec``: the spec, or :class:`RevisionError` with KubeVirt's text."""
-    _check_revision_object(rev)
+    check_revision_object(rev)
     decoded = decode_revision(rev)
     if decoded.kind in INSTANCETYPE_KINDS and isinstance(decoded.spec, InstancetypeSpec):
         return decoded.spec
@@ -116,7 +116,7 @@ def instancetype_spec_from_revision(rev: Mapping[str, Any]) -> InstancetypeSpec:
 
 def preference_spec_from_revision(rev: Mapping[str, Any]) -> PreferenceSpec:
     """``compatibility.GetPreferenceSpec``: the spec, or :class:`RevisionError` with KubeVirt's text."""
-    _check_revision_object(rev)
+    check_revision_object(rev)
     decoded = decode_revision(rev)
     if decoded.kind in PREFERENCE_KINDS and isinstance(decoded.spec, PreferenceSpec):
         return decoded.spec
