@@ -6,7 +6,7 @@ conflicts); :func:`expand_vm` returns the VM alone and issues each warning throu
 
 Both check every object on every call (a dict may have been edited in place since), so a call costs in
 proportion to all the objects passed, referenced or not: with a catalog of 150 instancetypes and
-preferences, ~8x a call with the two a VM references. :class:`Expander` checks and copies its objects
+preferences, ~7x a call with the two a VM references (docs/performance.md). :class:`Expander` checks and copies its objects
 once and then costs what the VM and the objects it references cost, however many it holds.
 """
 
