@@ -155,3 +155,46 @@ def test_credentials_in_the_query_are_not_written(formatter: logging.Formatter, 
     assert "hunter2" not in line and "eyJ" not in line, line
     assert "presets=true&access_token=REDACTED&x=REDACTED&password=REDACTED&validate=true" in line
     assert access.redact_query("presets=true&tokenless") == "presets=true&tokenless"
+
+
+@pytest.mark.parametrize(
+    ("query", "written"),
+    [
+        ("pw%64=SECRET", "pwd=REDACTED"),  # a name spelt encoded is read decoded
+        ("limit=5&x=SECRET&limit=6", "limit=5&x=REDACTED&limit=6"),
+        ("fieldSelector%00=SECRET", r"fieldSelector\x00=REDACTED"),
+        ("fieldSelector=metadata.name%3Dvm-1", "fieldSelector=metadata.name=vm-1"),
+        ("x=a%26limit%3DSECRET", "x=REDACTED"),  # an encoded & does not split a value
+        ("labelSelector=a+in+(b)", "labelSelector=a in (b)"),
+        ("continue=eyJ2IjoiMSJ9", "continue=eyJ2IjoiMSJ9"),  # base64 JSON, not a JWT
+    ],
+)
+def test_only_the_parameters_the_server_defines_keep_their_values(query: str, written: str) -> None:
+    """The access log is an allow-list: a parameter the server does not define has its value replaced,
+    whatever its name and however it is encoded."""
+    with root_handler() as (stream, handler):
+        handler.setFormatter(TextFormatter())
+        log_request(make_mocked_request("GET", f"/apis/g/v1/namespaces/d/things?{query}"), 200, 0.001)
+        handler.flush()
+    line = stream.getvalue()
+    assert "SECRET" not in line, line
+    assert f"things?{written} 200" in line, line
+
+
+def test_every_query_parameter_of_the_openapi_documents_is_known() -> None:
+    """The allow-list follows the API: every parameter an OpenAPI document of the server declares is
+    logged as sent."""
+    from apiserver.http.openapi import openapi_v2, openapi_v3
+    from apiserver.http.settings import Settings
+    from apiserver.sources.collection import items as evm
+
+    settings = Settings()
+    docs = [openapi_v2(settings, True), openapi_v3(settings, evm.VERSION, evm.GROUP, True)]
+    docs += [openapi_v3(settings, version, collection=True) for version in settings.api_versions]
+    declared: set[str] = set()
+    for doc in docs:
+        for item in doc["paths"].values():
+            for op in item.values():
+                if isinstance(op, dict):
+                    declared.update(p["name"] for p in op.get("parameters", []) if p.get("in") == "query")
+    assert declared and declared <= access.KNOWN_QUERY_PARAMETERS, declared - access.KNOWN_QUERY_PARAMETERS

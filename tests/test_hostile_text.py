@@ -97,11 +97,11 @@ def test_access_line_escapes_the_user_name_and_path() -> None:
 
     with root_handler() as (stream, handler):
         handler.setFormatter(TextFormatter())
-        request = make_mocked_request("GET", "/apis/x%0Ay?q=%1B[2J")
+        request = make_mocked_request("GET", "/apis/x%0Ay?labelSelector=%1B[2J")
         request[USER_KEY] = "jane\n2026-01-01 00:00:00,000 INFO forged"
         log_request(request, 403, 0.001)
         handler.flush()
     (line,) = stream.getvalue().splitlines()
     assert line.endswith(
-        r"GET /apis/x\x0ay?q=\x1b[2J 403 1.0ms user=jane\x0a2026-01-01 00:00:00,000 INFO forged"
+        r"GET /apis/x\x0ay?labelSelector=\x1b[2J 403 1.0ms user=jane\x0a2026-01-01 00:00:00,000 INFO forged"
     )

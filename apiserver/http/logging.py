@@ -15,6 +15,7 @@ import time
 from collections import deque
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import unquote_plus
 
 import orjson
 from aiohttp import web
@@ -49,24 +50,53 @@ def escape(text: str) -> str:
     return _UNSAFE.sub(_escape_one, text)
 
 
-# Query parameters whose value is a credential (a bearer token passed as ?access_token=, a password, a
-# signature), by name; and any value shaped like a JWT, whatever its name.
-_SECRET_NAME = re.compile(r"token|passw|secret|signature|credential|api[-_]?key|authorization", re.IGNORECASE)
+# The query parameters this server defines (its OpenAPI documents' and the health and OpenAPI endpoints'),
+# and ``timeout``, which every Kubernetes client sends: the access log writes their values as sent. Any
+# other parameter is written with its value replaced (a password in ``?pwd=``, however its name is
+# spelt or encoded, is not a parameter of ours), and so is any value shaped like a JWT, whatever its name.
+KNOWN_QUERY_PARAMETERS = frozenset(
+    {
+        # GET expand-spec, PUT expand-vm-spec
+        "presets",
+        "validate",
+        "fieldValidation",
+        "pretty",
+        # the expandedvirtualmachines collection
+        "labelSelector",
+        "fieldSelector",
+        "limit",
+        "continue",
+        "resourceVersion",
+        "resourceVersionMatch",
+        "watch",
+        "allowWatchBookmarks",
+        "timeoutSeconds",
+        "includeObject",
+        "sendInitialEvents",
+        # /readyz, /livez, /healthz; /openapi/v3
+        "verbose",
+        "exclude",
+        "hash",
+        # client-go's request timeout
+        "timeout",
+    }
+)
 _JWT = re.compile(r"eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.?")
 REDACTED = "REDACTED"
 
 
 def redact_query(query: str) -> str:
-    """``query`` as the access log writes it: the value of each parameter that carries a credential
-    replaced by ``REDACTED`` (the name kept, so the line still says what was sent)."""
-    if not (_SECRET_NAME.search(query) or "eyJ" in query):
-        return query
+    """``query`` (as sent, percent-encoded) as the access log writes it: each parameter's name and value
+    decoded, the value of a parameter the server does not define (or of any JWT-shaped value) replaced
+    by ``REDACTED`` (the name kept, so the line still says what was sent)."""
     parts = []
     for part in query.split("&"):
         name, eq, value = part.partition("=")
-        if eq and (_SECRET_NAME.search(name) or _JWT.search(value)):
-            part = f"{name}={REDACTED}"
-        parts.append(part)
+        name = unquote_plus(name)
+        value = unquote_plus(value)
+        if eq and (name not in KNOWN_QUERY_PARAMETERS or _JWT.search(value)):
+            value = REDACTED
+        parts.append(f"{name}{eq}{value}")
     return "&".join(parts)
 
 
@@ -388,14 +418,23 @@ def log_request(
         # Only the values now; the line is made when the batch is written.
         remote = request.remote if type(handler.formatter) is JSONFormatter else None
         handler.queue_access(
-            (time.time(), request.method, request.path, request.query_string, code, seconds, user, remote)
+            (
+                time.time(),
+                request.method,
+                request.path,
+                request.rel_url.raw_query_string,
+                code,
+                seconds,
+                user,
+                remote,
+            )
         )
         return
     access: AccessEntry = (
         time.time(),
         request.method,
         request.path,
-        request.query_string,
+        request.rel_url.raw_query_string,
         code,
         seconds,
         user,
@@ -412,7 +451,7 @@ def _log_record(request: web.Request, code: int, seconds: float, user: object, l
         time.time(),
         request.method,
         request.path,
-        request.query_string,
+        request.rel_url.raw_query_string,
         code,
         seconds,
         user,
