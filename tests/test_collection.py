@@ -5,6 +5,7 @@ The same behaviour against the real kube-apiserver and kubectl: tests/realk8s/te
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -119,6 +120,51 @@ async def test_pages_and_selectors(server: tuple[RunningServer, ClusterSource]) 
     assert bad.status == 400
 
 
+async def test_selectors_and_tokens_filter_inside_the_path_s_namespace(
+    server: tuple[RunningServer, ClusterSource],
+) -> None:
+    """The path's namespace is the request's scope: a field selector naming another namespace selects
+    nothing (as kube-apiserver), a page token of another namespace's list is refused, and the list of
+    every namespace narrows to the one a selector names."""
+    srv, _ = server
+    for selector in (
+        "metadata.namespace%3Dns2",
+        "metadata.namespace%3D%3Dns2",
+        "metadata.namespace%21%3Ddefault",
+    ):
+        doc = (
+            await srv.get(f"{BASE}/namespaces/default/expandedvirtualmachines?fieldSelector={selector}")
+        ).json()
+        assert doc["items"] == [], (selector, doc)
+    named = await srv.get(
+        f"{BASE}/namespaces/default/expandedvirtualmachines?fieldSelector=metadata.name%3Dother,metadata.namespace%3Dns2"
+    )
+    assert named.status == 200 and named.json()["items"] == []
+    ns2 = (await srv.get(f"{BASE}/expandedvirtualmachines?fieldSelector=metadata.namespace%3Dns2")).json()
+    assert sorted(i["metadata"]["name"] for i in ns2["items"]) == ["broken", "other"]
+    page = (await srv.get(f"{BASE}/namespaces/ns2/expandedvirtualmachines?limit=1")).json()
+    token = page["metadata"]["continue"]
+    replayed = await srv.get(f"{BASE}/namespaces/default/expandedvirtualmachines?limit=1&continue={token}")
+    assert replayed.status == 400 and "another namespace" in replayed.json()["message"]
+    everywhere = (await srv.get(f"{BASE}/expandedvirtualmachines?limit=1")).json()["metadata"]["continue"]
+    assert (
+        await srv.get(f"{BASE}/namespaces/ns2/expandedvirtualmachines?continue={everywhere}")
+    ).status == 400
+    # A token made up to name ns2's key inside default's list.
+    forged = base64.urlsafe_b64encode(
+        json.dumps({"v": page["metadata"]["resourceVersion"], "k": ["ns2", ""], "n": "default"}).encode()
+    ).decode()
+    assert (
+        await srv.get(f"{BASE}/namespaces/default/expandedvirtualmachines?continue={forged}")
+    ).status == 400
+    # A watch: nothing of ns2 at its start, and nothing of it after (the watch runs out at its timeout).
+    query = "watch=1&timeoutSeconds=1&fieldSelector=metadata.namespace%3Dns2"
+    async with srv.session.get(
+        srv.url + f"{BASE}/namespaces/default/expandedvirtualmachines?{query}"
+    ) as resp:
+        assert resp.status == 200 and await resp.read() == b""
+
+
 async def test_table(server: tuple[RunningServer, ClusterSource]) -> None:
     srv, _ = server
     doc = (await srv.get(f"{BASE}/namespaces/ns2/expandedvirtualmachines", headers={"Accept": TABLE})).json()
@@ -167,7 +213,7 @@ async def test_watch_instancetype_edit(fake: FakeKube, server: tuple[RunningServ
         t.cancel()
     # unchanged re-renders make no events
     assert source.collection is not None
-    before = len(source.collection.log)
+    before = len(source.collection._events)
     fake.update(
         {
             **instancetype("small", cpus=4),
@@ -175,7 +221,7 @@ async def test_watch_instancetype_edit(fake: FakeKube, server: tuple[RunningServ
         }
     )
     await asyncio.sleep(0.3)
-    assert len(source.collection.log) == before
+    assert len(source.collection._events) == before
 
 
 async def test_watch_too_old_and_bad_version(server: tuple[RunningServer, ClusterSource]) -> None:
@@ -215,7 +261,7 @@ async def test_expand_spec_answers_from_the_store(server: tuple[RunningServer, C
     rendered VM with its ETag, and 304 to that ETag."""
     srv, source = server
     assert source.collection is not None
-    item = source.collection.items[("default", "vm-2")]
+    item = source.collection._items[("default", "vm-2")]
     renders = source.collection.renders
     path = "/apis/subresources.kubevirt.io/v1/namespaces/default/virtualmachines/vm-2/expand-spec"
     for _ in range(3):

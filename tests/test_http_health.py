@@ -10,7 +10,9 @@ import pytest
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
+from apiserver.auth.authorization import request_attributes
 from apiserver.http.logging import ACCESS_LOGGER, USER_KEY, JSONFormatter
+from apiserver.http.scoping import grant_scope
 from apiserver.sources.base import CacheStats, Check
 from tests.http_helpers import MemorySource, put_path, running_server, vm_path
 
@@ -108,7 +110,10 @@ async def test_metrics_by_route_template_code_and_cache(tmp_path: Path) -> None:
 
 @web.middleware
 async def fake_authn(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Authentication that knows one user and lets them read anything: the scope of the path, granted as
+    the authorization filter grants it (a handler reads nothing without one)."""
     request[USER_KEY] = "jane@example.com"
+    grant_scope(request, request_attributes(request.method, request.path), None)
     return await handler(request)
 
 

@@ -98,11 +98,13 @@ class RequestInfo:
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """``user`` when known; ``status`` (a Status dict) and ``headers`` when the request is refused."""
+    """``user`` when known; ``status`` (a Status dict) and ``headers`` when the request is refused;
+    ``attributes``: what was authorized, for a resource request allowed (its scope is made from them)."""
 
     user: UserInfo | None = None
     status: dict[str, Any] | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    attributes: Attributes | None = None
 
 
 _OPEN = Verdict()
@@ -376,6 +378,6 @@ class AuthGate:
             log.warning("cannot authorize %s for %r: %s", attrs.describe(), user.name, exc)
             return unavailable("the request could not be authorized, try again later")
         if decision.allowed:
-            return Verdict(user=user)
+            return Verdict(user=user, attributes=attrs)
         log.info("forbidden: %r may not %s (%s)", user.name, attrs.describe(), decision.reason or "no reason")
         return Verdict(user=user, status=forbidden_status(user, attrs, decision.reason))

@@ -19,13 +19,13 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
 from apiserver.http import collection, discovery, health, openapi, routes, version
-from apiserver.http.authn import read_gate
 from apiserver.http.deadlines import Deadlines
 from apiserver.http.dispatch import Admission, Dispatcher, FrontLayer
 from apiserver.http.errors import StatusError, from_http_exception, internal_error, status_response, too_large
 from apiserver.http.logging import USER_KEY, log_request
 from apiserver.http.media import prettify
 from apiserver.http.metrics import CONTENT_TYPE, Metrics
+from apiserver.http.scoping import open_scoping
 from apiserver.http.settings import Settings
 from apiserver.render.errors import status
 from apiserver.sources.base import Check, Source
@@ -167,9 +167,13 @@ def build_app(
     metrics.watch_source(source)
     deadlines = Deadlines(settings.request_timeout)
     middlewares = tuple(middlewares)
+    authenticated = bool(middlewares)
+    if not authenticated:  # every request still gets the scope of its path (apiserver.http.scoping)
+        scoping, admission = open_scoping()
+        middlewares = (scoping,)
     # Filled below with the endpoints that are not the expand API (see the comment there).
     routine: set[str] = set()
-    front = _front(settings, metrics, deadlines, identified=bool(middlewares), routine=routine)
+    front = _front(settings, metrics, deadlines, identified=authenticated, routine=routine)
     app = web.Application(
         middlewares=[_as_middleware(front), *middlewares], client_max_size=settings.max_body_bytes
     )
@@ -196,13 +200,11 @@ def build_app(
     async def metrics_handler(_request: web.Request) -> web.Response:
         return web.Response(body=metrics.exposition(), headers={"Content-Type": CONTENT_TYPE})
 
-    expand = routes.add_routes(app, settings, source, metrics, authenticated=bool(middlewares))
+    expand = routes.add_routes(app, settings, source, metrics)
     app[DISPATCHER] = Dispatcher(expand, front, middlewares, admission=admission)
     app[FRONT] = front
     store = getattr(source, "collection", None)
-    collection.add_routes(
-        app, collection.CollectionHandlers(store, metrics, read_gate if middlewares else None)
-    )
+    collection.add_routes(app, collection.CollectionHandlers(store, metrics))
     expand_api = {resource.canonical for resource in app.router.resources()}
     discovery.add_routes(app, settings, collection=store is not None)
     openapi.add_routes(app, settings, collection=store is not None)
@@ -214,7 +216,7 @@ def build_app(
 
     app[READINESS] = readiness
     # With authentication, the checks' messages only for authenticated callers (health.py).
-    details = _authenticated if middlewares else health.always
+    details = _authenticated if authenticated else health.always
     health.add_routes(app, state, readiness, details=details)
     app.router.add_get("/metrics", metrics_handler)
     # Behind a real aggregator most requests are its own and the kubelet's: availability probes (five

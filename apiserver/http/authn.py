@@ -15,7 +15,7 @@ from aiohttp.typedefs import Handler, Middleware
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from apiserver.auth.access import CallerAccess
-from apiserver.auth.authorization import authorization_path
+from apiserver.auth.authorization import Attributes, authorization_path
 from apiserver.auth.identity import UserInfo
 from apiserver.auth.middleware import AuthGate, RequestInfo
 from apiserver.auth.requestheader import RawHeaders
@@ -23,10 +23,8 @@ from apiserver.auth.tls import peer_certificate_der
 from apiserver.http.connections import peer_of, refused_credentials
 from apiserver.http.errors import StatusError
 from apiserver.http.logging import USER_KEY
-from apiserver.sources.access import CLOSED, AccessGate
-
-GATE_KEY = web.RequestKey("auth_gate", AuthGate)
-
+from apiserver.http.scoping import grant_scope
+from apiserver.sources.access import CLOSED
 
 # Clients repeat the same header sets (the aggregator: the same user and groups): strip each once.
 _STRIPPED: dict[tuple[RawHeaders, tuple[str, ...]], tuple[CIMultiDictProxy[str], RawHeaders]] = {}
@@ -64,8 +62,8 @@ def _without(request: web.Request, strip: tuple[str, ...]) -> web.Request:
         and hasattr(message, "_replace")
         and getattr(inner, "_headers", None) is request.headers
     ):
-        inner._message = message._replace(headers=headers, raw_headers=raw)  # type: ignore[union-attr]
-        inner._headers = headers
+        inner._message = message._replace(headers=headers, raw_headers=raw)  # type: ignore[union-attr]  # noqa: SLF001
+        inner._headers = headers  # noqa: SLF001
         cache.pop("headers", None)
         cache.pop("raw_headers", None)
         if request.headers is headers:
@@ -110,11 +108,11 @@ def auth_middleware(gate: AuthGate) -> Middleware:
             user = await gate.identify(info)
             if user is not None:
                 request[USER_KEY] = user
-        request[GATE_KEY] = gate
         if verdict.status is not None:
             # Refused for its credentials (not for what it asked): counted against its peer.
             close = verdict.status.get("code") in (401, 429) and refused_credentials(request)
             raise StatusError(verdict.status, verdict.headers, close=close)
+        _grant(request, gate, verdict.user, verdict.attributes)
         if admission.strip:
             request = _without(request, admission.strip)
         return await handler(request)
@@ -122,15 +120,15 @@ def auth_middleware(gate: AuthGate) -> Middleware:
     return authenticate
 
 
-def read_gate(request: web.Request) -> AccessGate:
-    """The tenancy gate for the caller of ``request`` (see :mod:`apiserver.sources.access`): their
-    SubjectAccessReviews decide what a rendering may read for them. A request that reached a handler
-    without a known caller (none should) may read nothing that needs a review."""
-    gate = request.get(GATE_KEY)
-    user = request.get(USER_KEY)
-    if gate is None or not isinstance(user, UserInfo):
-        return AccessGate(CLOSED)
-    return AccessGate(CallerAccess(gate, user), all_references=gate.authorize_references)
+def _grant(
+    request: web.Request, gate: AuthGate, user: UserInfo | None, attributes: Attributes | None
+) -> None:
+    """The request's scope from the attributes its caller was authorized for: their reads beyond it
+    decided by their SubjectAccessReviews (see :mod:`apiserver.sources.access`)."""
+    if attributes is None:
+        return
+    access = CallerAccess(gate, user) if user is not None else CLOSED
+    grant_scope(request, attributes, access, all_references=gate.authorize_references)
 
 
 def admission_shortcut(gate: AuthGate) -> Callable[[web.Request], bool]:
@@ -147,9 +145,10 @@ def admission_shortcut(gate: AuthGate) -> Callable[[web.Request], bool]:
         admission = gate.admitted(request.method, request.path, request.raw_headers, der)
         if admission is None or admission.verdict.status is not None:
             return False
-        if admission.verdict.user is not None:
-            request[USER_KEY] = admission.verdict.user
-        request[GATE_KEY] = gate  # the handler's tenancy gate (read_gate) is the caller's, as ever
+        verdict = admission.verdict
+        if verdict.user is not None:
+            request[USER_KEY] = verdict.user
+        _grant(request, gate, verdict.user, verdict.attributes)  # the same scope as the whole way
         return True
 
     return admitted

@@ -13,11 +13,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import bisect
 import contextlib
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -28,8 +27,9 @@ from aiohttp import web
 from apiserver.http.errors import StatusError, bad_request, not_found, unavailable
 from apiserver.http.media import JSON, YAML, encode, parse_accept
 from apiserver.http.metrics import Metrics
+from apiserver.http.scoping import scope_of
 from apiserver.render.errors import status
-from apiserver.sources.access import AccessGate, Read
+from apiserver.sources.access import AccessGate
 from apiserver.sources.collection import items as it
 from apiserver.sources.collection.items import Item, Key
 from apiserver.sources.collection.selectors import (
@@ -39,8 +39,9 @@ from apiserver.sources.collection.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
-from apiserver.sources.collection.store import Gone, RenderedStore, Snapshot, TooNew
+from apiserver.sources.collection.store import Gone, RenderedStore, ScopedSnapshot, TooNew
 from apiserver.sources.collection.versions import InvalidVersion, Vector
+from apiserver.sources.scope import Scope
 
 TABLE_GROUP = "meta.k8s.io"
 TABLE_VERSIONS = ("v1", "v1beta1")
@@ -50,10 +51,6 @@ WAIT_FOR_VERSION = 3.0
 MIN_REQUEST_TIMEOUT = 1800
 BOOKMARK_EVERY = 60.0
 _CHUNK = 256 * 1024  # bytes written to a streamed list between drains
-
-# The caller's tenancy gate (apiserver.sources.access): what an item's rendering read that they must
-# pass a review for, and whether they do. None: no authentication, every item shown whole.
-GateOf = Callable[[web.Request], AccessGate | None]
 
 
 def _truthy(value: str) -> bool:
@@ -264,17 +261,19 @@ def encode_continue(version: str, after: Key, namespace: str | None) -> str:
     return base64.urlsafe_b64encode(orjson.dumps(doc)).decode().rstrip("=")
 
 
-def decode_continue(token: str, namespace: str | None) -> tuple[str, Key]:
+def decode_continue(token: str, scope: Scope) -> tuple[str, Key]:
+    """The version and last key of a continue token this server gave out for a list of ``scope``'s
+    namespace (400 for any other token: another namespace's, forged, or damaged)."""
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         doc = orjson.loads(raw)
-        version, after, scope = doc["v"], doc["k"], doc["n"]
+        version, after, named = doc["v"], doc["k"], doc["n"]
         if not (isinstance(version, str) and isinstance(after, list) and len(after) == 2):
             raise ValueError
         key = (str(after[0]), str(after[1]))
     except (binascii.Error, ValueError, KeyError, TypeError, orjson.JSONDecodeError):
         raise bad_request("continue key is not valid: not a continue token this server gave out") from None
-    if scope != namespace:
+    if named != scope.namespace or not scope.covers(key[0]):
         raise bad_request("continue key is not valid: it continues a list of another namespace")
     return version, key
 
@@ -292,10 +291,9 @@ def expired(message: str, token: str = "") -> StatusError:
 class CollectionHandlers:
     """get, list and watch over a store (None: the collection is not served, every call says why)."""
 
-    def __init__(self, store: RenderedStore | None, metrics: Metrics, gate_of: GateOf | None = None) -> None:
+    def __init__(self, store: RenderedStore | None, metrics: Metrics) -> None:
         self.store = store
         self.metrics = metrics
-        self.gate_of = gate_of
 
     def _store(self) -> RenderedStore:
         store = self.store
@@ -313,21 +311,25 @@ class CollectionHandlers:
         return store
 
     # -- get ---------------------------------------------------------------------------------
+    #
+    # Every read of the store takes the request's scope (apiserver.http.scoping): the path's namespace
+    # and name as authorized. Selectors, continue tokens and versions only filter inside it.
 
     async def get(self, request: web.Request) -> web.StreamResponse:
         store = self._store()
-        namespace, name = request.match_info["namespace"], request.match_info["name"]
+        scope = scope_of(request)
         media = negotiate_media(request)
         version = request.query.get("resourceVersion", "")
         if version not in ("", "0"):
             await self._wait(store, self._parse(version))
-        item = store.items.get((namespace, name))
+        item = store.get(scope)
         if item is None:
+            name = scope.name or ""
             details = {"name": name, "group": it.GROUP, "kind": it.PLURAL}
             raise StatusError(
                 status(404, "NotFound", f'{it.PLURAL}.{it.GROUP} "{name}" not found', details=details)
             )
-        body = await self._visible(self._gate(request), item)
+        body = await self._visible(scope.gate, item)
         if media.kind == "table":
             meta = {"resourceVersion": item.version}
             include = request.query.get("includeObject", "Metadata")
@@ -342,24 +344,14 @@ class CollectionHandlers:
 
     # -- list ----------------------------------------------------------------------------------
 
-    async def list_all(self, request: web.Request) -> web.StreamResponse:
-        return await self._list_or_watch(request, None)
-
-    async def list_namespaced(self, request: web.Request) -> web.StreamResponse:
-        return await self._list_or_watch(request, request.match_info["namespace"])
-
-    async def _list_or_watch(self, request: web.Request, namespace: str | None) -> web.StreamResponse:
+    async def list_or_watch(self, request: web.Request) -> web.StreamResponse:
         store = self._store()
+        scope = scope_of(request)
         query = read_query(request)
         media = negotiate_media(request)
-        wanted_ns = query.fields.namespace()
-        if wanted_ns is not None and namespace is not None and wanted_ns != namespace:
-            namespace = wanted_ns  # nothing can match; the range below is empty
-        elif wanted_ns is not None:
-            namespace = wanted_ns
         if query.watch:
-            return await self._watch(request, store, namespace, query, media)
-        return await self._list(request, store, namespace, query, media)
+            return await self._watch(request, store, scope, query, media)
+        return await self._list(request, store, scope, query, media)
 
     def _parse(self, text: str) -> Vector:
         try:
@@ -385,19 +377,19 @@ class CollectionHandlers:
             raise StatusError(body, {"Retry-After": "1"}) from None
 
     async def _list(
-        self, request: web.Request, store: RenderedStore, namespace: str | None, query: Query, media: Media
+        self, request: web.Request, store: RenderedStore, scope: Scope, query: Query, media: Media
     ) -> web.StreamResponse:
-        snap: Snapshot | None = None
+        snap: ScopedSnapshot | None = None
         after: Key | None = None
         if query.continue_token:
             if query.version not in ("", "0"):
                 raise bad_request("specifying resource version is not allowed when using continue")
-            version, after = decode_continue(query.continue_token, namespace)
-            snap = store.continued(version)
+            version, after = decode_continue(query.continue_token, scope)
+            snap = store.continued(scope, version)
             if snap is None:
                 # As kube-apiserver when etcd compacted the list's revision: the rest of the list at the
                 # current version, under a token the error carries.
-                current = store.snapshot()
+                current = store.snapshot(scope)
                 store.keep_snapshot(current)
                 raise expired(
                     "The provided continue parameter is too old to display a consistent list result. You "
@@ -405,7 +397,7 @@ class CollectionHandlers:
                     "this response to retrieve the remainder of the results. Continuing with the provided "
                     "token results in an inconsistent list - objects that were created, modified, or "
                     "deleted between the time the first chunk was returned and now may show up in the list.",
-                    encode_continue(current.version, after, namespace),
+                    encode_continue(current.version, after, scope.namespace),
                 )
         else:
             if query.version not in ("", "0"):
@@ -416,23 +408,14 @@ class CollectionHandlers:
                         "keeps no history to list from; list without resourceVersionMatch=Exact"
                     )
                 await self._wait(store, wanted)
-            snap = store.snapshot()
-        name = query.fields.name()
-        lo, hi = snap.range(namespace, after)
-        if name is not None and namespace is not None:
-            lo, hi = snap.range(namespace)
-            lo = max(lo, _position(snap, (namespace, name)))
-            hi = min(hi, lo + 1)
-            if after is not None and (namespace, name) <= after:
-                hi = lo
+            snap = store.snapshot(scope)
+        window = snap.window(query.fields.namespace(), after, query.fields.name())
         picked: list[Item] = []
         last: Key | None = None
         more = False
         remaining = 0
         needs_filter = not query.labels.empty or bool(query.fields.requirements)
-        items = snap.items
-        for index in range(lo, hi):
-            item = items[index]
+        for index, item in enumerate(window):
             if needs_filter and not (
                 query.fields.matches(item.key[0], item.key[1]) and query.labels.matches(item.labels)
             ):
@@ -440,17 +423,17 @@ class CollectionHandlers:
             if query.limit and len(picked) >= query.limit:
                 more = True
                 if not needs_filter:
-                    remaining = hi - index
+                    remaining = len(window) - index
                 break
             picked.append(item)
             last = item.key
         meta: dict[str, Any] = {"resourceVersion": snap.version}
         if more and last is not None:
             store.keep_snapshot(snap)
-            meta["continue"] = encode_continue(snap.version, last, namespace)
+            meta["continue"] = encode_continue(snap.version, last, scope.namespace)
             if remaining:
                 meta["remainingItemCount"] = remaining
-        bodies = await self._bodies(request, picked)
+        bodies = await self._bodies(scope.gate, picked)
         if media.kind == "table":
             shown = [i if b is i.body else _with_body(i, b) for i, b in zip(picked, bodies, strict=True)]
             return web.Response(body=table(shown, meta, media, query.include_object), content_type=JSON)
@@ -474,9 +457,6 @@ class CollectionHandlers:
         await response.write_eof()
         return response
 
-    def _gate(self, request: web.Request) -> AccessGate | None:
-        return None if self.gate_of is None else self.gate_of(request)
-
     async def _visible(
         self, gate: AccessGate | None, item: Item, version: str | None = None, body: bytes | None = None
     ) -> bytes:
@@ -489,10 +469,9 @@ class CollectionHandlers:
         due = gate.due(item.reviews)
         if not due or await gate.allows(due):
             return whole
-        return redacted(item, due, version)
+        return redacted(item, version)
 
-    async def _bodies(self, request: web.Request, picked: Sequence[Item]) -> list[bytes]:
-        gate = self._gate(request)
+    async def _bodies(self, gate: AccessGate | None, picked: Sequence[Item]) -> list[bytes]:
         if gate is None or not any(gate.due(i.reviews) for i in picked):
             return [i.body for i in picked]
         return [await self._visible(gate, i) for i in picked]
@@ -500,14 +479,15 @@ class CollectionHandlers:
     # -- watch ---------------------------------------------------------------------------------
 
     async def _watch(
-        self, request: web.Request, store: RenderedStore, namespace: str | None, query: Query, media: Media
+        self, request: web.Request, store: RenderedStore, scope: Scope, query: Query, media: Media
     ) -> web.StreamResponse:
+        # The namespace a field selector narrows to inside the scope (False: none can match).
+        narrowed = scope.narrowed(query.fields.namespace())
         initial: list[Item] = []
         if query.version in ("", "0"):
-            snap = store.snapshot()
-            cursor = store.last_seq if not store.pending else _seq_of_snapshot(store)
-            lo, hi = snap.range(namespace)
-            initial = [i for i in snap.items[lo:hi] if _selected(i.key, i.labels, query)]
+            snap = store.snapshot(scope)
+            cursor = store.last_seq
+            initial = [i for i in snap.window(query.fields.namespace()) if _selected(i.key, i.labels, query)]
         else:
             wanted = self._parse(query.version)
             await self._wait(store, wanted)
@@ -521,7 +501,7 @@ class CollectionHandlers:
         response = web.StreamResponse(headers={"Content-Type": JSON, "Transfer-Encoding": "chunked"})
         await response.prepare(request)
         writer = _EventWriter(response, media, query.include_object)
-        gate = self._gate(request)
+        gate = scope.gate
         self.metrics_watchers(1)
         try:
             for item in initial:
@@ -530,13 +510,12 @@ class CollectionHandlers:
             sent_version = ""
             while True:
                 try:
-                    entries = store.entries_after(cursor)
+                    cursor, entries = store.entries_after(scope, cursor)
                 except Gone:
                     await writer.error(_too_old(str(cursor), store.version_text))
                     break
                 for entry in entries:
-                    cursor = entry.seq
-                    kind = _event_type(entry, namespace, query)
+                    kind = None if narrowed is False else _event_type(entry, query)
                     if kind is None:
                         continue
                     body = await self._visible(gate, entry.item, entry.version, entry.body)
@@ -584,22 +563,15 @@ def _too_old(asked: str, current: str) -> dict[str, Any]:
     return status(410, "Expired", f"too old resource version: {asked} ({current})")
 
 
-def _seq_of_snapshot(store: RenderedStore) -> int:
-    # A snapshot taken while a change is being worked through shows some of its items already: the
-    # watch starts before that change's events (they are sent again, with the same content).
-    return store.last_seq
-
-
 def _selected(key: Key, labels: Mapping[str, str] | None, query: Query) -> bool:
     return query.fields.matches(key[0], key[1]) and query.labels.matches(labels)
 
 
-def _event_type(entry: Any, namespace: str | None, query: Query) -> str | None:
-    """The event a watcher with these selectors sees for ``entry`` (None: none), as kube-apiserver's
-    cacher turns a change into ADDED or DELETED when labels move an object into or out of a selector."""
+def _event_type(entry: Any, query: Query) -> str | None:
+    """The event a watcher with these selectors sees for ``entry``, an event its scope covers (None:
+    none), as kube-apiserver's cacher turns a change into ADDED or DELETED when labels move an object
+    into or out of a selector."""
     key = entry.item.key
-    if namespace is not None and key[0] != namespace:
-        return None
     if not query.fields.matches(key[0], key[1]):
         return None
     if query.labels.empty:
@@ -615,10 +587,6 @@ def _event_type(entry: Any, namespace: str | None, query: Query) -> str | None:
     if before:
         return "DELETED"
     return None
-
-
-def _position(snap: Snapshot, key: Key) -> int:
-    return bisect.bisect_left(snap.keys, key)
 
 
 def _with_body(item: Item, body: bytes) -> Item:
@@ -637,16 +605,24 @@ def _with_body(item: Item, body: bytes) -> Item:
         "",
         (),
         None,
-        it._cells(summary, cond),
+        it.table_cells(summary, cond),
         item.reviews,
     )
     return copy
 
 
-def redacted(item: Item, due: Sequence[Read], version: str | None = None) -> bytes:
-    """The item for a caller who may not read what its rendering read (``due``, the reviews they did
-    not all pass): the VM's name, labels and matchers (what the VM itself says), no rendering, and a
-    condition saying why, naming only the resources (not which object, not whether it exists)."""
+# What a redacted item says, the same for every item and caller: which objects its rendering read, or
+# even of which kinds, would tell whether objects of another namespace exist (a DataSource that points
+# to a PVC is one more read than a DataSource that does not exist).
+REDACTED_MESSAGE = (
+    "rendering this VM reads objects you may not get; GET expand-spec renders it with your rights"
+)
+
+
+def redacted(item: Item, version: str | None = None) -> bytes:
+    """The item for a caller who may not read everything its rendering read: the VM's name, labels and
+    matchers (what the VM itself says), no rendering, and a condition that says why in words that do
+    not vary with what exists or what an unreadable object holds."""
     doc = orjson.loads(item.body)
     doc.pop("virtualMachine", None)
     summary = doc.get("summary") or {}
@@ -657,17 +633,9 @@ def redacted(item: Item, due: Sequence[Read], version: str | None = None) -> byt
         if isinstance(matcher, dict):
             matcher.pop("source", None)
             matcher.pop("revisionName", None)
-    kinds = sorted({read.resource + (f".{read.group}" if read.group else "") for read in due})
     doc["status"] = {
         "conditions": [
-            {
-                "type": "Rendered",
-                "status": "Unknown",
-                "reason": "Forbidden",
-                "message": "rendering this VM reads objects you may not get ("
-                + ", ".join(kinds)
-                + "); GET expand-spec renders it with your rights",
-            }
+            {"type": "Rendered", "status": "Unknown", "reason": "Forbidden", "message": REDACTED_MESSAGE}
         ]
     }
     if version is not None:
@@ -729,9 +697,9 @@ def release_deadline(request: web.Request) -> None:
 
 def add_routes(app: web.Application, handlers: CollectionHandlers) -> None:
     base = f"/apis/{it.GROUP}/{it.VERSION}"
-    app.router.add_get(f"{base}/{it.PLURAL}", handlers.list_all, allow_head=False)
+    app.router.add_get(f"{base}/{it.PLURAL}", handlers.list_or_watch, allow_head=False)
     app.router.add_get(
-        f"{base}/namespaces/{{namespace}}/{it.PLURAL}", handlers.list_namespaced, allow_head=False
+        f"{base}/namespaces/{{namespace}}/{it.PLURAL}", handlers.list_or_watch, allow_head=False
     )
     app.router.add_get(
         f"{base}/namespaces/{{namespace}}/{it.PLURAL}/{{name}}", handlers.get, allow_head=False

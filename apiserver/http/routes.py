@@ -21,7 +21,6 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 from multidict import CIMultiDict
 
-from apiserver.http.authn import read_gate
 from apiserver.http.bodies import (
     OFFLOAD_BYTES,
     body_format,
@@ -36,14 +35,17 @@ from apiserver.http.errors import StatusError, bad_request, unavailable
 from apiserver.http.media import JSON, encode, etag_of, negotiate, respond_tagged, tagged_headers
 from apiserver.http.metrics import Metrics
 from apiserver.http.respcache import Entry, ResponseCache, vm_token
+from apiserver.http.scoping import scope_of
 from apiserver.http.settings import Settings
 from apiserver.render import ExpandError, names
 from apiserver.render.errors import VM_GROUP, status
-from apiserver.sources.access import AccessGate, AccessRefused, Read
+from apiserver.sources.access import AccessRefused, Read
 from apiserver.sources.base import MISSING, Missing, Source, SourceUnavailable
 from apiserver.sources.collection.items import Item
 from apiserver.sources.collection.store import RenderedStore
-from apiserver.sources.gather import peekable, render_traced
+from apiserver.sources.gather import peekable
+from apiserver.sources.reads import Reads, ScopedReads
+from apiserver.sources.scope import Scope
 
 # kube-apiserver reads a boolean query parameter with k8s.io/apimachinery's
 # Convert_Slice_string_To_bool: absent, "0" or "false" (any case) is false, any other value true
@@ -79,11 +81,6 @@ def _flags(request: web.Request) -> tuple[bool, bool]:
     if not request.query_string:
         return False, False
     return query_flag(request, "presets"), query_flag(request, "validate")
-
-
-def _no_gate(_request: web.Request) -> None:
-    """No middleware authenticates requests (the folder source on loopback): nobody to review."""
-    return None
 
 
 def _refused(err: AccessRefused) -> StatusError:
@@ -139,18 +136,15 @@ class ExpandHandlers:
         source: Source,
         metrics: Metrics,
         cache: ResponseCache | None = None,
-        *,
-        authenticated: bool = True,
     ) -> None:
-        """``authenticated``: a middleware may put an authentication gate on requests (GATE_KEY)."""
         self.settings = settings
-        self.source = source
+        # The source is read only within each request's scope (apiserver.sources.reads).
+        self.reads = Reads(source)
         self.metrics = metrics
         # Responses are cached only over a source that can confirm them without I/O.
         self.peekable = peekable(source)
         # With the VM cache, GET expand-spec (the default answer) comes from the rendered VMs' store.
         self.store: RenderedStore | None = getattr(source, "collection", None)
-        self._gate: Callable[[web.Request], AccessGate | None] = read_gate if authenticated else _no_gate
         self.cache = cache or ResponseCache()
         self.bodies = ByteBudget(settings.max_body_bytes_in_flight, min_share=settings.max_body_bytes)
         self.pace = BodyPace(settings.body_timeout, settings.min_body_rate)
@@ -183,9 +177,12 @@ class ExpandHandlers:
         details = {"name": name, "group": VM_GROUP, "kind": kind}
         return StatusError(status(404, "NotFound", message, details=details))
 
-    def _check_path(self, namespace: str, name: str | None = None) -> None:
-        """422 for a namespace (or VM name) in the path that no object can have, before it is read
-        under it: as a URL segment, ``.`` or ``..`` would mean a list or another resource."""
+    def _check_path(self, scope: Scope, *, named: bool) -> tuple[str, str]:
+        """The namespace (and VM name, when ``named``) the scope names; 422 for one that no object can
+        have, before anything is read under it: as a URL segment, ``.`` or ``..`` would mean a list or
+        another resource."""
+        namespace = scope.namespace or ""
+        name = (scope.name or "") if named else None
         for field, value, errors in (
             ("metadata.namespace", namespace, names.label_errors(namespace)),
             ("metadata.name", name, names.subdomain_errors(name) if name is not None else []),
@@ -193,6 +190,7 @@ class ExpandHandlers:
             if errors:
                 self.metrics.render_errors.labels("Invalid").inc()
                 raise StatusError(names.invalid_value(field, value or "", errors, name=name or "").status)
+        return namespace, name or ""
 
     def _failed(self, err: ExpandError, *, get: bool) -> StatusError:
         self.metrics.render_errors.labels(err.reason or "Unknown").inc()
@@ -201,6 +199,7 @@ class ExpandHandlers:
     async def _answer(
         self,
         request: web.Request,
+        reads: ScopedReads,
         key: Hashable | None,
         vm: Mapping[str, Any],
         *,
@@ -228,14 +227,8 @@ class ExpandHandlers:
             # virt-api's client puts TypeMeta back on what it reads; so do we.
             vm = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", **vm}
         try:
-            rendered = await render_traced(
-                self.source,
-                vm,
-                presets=presets,
-                validate=validate,
-                exact_names=get,
-                run=offload if large else None,
-                gate=self._gate(request),
+            rendered = await reads.render(
+                vm, presets=presets, validate=validate, exact_names=get, run=offload if large else None
             )
         except SourceUnavailable as err:
             raise self._source_failure(err) from None
@@ -279,7 +272,7 @@ class ExpandHandlers:
     async def _review(self, request: web.Request, reviews: tuple[Read, ...]) -> None:
         """Raise the 403 (or 503) a rendering for this caller would have met, unless they pass every
         review in ``reviews`` (made in the same order as that rendering would)."""
-        gate = self._gate(request)
+        gate = scope_of(request).gate
         if gate is None or not reviews:
             return
         try:
@@ -303,12 +296,7 @@ class ExpandHandlers:
         return web.Response(body=entry.body, headers=headers)
 
     def _stored(
-        self,
-        request: web.Request,
-        vm: Mapping[str, Any],
-        params: Mapping[str, str],
-        media_type: str,
-        flags: tuple[bool, bool],
+        self, scope: Scope, vm: Mapping[str, Any], media_type: str, flags: tuple[bool, bool]
     ) -> Item | None:
         """The store's item for GET expand-spec's default answer (JSON, no presets, no validate) when it
         is current for ``vm`` and read only what the tenancy model shows without a review (the VM's
@@ -319,7 +307,7 @@ class ExpandHandlers:
         store = self.store
         if store is None or media_type != JSON or flags != (False, False):
             return None
-        item = store.current(params["namespace"], params["name"], vm)
+        item = store.current(scope, vm)
         if item is None or item.reviews.model:
             return None
         return item
@@ -347,13 +335,14 @@ class ExpandHandlers:
             presets, validate = _flags(request)
         except StatusError:  # 406 or 400: the whole way says so
             return None
-        vm = source.peek_vm(params["namespace"], params["name"])
+        scope = scope_of(request)
+        vm = self.reads.within(scope).peek_vm()
         if vm is None or vm is MISSING:
             return None
         assert not isinstance(vm, Missing)
-        item = self._stored(request, vm, params, media_type, (presets, validate))
+        item = self._stored(scope, vm, media_type, (presets, validate))
         if item is not None:
-            gate = self._gate(request)
+            gate = scope.gate
             if item.error is not None or (gate is not None and gate.due(item.reviews)):
                 return None  # the whole way, which reviews them
             return self._from_store(request, item)
@@ -367,24 +356,23 @@ class ExpandHandlers:
         """GET .../namespaces/{namespace}/virtualmachines/{name}/expand-spec"""
         media_type = negotiate(request)
         presets, validate = query_flag(request, "presets"), query_flag(request, "validate")  # 400 first
-        namespace, name = params["namespace"], params["name"]
-        self._check_path(namespace, name)
-        vm: Mapping[str, Any] | Missing | None = MISSING
-        if self.peekable is not None:
-            vm = self.peekable.peek_vm(namespace, name)
+        scope = scope_of(request)
+        _namespace, name = self._check_path(scope, named=True)
+        reads = self.reads.within(scope)
+        vm = reads.peek_vm()
         held = vm is not MISSING
         if vm is MISSING:
             try:
-                vm = await self.source.get_vm(namespace, name)
+                vm = await reads.get_vm()
             except SourceUnavailable as err:
                 raise self._source_failure(err) from None
         if vm is None:
             raise self._vm_not_found(name)
         assert not isinstance(vm, Missing)
         if held:
-            item = self._stored(request, vm, params, media_type, (presets, validate))
+            item = self._stored(scope, vm, media_type, (presets, validate))
             if item is not None:
-                gate = self._gate(request)
+                gate = scope.gate
                 if gate is not None:
                     await self._review(request, gate.due(item.reviews))
                 return self._from_store(request, item)
@@ -392,6 +380,7 @@ class ExpandHandlers:
         key = None if token is None else _get_key(request, presets, validate, media_type, token)
         return await self._answer(
             request,
+            reads,
             key,
             vm,
             get=True,
@@ -443,7 +432,8 @@ class ExpandHandlers:
         return response
 
     async def _put(self, request: web.Request, params: Mapping[str, str], held: Reservation) -> web.Response:
-        self._check_path(params["namespace"])
+        scope = scope_of(request)
+        namespace, _ = self._check_path(scope, named=False)
         media_type = negotiate(request)
         fmt = body_format(request)
         presets, validate = query_flag(request, "presets"), query_flag(request, "validate")
@@ -458,7 +448,7 @@ class ExpandHandlers:
                     return self._response(request, entry, get=False, media_type=media_type)
                 return await self._send(request, entry, get=False, media_type=media_type)
         kubevirt_messages = self.settings.kubevirt_error_codes
-        namespace = params["namespace"]
+        reads = self.reads.within(scope)
         large = len(data) > OFFLOAD_BYTES
 
         def read() -> tuple[dict[str, Any], list[str]]:
@@ -468,6 +458,7 @@ class ExpandHandlers:
         async def answer(vm: dict[str, Any], warnings: list[str]) -> web.Response:
             return await self._answer(
                 request,
+                reads,
                 key,
                 vm,
                 get=False,
@@ -527,13 +518,12 @@ def _with_match_info(handler: ExpandHandler) -> Handler:
 
 
 def add_routes(
-    app: web.Application, settings: Settings, source: Source, metrics: Metrics, *, authenticated: bool = True
+    app: web.Application, settings: Settings, source: Source, metrics: Metrics
 ) -> list[ExpandRoute]:
-    """Register the endpoints of every configured version; returns the expand routes among them.
-    ``authenticated``: a middleware may put an authentication gate on requests."""
+    """Register the endpoints of every configured version; returns the expand routes among them."""
     from apiserver.http.version import make_handler
 
-    handlers = ExpandHandlers(settings, source, metrics, authenticated=authenticated)
+    handlers = ExpandHandlers(settings, source, metrics)
     budget = handlers.bodies
     metrics.read_at_scrape(
         "body_bytes_held",

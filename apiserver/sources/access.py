@@ -120,19 +120,27 @@ class AccessGate:
 
     access: ReadAccess
     all_references: bool = False
+    # The namespace of the request's scope (apiserver.sources.scope): a namespaced object anywhere else
+    # is reviewed before it is read, whatever its kind. None: no namespace to keep to.
+    namespace: str | None = None
+
+    def _outside(self, ref: ObjectRef) -> bool:
+        return self.namespace is not None and bool(ref.namespace) and ref.namespace != self.namespace
 
     def review_first(self, ref: ObjectRef) -> bool:
         """Whether ``ref`` needs a review before it is read at all: every kind but the instancetype
-        and preference kinds and ControllerRevisions (those only with ``all_references``)."""
+        and preference kinds and ControllerRevisions (those only with ``all_references``, or outside
+        the scope's namespace)."""
         kind = ref.kind
         if kind in SPEC_KINDS or kind == o.CONTROLLER_REVISION:
-            return self.all_references
+            return self.all_references or self._outside(ref)
         return True
 
     def needs_review(self, ref: ObjectRef, found: Mapping[str, Any] | None) -> bool:
         """Whether what was read for ``ref`` (``found``; None: missing) may reach the renderer only
-        after a review (:func:`needs_review` with this gate's ``all_references``)."""
-        return needs_review(ref, found, all_references=self.all_references)
+        after a review (:func:`needs_review` with this gate's ``all_references``; always outside the
+        scope's namespace)."""
+        return self._outside(ref) or needs_review(ref, found, all_references=self.all_references)
 
     def due(self, reviews: Reviews) -> tuple[Read, ...]:
         """The reviews this caller must pass to be shown a rendering made without them."""

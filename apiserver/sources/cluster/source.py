@@ -257,7 +257,7 @@ class ClusterSource:
             CacheStats("controllerrevisions", len(self.revisions), self.revisions.hits, self.revisions.misses)
         )
         if self.collection is not None:
-            stats.append(CacheStats("expandedvirtualmachines", len(self.collection.items)))
+            stats.append(CacheStats("expandedvirtualmachines", self.collection.size))
         return stats
 
     # ------------------------------------------------------------------ reads

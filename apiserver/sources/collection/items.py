@@ -113,7 +113,7 @@ def _source_cell(found: Mapping[str, Any] | None) -> str:
     return str(found.get("revisionName") or "live")
 
 
-def _cells(summary: Mapping[str, Any], condition: Mapping[str, Any]) -> tuple[Any, ...]:
+def table_cells(summary: Mapping[str, Any], condition: Mapping[str, Any]) -> tuple[Any, ...]:
     cpu = summary.get("cpu")
     memory = summary.get("memory") or {}
     ok = condition.get("status") == "True"
@@ -177,7 +177,7 @@ def make_item(
         etag=etag,
         warnings=tuple(warnings),
         error=error,
-        cells=_cells(parts["summary"], parts["conditions"][0]),
+        cells=table_cells(parts["summary"], parts["conditions"][0]),
         reviews=reviews_of(objects),
     )
 

@@ -32,9 +32,9 @@ import itertools
 import logging
 import time
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from apiserver.render import ExpandError
 from apiserver.render import objects as o
@@ -45,6 +45,7 @@ from apiserver.sources.collection.items import Item, Key, make_item, same_conten
 from apiserver.sources.collection.versions import COMPONENTS, INDEX, InvalidVersion, Vector
 from apiserver.sources.gather import render_traced
 from apiserver.sources.heap import return_freed
+from apiserver.sources.scope import Scope
 
 log = logging.getLogger("apiserver.sources.collection")
 
@@ -119,6 +120,80 @@ class Snapshot:
         return lo, hi
 
 
+def _named(scope: Scope) -> Key | None:
+    """The one key a scope names (a get), or None when it names a collection."""
+    if scope.namespace is None or scope.name is None:
+        return None
+    return (scope.namespace, scope.name)
+
+
+class Window(Sequence[Item]):
+    """Items of a snapshot in key order, from one index to another: a page is cut from it without a
+    copy of the snapshot's list, and without a way to index outside it."""
+
+    __slots__ = ("_hi", "_items", "_lo")
+
+    def __init__(self, items: list[Item], lo: int, hi: int) -> None:
+        self._items, self._lo, self._hi = items, lo, max(lo, hi)
+
+    def __len__(self) -> int:
+        return self._hi - self._lo
+
+    def __iter__(self) -> Iterator[Item]:
+        return itertools.islice(self._items, self._lo, self._hi)
+
+    @overload
+    def __getitem__(self, index: int) -> Item: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Item]: ...
+    def __getitem__(self, index: int | slice) -> Item | Sequence[Item]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self._items[self._lo + index]
+
+
+EMPTY = Window([], 0, 0)
+
+
+class ScopedSnapshot:
+    """A snapshot as one request's scope sees it: windows of the items it covers, never others."""
+
+    __slots__ = ("_scope", "_snap")
+
+    def __init__(self, snap: Snapshot, scope: Scope) -> None:
+        self._snap = snap
+        self._scope = scope
+
+    @property
+    def version(self) -> str:
+        return self._snap.version
+
+    def window(
+        self, namespace: str | None = None, after: Key | None = None, name: str | None = None
+    ) -> Window:
+        """The items of ``namespace`` (a field selector's; None: the scope's), after ``after``, and
+        only ``name`` when given, inside the scope: empty when the namespace is not the scope's (a
+        field selector naming another namespace selects nothing, as with kube-apiserver)."""
+        narrowed = self._scope.narrowed(namespace)
+        if narrowed is False:
+            return EMPTY
+        snap = self._snap
+        where = narrowed if isinstance(narrowed, str) else None
+        lo, hi = snap.range(where, after)
+        if name is not None and where is not None:
+            at = bisect.bisect_left(snap.keys, (where, name))
+            lo, hi = max(lo, at), min(hi, at + 1)
+            if at >= len(snap.keys) or snap.keys[at] != (where, name):
+                return EMPTY
+        if self._scope.name is not None:  # a get's scope: the one item, whatever was asked
+            return EMPTY
+        return Window(snap.items, lo, hi)
+
+
 @dataclass(slots=True)
 class _Batch:
     kind: str
@@ -158,7 +233,7 @@ class RenderedStore:
         self.log_size = log_size
         self.max_snapshots = snapshots
         self.snapshot_seconds = snapshot_seconds
-        self.items: dict[Key, Item] = {}
+        self._items: dict[Key, Item] = {}
         self._keys: list[Key] = []  # sorted
         self._deps: dict[Any, set[Key]] = {}  # ObjectRef or ("presets", ns) -> VMs that read it
         self._item_deps: dict[Key, tuple[Any, ...]] = {}
@@ -167,7 +242,7 @@ class RenderedStore:
         self._progress = [0] * len(COMPONENTS)  # what each cache has told us it has seen
         self.version = Vector.zero()  # published: every change up to it is worked through
         self.version_text = str(self.version)
-        self.log: deque[Entry] = deque()
+        self._events: deque[Entry] = deque()
         self._seq = 0
         self._dropped = [0] * len(COMPONENTS)  # causes no longer in the log (componentwise max)
         self._queue: deque[_Batch] = deque()
@@ -259,7 +334,7 @@ class RenderedStore:
         self.ready.set()
         log.info(
             "collection ready: %d VMs rendered in %.1fs at resourceVersion %s",
-            len(self.items),
+            len(self._items),
             time.monotonic() - started,
             self.version_text,
         )
@@ -294,7 +369,7 @@ class RenderedStore:
         renders: list[tuple[Key, Item | None, Item | None]] = []  # (key, new, old) where they differ
         unchanged: list[tuple[Item, Item]] = []
         vms = self._vm_store()
-        items = self.items
+        items = self._items
         budget = time.monotonic() + _SLICE_SECONDS
         for key in self._in_key_order(keys):
             vm = vms.get(key)
@@ -330,7 +405,7 @@ class RenderedStore:
         self.unchanged += len(unchanged)
         for old, item in unchanged:
             old.vm = item.vm  # the same answer: keep the item and its version, follow the VM instance
-        self.items.update(stored)
+        self._items.update(stored)
         for key in added:
             bisect.insort(self._keys, key)
         for key in dropped:
@@ -439,12 +514,12 @@ class RenderedStore:
             self._config_users.discard(key)
 
     def _store(self, key: Key, item: Item) -> None:
-        if key not in self.items:
+        if key not in self._items:
             bisect.insort(self._keys, key)
-        self.items[key] = item
+        self._items[key] = item
 
     def _drop(self, key: Key) -> None:
-        del self.items[key]
+        del self._items[key]
         i = bisect.bisect_left(self._keys, key)
         if i < len(self._keys) and self._keys[i] == key:
             del self._keys[i]
@@ -454,17 +529,17 @@ class RenderedStore:
         """Add events numbered from the next sequence number on; the oldest go past ``log_size``."""
         if not entries:
             return
-        self.log.extend(entries)
+        self._events.extend(entries)
         self._seq = entries[-1].seq
-        while len(self.log) > self.log_size:
-            dropped = self.log.popleft()
+        while len(self._events) > self.log_size:
+            dropped = self._events.popleft()
             i, rv = dropped.cause
             self._dropped[i] = max(self._dropped[i], rv)
 
     def _reset_log(self) -> None:
         """History before now cannot be replayed (a kind went away): every resume lists again."""
         self.resets += 1
-        self.log.clear()
+        self._events.clear()
         # A version from before now lacks the state the reset made: it cannot be resumed from.
         self._dropped = [max(a, b) for a, b in zip(self._progress, self._dropped, strict=True)]
 
@@ -478,45 +553,62 @@ class RenderedStore:
                 fut.set_result(None)
 
     # ------------------------------------------------------------------ reads
+    #
+    # Every read of items takes the request's Scope (apiserver.sources.scope) and returns nothing it
+    # does not cover: there is no other way to read them. Versions, waits and counts are not tenant data.
 
-    def current(self, namespace: str, name: str, vm: Mapping[str, Any]) -> Item | None:
-        """The item for GET expand-spec when it is exactly what rendering ``vm`` now would give: the
-        very VM instance the cache holds, and no change waiting to be worked through."""
+    def get(self, scope: Scope) -> Item | None:
+        """The item the scope names (a get of one rendered VM)."""
+        key = _named(scope)
+        return None if key is None else self._items.get(key)
+
+    def current(self, scope: Scope, vm: Mapping[str, Any]) -> Item | None:
+        """The item for GET expand-spec of the VM the scope names when it is exactly what rendering
+        ``vm`` now would give: the very VM instance the cache holds, and no change waiting to be
+        worked through."""
         if self.pending:
             return None
-        item = self.items.get((namespace, name))
+        key = _named(scope)
+        item = None if key is None else self._items.get(key)
         if item is None or item.vm is not vm:
             return None
         return item
 
-    def snapshot(self) -> Snapshot:
-        """The items at the published version, in key order (shared by every page cut from it)."""
+    def snapshot(self, scope: Scope) -> ScopedSnapshot:
+        """The items at the published version, in key order (shared by every page cut from it), as
+        the scope may see them."""
         now = time.monotonic()
         found = self._snapshots.get(self.version_text)
         if found is not None and self._fresh(found):
             self._snapshots.move_to_end(self.version_text)
-            return found
-        snap = Snapshot(self.version_text, list(self._keys), [self.items[k] for k in self._keys], now)
+            return ScopedSnapshot(found, scope)
+        snap = Snapshot(self.version_text, list(self._keys), [self._items[k] for k in self._keys], now)
         self._snapshots[self.version_text] = snap
         while len(self._snapshots) > self.max_snapshots:
             self._snapshots.popitem(last=False)
-        return snap
+        return ScopedSnapshot(snap, scope)
 
     def _fresh(self, snap: Snapshot) -> bool:
         # While a change is worked through, items change under the same (earlier) version: a list
         # then takes them as they are now.
         return not self.pending
 
-    def continued(self, version: str) -> Snapshot | None:
-        """The snapshot a continue token names, while it is kept."""
+    def continued(self, scope: Scope, version: str) -> ScopedSnapshot | None:
+        """The snapshot a continue token names, while it is kept, as the scope may see it."""
         snap = self._snapshots.get(version)
         if snap is None or time.monotonic() - snap.made > self.snapshot_seconds:
             return None
-        return snap
+        return ScopedSnapshot(snap, scope)
 
-    def keep_snapshot(self, snap: Snapshot) -> None:
-        if snap.version not in self._snapshots:
-            self._snapshots[snap.version] = snap
+    def keep_snapshot(self, snap: ScopedSnapshot) -> None:
+        """Keep the snapshot a continue token will name (one already made for the version is kept)."""
+        whole = snap._snap  # noqa: SLF001 - the store's own snapshot, back from its scoped wrapper
+        self._snapshots.setdefault(whole.version, whole)
+
+    @property
+    def size(self) -> int:
+        """How many VMs are rendered (for /metrics)."""
+        return len(self._items)
 
     async def wait_for(self, version: Vector, seconds: float) -> None:
         """Return once the published version covers ``version``; :class:`TooNew` after ``seconds``."""
@@ -541,7 +633,7 @@ class RenderedStore:
         if not all(v >= d for v, d in zip(version, self._dropped, strict=True)):
             raise Gone(str(version))
         start = None
-        for entry in self.log:
+        for entry in self._events:
             i, rv = entry.cause
             included = version[i] >= rv
             if start is None:
@@ -551,19 +643,21 @@ class RenderedStore:
                 raise Gone(str(version))
         return self._seq if start is None else start
 
-    def entries_after(self, seq: int) -> Iterable[Entry]:
-        """The log's events after ``seq``; :class:`Gone` when some of them are no longer kept."""
-        if not self.log:
+    def entries_after(self, scope: Scope, seq: int) -> tuple[int, list[Entry]]:
+        """The sequence number of the log's last event and its events after ``seq`` that the scope
+        covers; :class:`Gone` when some of them are no longer kept."""
+        if not self._events:
             if seq < self._seq:
                 raise Gone(str(seq))
-            return ()
-        first = self.log[0].seq
+            return self._seq, []
+        first = self._events[0].seq
         if seq + 1 < first:
             raise Gone(str(seq))
         start = seq + 1 - first
-        if start >= len(self.log):
-            return ()
-        return list(_islice(self.log, start))
+        if start >= len(self._events):
+            return self._seq, []
+        covers = scope.covers
+        return self._seq, [e for e in _islice(self._events, start) if covers(*e.item.key)]
 
     @property
     def last_seq(self) -> int:
@@ -582,8 +676,8 @@ class RenderedStore:
 
     def stats(self) -> dict[str, int]:
         return {
-            "items": len(self.items),
-            "log": len(self.log),
+            "items": len(self._items),
+            "log": len(self._events),
             "renders": self.renders,
             "unchanged": self.unchanged,
             "dependencies": len(self._deps),
