@@ -258,6 +258,47 @@ def test_byte_budget_shares() -> None:
     assert only.reserve("x", 3000).size == 3000  # one body is always admitted when nothing is held
 
 
+def test_many_callers_holding_slow_bodies_make_room_for_a_newcomer() -> None:
+    """Issue 24, item 3, in small: callers holding bodies still arriving fill the budget (each within its
+    share, the newcomers' quarter taken by more callers); a caller holding nothing is admitted by cutting
+    the oldest body still arriving of the caller holding the most. A body that has arrived is never cut,
+    and two callers holding as much as each other never cut each other's."""
+    budget = ByteBudget(64, min_share=8)
+    cuts: list[str] = []
+    holders = []
+    for caller in [f"big-{i}" for i in range(8)] * 2 + [f"small-{i}" for i in range(11)]:
+        size = 3 if caller.startswith("big") else 2
+        try:
+            held = budget.reserve(caller, size)
+        except Exception:
+            continue
+        held.waiting(lambda c=caller: cuts.append(c))  # type: ignore[misc]
+        holders.append(held)
+    assert budget.held == 64, budget.held
+    with pytest.raises(Exception, match="Too many requests"):
+        budget.reserve("big-0", 3)  # a holder does not get in by cutting one holding no more than it
+    newcomer = budget.reserve("newcomer", 2)
+    assert newcomer.size == 2 and cuts and cuts[0].startswith("big-"), cuts
+    assert budget.cut_bodies == len(cuts)
+    # Bodies that arrived are not cut: with every body arrived, the next newcomer is refused.
+    for held in holders:
+        held.arrived()
+    while budget.admits("late", 2):
+        budget.reserve("filler-" + str(budget.held), 2)
+    before = len(cuts)
+    with pytest.raises(Exception, match="Too many requests"):
+        budget.reserve("late", 2)
+    assert len(cuts) == before
+    equal = ByteBudget(6, min_share=3)
+    a = equal.reserve("a", 3)
+    a.waiting(lambda: cuts.append("a"))
+    b = equal.reserve("b", 3)
+    b.waiting(lambda: cuts.append("b"))
+    with pytest.raises(Exception, match="Too many requests"):
+        equal.reserve("c", 3)  # after it, c would hold as much as a or b: nobody is cut
+    assert equal.reserve("c", 2).size == 2 and cuts[-1] == "a"  # less: the oldest of the largest goes
+
+
 def _hwm_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):

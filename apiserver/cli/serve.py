@@ -253,6 +253,40 @@ def add_parser(sub: Any) -> None:
         "with Retry-After, as kube-apiserver answers requests over --max-requests-inflight (default 64Mi)",
     )
     tls.add_argument(
+        "--max-watches",
+        type=_count,
+        default=0,
+        metavar="N",
+        help="most watches of expandedvirtualmachines held at once, each holding a connection; when all are "
+        "taken, a user holding fewer takes the place of the largest holder's oldest watch, which ends as at "
+        "its timeout (default half of --max-connections, so short requests always find a connection)",
+    )
+    tls.add_argument(
+        "--max-watches-per-user",
+        type=_count,
+        default=defaults.max_watches_per_user,
+        metavar="N",
+        help="most watches one user (as authenticated; else one address) holds at once; more are answered "
+        f"429 TooManyRequests with Retry-After (default {defaults.max_watches_per_user})",
+    )
+    tls.add_argument(
+        "--max-pending-bodies",
+        type=_count,
+        default=0,
+        metavar="N",
+        help="most PUT bodies still arriving at once, each holding a connection; when all are taken, a user "
+        "holding fewer takes the place of the largest holder's oldest, which is answered 429 (default a "
+        "fifth of --max-connections)",
+    )
+    tls.add_argument(
+        "--max-pending-bodies-per-user",
+        type=_count,
+        default=defaults.max_pending_bodies_per_user,
+        metavar="N",
+        help="most PUT bodies still arriving from one user at once; more are answered 429 "
+        f"(default {defaults.max_pending_bodies_per_user})",
+    )
+    tls.add_argument(
         "--body-timeout",
         type=_duration,
         default=defaults.body_timeout,
@@ -327,6 +361,10 @@ def _settings(args: argparse.Namespace) -> Settings:
         max_body_bytes_in_flight=args.max_body_bytes_in_flight,
         body_timeout=args.body_timeout,
         min_body_rate=args.min_body_rate,
+        max_watches=args.max_watches,
+        max_watches_per_user=args.max_watches_per_user,
+        max_pending_bodies=args.max_pending_bodies,
+        max_pending_bodies_per_user=args.max_pending_bodies_per_user,
     )
 
 

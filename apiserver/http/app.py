@@ -27,6 +27,7 @@ from apiserver.http.media import prettify
 from apiserver.http.metrics import CONTENT_TYPE, Metrics
 from apiserver.http.scoping import open_scoping
 from apiserver.http.settings import Settings
+from apiserver.http.shares import Shares, export_shares
 from apiserver.render.errors import status
 from apiserver.sources.base import Check, Source
 
@@ -204,7 +205,14 @@ def build_app(
     app[DISPATCHER] = Dispatcher(expand, front, middlewares, admission=admission)
     app[FRONT] = front
     store = getattr(source, "collection", None)
-    collection.add_routes(app, collection.CollectionHandlers(store, metrics))
+    watches = Shares(
+        "watches",
+        settings.watch_places,
+        settings.max_watches_per_user,
+        flags=("--max-watches", "--max-watches-per-user"),
+    )
+    export_shares(metrics, "watches", watches)
+    collection.add_routes(app, collection.CollectionHandlers(store, metrics, watches))
     expand_api = {resource.canonical for resource in app.router.resources()}
     discovery.add_routes(app, settings, collection=store is not None)
     openapi.add_routes(app, settings, collection=store is not None)

@@ -19,15 +19,18 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import orjson
 from aiohttp import web
 
+from apiserver.http.budget import caller_of
 from apiserver.http.errors import StatusError, bad_request, not_found, unavailable
 from apiserver.http.media import JSON, YAML, encode, parse_accept
 from apiserver.http.metrics import Metrics
 from apiserver.http.scoping import scope_of
+from apiserver.http.shares import Shares
 from apiserver.render.errors import status
 from apiserver.sources.access import AccessGate
 from apiserver.sources.collection import items as it
@@ -291,9 +294,11 @@ def expired(message: str, token: str = "") -> StatusError:
 class CollectionHandlers:
     """get, list and watch over a store (None: the collection is not served, every call says why)."""
 
-    def __init__(self, store: RenderedStore | None, metrics: Metrics) -> None:
+    def __init__(self, store: RenderedStore | None, metrics: Metrics, watches: Shares | None = None) -> None:
+        """``watches``: the places watches take, per user and in all (none: unbounded, for tests)."""
         self.store = store
         self.metrics = metrics
+        self.watches = watches
 
     def _store(self) -> RenderedStore:
         store = self.store
@@ -481,8 +486,6 @@ class CollectionHandlers:
     async def _watch(
         self, request: web.Request, store: RenderedStore, scope: Scope, query: Query, media: Media
     ) -> web.StreamResponse:
-        # The namespace a field selector narrows to inside the scope (False: none can match).
-        narrowed = scope.narrowed(query.fields.namespace())
         initial: list[Item] = []
         if query.version in ("", "0"):
             snap = store.snapshot(scope)
@@ -495,6 +498,34 @@ class CollectionHandlers:
                 cursor = store.resume_point(wanted)
             except Gone:
                 return await self._watch_error(request, _too_old(query.version, store.version_text))
+        # A place of the user's among the watches (429 when they hold their share); displaced by a user
+        # holding fewer, the watch ends as at its timeout.
+        ending: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        end = partial(_end, ending)
+        place = None if self.watches is None else self.watches.hold(caller_of(request), end)
+        # A client gone away ends the watch at once (it writes nothing for minutes, so would not notice).
+        when_lost = getattr(request.protocol, "when_lost", None)
+        forget = when_lost(end) if when_lost is not None else None
+        try:
+            return await self._stream(request, store, scope, query, media, initial, cursor, ending)
+        finally:
+            if forget is not None:
+                forget()
+            if place is not None and self.watches is not None:
+                self.watches.release(place)
+
+    async def _stream(
+        self,
+        request: web.Request,
+        store: RenderedStore,
+        scope: Scope,
+        query: Query,
+        media: Media,
+        initial: list[Item],
+        cursor: int,
+        ending: asyncio.Future[None],
+    ) -> web.StreamResponse:
+        narrowed = scope.narrowed(query.fields.namespace())
         release_deadline(request)
         timeout = query.timeout if query.timeout is not None else MIN_REQUEST_TIMEOUT * (1 + random.random())
         ends = time.monotonic() + timeout
@@ -522,7 +553,7 @@ class CollectionHandlers:
                     await writer.event(kind, body, entry.item, entry.version)
                     sent_version = entry.version
                 now = time.monotonic()
-                if now >= ends:
+                if now >= ends or ending.done():
                     break
                 if query.bookmarks and now - last_bookmark >= BOOKMARK_EVERY and cursor == store.last_seq:
                     if store.version_text != sent_version and not store.pending:
@@ -532,8 +563,11 @@ class CollectionHandlers:
                 wait = ends - now
                 if query.bookmarks:
                     wait = min(wait, max(0.05, BOOKMARK_EVERY - (now - last_bookmark)))
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(store.next_change(cursor), wait)
+                change = asyncio.ensure_future(store.next_change(cursor))
+                try:
+                    await asyncio.wait((change, ending), timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    change.cancel()
         except ConnectionResetError:  # the client went away: a watch's usual end
             self.metrics_watchers(-1)
             return response
@@ -557,6 +591,11 @@ class CollectionHandlers:
         await response.write(orjson.dumps({"type": "ERROR", "object": error}) + b"\n")
         await response.write_eof()
         return response
+
+
+def _end(ending: asyncio.Future[None]) -> None:
+    if not ending.done():
+        ending.set_result(None)
 
 
 def _too_old(asked: str, current: str) -> dict[str, Any]:

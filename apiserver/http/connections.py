@@ -44,6 +44,7 @@ import logging
 import ssl
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
@@ -411,7 +412,15 @@ class GuardedHandler(RequestHandler):
     """aiohttp's connection handler with a header-read timeout, its place in the connection table, a
     deadline for writing large answers, and Status errors."""
 
-    __slots__ = ("_connection", "_header_count", "_header_timer", "_limits", "_stall_timer", "_table")
+    __slots__ = (
+        "_connection",
+        "_header_count",
+        "_header_timer",
+        "_limits",
+        "_on_lost",
+        "_stall_timer",
+        "_table",
+    )
     # The request's after-sent callbacks run here (budget.after_sent).
     runs_after_sent = True
 
@@ -431,6 +440,18 @@ class GuardedHandler(RequestHandler):
         self._header_timer: asyncio.TimerHandle | None = None
         self._header_count = 0
         self._stall_timer: asyncio.TimerHandle | None = None
+        self._on_lost: list[Callable[[], None]] = []
+
+    def when_lost(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Run ``callback`` when the connection is lost (a client gone away in the middle of a watch,
+        which writes nothing for minutes and would not notice otherwise); returns what unregisters it."""
+        self._on_lost.append(callback)
+
+        def forget() -> None:
+            if callback in self._on_lost:
+                self._on_lost.remove(callback)
+
+        return forget
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._connection.handler = self
@@ -539,6 +560,9 @@ class GuardedHandler(RequestHandler):
 
     def connection_lost(self, exc: BaseException | None) -> None:
         self._table.drop(self._connection)
+        lost, self._on_lost = self._on_lost, []
+        for callback in lost:
+            callback()
         if self._stall_timer is not None:
             self._stall_timer.cancel()
             self._stall_timer = None

@@ -30,13 +30,14 @@ from apiserver.http.bodies import (
     parse,
     read_body,
 )
-from apiserver.http.budget import BodyPace, ByteBudget, Reservation, after_sent, caller_of
+from apiserver.http.budget import BodyPace, ByteBudget, Reservation, after_sent, caller_of, too_many
 from apiserver.http.errors import StatusError, bad_request, unavailable
 from apiserver.http.media import JSON, encode, etag_of, negotiate, respond_tagged, tagged_headers
 from apiserver.http.metrics import Metrics
 from apiserver.http.respcache import Entry, ResponseCache, vm_token
 from apiserver.http.scoping import scope_of
 from apiserver.http.settings import Settings
+from apiserver.http.shares import Shares, export_shares
 from apiserver.render import ExpandError, names
 from apiserver.render.errors import VM_GROUP, status
 from apiserver.sources.access import AccessRefused, Read
@@ -148,6 +149,13 @@ class ExpandHandlers:
         self.cache = cache or ResponseCache()
         self.bodies = ByteBudget(settings.max_body_bytes_in_flight, min_share=settings.max_body_bytes)
         self.pace = BodyPace(settings.body_timeout, settings.min_body_rate)
+        # Bodies still arriving hold a connection each: places of their own, per user and in all.
+        self.pending = Shares(
+            "request bodies still arriving",
+            settings.pending_body_places,
+            settings.max_pending_bodies_per_user,
+            flags=("--max-pending-bodies", "--max-pending-bodies-per-user"),
+        )
         # Large bodies one at a time from parsing to encoding the answer: a 2.4 MB body of small labels
         # is ~20 MB of Python objects, and its rendering as much again, so thirty at once took RSS past
         # 1 GB. They run on the one worker thread in turn anyway (bodies.offload); waiting here, a
@@ -431,6 +439,20 @@ class ExpandHandlers:
         after_sent(request, held.release)  # the body, and the answer, are held until it is written
         return response
 
+    async def _read_body(self, request: web.Request, held: Reservation) -> bytes:
+        """The body; one still arriving takes one of the user's places for pending bodies, and another
+        user may need its place or its bytes more: it is then cut (429, connection closed)."""
+        if request.content.is_eof():  # the usual case: it came with the headers
+            return await read_body(request, self.settings.max_body_bytes, self.pace)
+        cut = partial(_cut_body, request)
+        place = self.pending.hold(caller_of(request), cut)
+        held.waiting(cut)
+        try:
+            return await read_body(request, self.settings.max_body_bytes, self.pace)
+        finally:
+            held.arrived()
+            self.pending.release(place)
+
     async def _put(self, request: web.Request, params: Mapping[str, str], held: Reservation) -> web.Response:
         scope = scope_of(request)
         namespace, _ = self._check_path(scope, named=False)
@@ -438,7 +460,7 @@ class ExpandHandlers:
         fmt = body_format(request)
         presets, validate = query_flag(request, "presets"), query_flag(request, "validate")
         level = field_validation(request)
-        data = await read_body(request, self.settings.max_body_bytes, self.pace)
+        data = await self._read_body(request, held)
         held.resize(len(data))  # a body without a length reserved the limit
         key = _put_key(request, fmt, presets, validate, level, media_type, data)
         if self.peekable is not None:
@@ -474,6 +496,11 @@ class ExpandHandlers:
             return await answer(*read())
         async with self.large_work:  # what is parsed from the body lives only inside
             return await answer(*await offload(read))
+
+
+def _cut_body(request: web.Request) -> None:
+    """Stop reading a body still arriving: its request is answered 429 and its connection closed."""
+    request.content.set_exception(too_many())
 
 
 def _get_key(
@@ -531,6 +558,13 @@ def add_routes(
         "against --max-body-bytes-in-flight.",
         lambda: budget.held,
     )
+    metrics.read_at_scrape(
+        "body_cuts",
+        "PUT bodies still arriving cut (429) to make room for a user holding less.",
+        lambda: budget.cut_bodies + handlers.pending.displaced,
+        counter=True,
+    )
+    export_shares(metrics, "pending_bodies", handlers.pending)
     version_handler = make_handler(source)
     expand: list[ExpandRoute] = []
     for version in settings.api_versions:

@@ -48,6 +48,13 @@ class Settings:
     # min_body_rate bytes (budget.BodyPace).
     body_timeout: float = 10.0
     min_body_rate: int = 64 * 1024
+    # Long-running requests take places of their own, per user and in all (shares.py): watches, and PUT
+    # bodies still arriving. 0 for the totals: half and a fifth of max_connections, so that short
+    # requests always find a connection.
+    max_watches: int = 0
+    max_watches_per_user: int = 100
+    max_pending_bodies: int = 0
+    max_pending_bodies_per_user: int = 16
 
     def __post_init__(self) -> None:
         if not self.api_versions:
@@ -64,3 +71,25 @@ class Settings:
             raise ValueError("the TLS handshake timeout must be positive")
         if self.body_timeout <= 0 or self.min_body_rate < 1:
             raise ValueError("the body timeout and the minimum body rate must be positive")
+        if min(self.max_watches_per_user, self.max_pending_bodies_per_user) < 1:
+            raise ValueError("each user must be allowed at least one watch and one pending body")
+        if min(self.max_watches, self.max_pending_bodies) < 0:
+            raise ValueError("the most watches and pending bodies must not be negative")
+        if (self.max_watches or self.max_pending_bodies) and (
+            self.watch_places + self.pending_body_places >= self.max_connections
+        ):
+            raise ValueError(
+                f"--max-watches ({self.watch_places}) and --max-pending-bodies ({self.pending_body_places}) "
+                "must leave connections for short requests: together under --max-connections "
+                f"({self.max_connections})"
+            )
+
+    @property
+    def watch_places(self) -> int:
+        """``max_watches``, or half of ``max_connections``."""
+        return self.max_watches or max(1, self.max_connections // 2)
+
+    @property
+    def pending_body_places(self) -> int:
+        """``max_pending_bodies``, or a fifth of ``max_connections``."""
+        return self.max_pending_bodies or max(1, self.max_connections // 5)
