@@ -17,6 +17,10 @@ Scenarios (issue 15, items 5-9; run by hand, they are too big for the test suite
   tokens       a real control plane (../shared/k8s) with the server deployed as apiservice/ deploys it:
                a legitimate user's p50/p95 through the aggregator alone, then under a flood of distinct
                garbage bearer tokens sent straight to the server; TokenReviews kube-apiserver received.
+  watches      the same, with the Deployment's limits (issue 24): users open watches of
+               expandedvirtualmachines through the aggregator until refused, one after the other, then
+               a newcomer; what each holds, the 429s and displacements; another user's GET expand-spec
+               p50/p99 alone and while the watches are held; RSS per held watch.
 
 The server runs as a subprocess with the folder source (examples/) unless the scenario needs a cluster;
 RSS is VmRSS of that process, peak RSS its VmHWM. Every scenario prints the machine's load average.
@@ -667,6 +671,130 @@ async def scenario_tokens(args: argparse.Namespace, tmp: Path) -> None:
         cluster.close()
 
 
+async def scenario_watches(args: argparse.Namespace, tmp: Path) -> None:
+    import aiohttp
+
+    from tests.realk8s.controlplane import CRDS_FILE, ControlPlane, unavailable
+    from tests.realk8s.deployed import DeployedServer
+
+    reason = unavailable()
+    if reason:
+        raise SystemExit(f"bench_dos.py watches: no real control plane here: {reason}")
+    cluster = ControlPlane(tmp / "plane")
+    server: DeployedServer | None = None
+    sessions: list[aiohttp.ClientSession] = []
+    held: list[aiohttp.ClientResponse] = []
+    try:
+        cluster.start()
+        cluster.kubectl("apply", "-f", str(CRDS_FILE))
+        cluster.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+        server = DeployedServer(cluster, tmp / "deployed", extra_args=args.server_args)
+        server.install()
+        server.start()
+        server.register()
+        namespace = "bench"
+        cluster.kubectl("create", "namespace", namespace)
+        instancetype, vm = small_vm(namespace)
+        cluster.apply(instancetype, vm)
+        get_path = f"{GROUP_PATH}/namespaces/{namespace}/virtualmachines/vm1/expand-spec"
+        watch_path = (
+            f"/apis/expand.kubevirt-expand.io/v1/namespaces/{namespace}/expandedvirtualmachines"
+            "?watch=1&timeoutSeconds=600"
+        )
+        for _ in range(100):  # the collection lists the VM once it is rendered
+            if b"vm1" in cluster.request(watch_path.split("?")[0]).body:
+                break
+            await asyncio.sleep(0.1)
+
+        async def gets(session: aiohttp.ClientSession, seconds: float) -> list[float]:
+            """Another user's GETs of expand-spec through the aggregator, one at a time, keep-alive."""
+            latencies: list[float] = []
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                started = time.perf_counter()
+                async with session.get(cluster.url + get_path) as resp:
+                    await resp.read()
+                    assert resp.status == 200, resp.status
+                    latencies.append((time.perf_counter() - started) * 1000)
+                await asyncio.sleep(0.02)
+            return latencies
+
+        admin_ssl = cluster.admin_ssl()
+        # The admin impersonating each user, in system:masters so that RBAC lets every one watch: the
+        # places are counted by user name.
+        as_user = {"Impersonate-Group": "system:masters"}
+
+        async def watch(user: str) -> int:
+            """One watch as ``user``, left open when accepted."""
+            session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=admin_ssl, limit=1))
+            sessions.append(session)
+            resp = await session.get(cluster.url + watch_path, headers={**as_user, "Impersonate-User": user})
+            if resp.status == 200:
+                held.append(resp)
+            else:
+                await resp.read()
+                resp.release()
+                await session.close()
+            return resp.status
+
+        def metric(name: str) -> float:
+            admin = cluster.pki.admin
+            assert server is not None
+            _code, body = server.direct("/metrics", cert=(admin.cert_file, admin.key_file))
+            line = next(x for x in body.decode().splitlines() if x.startswith(f"kubevirt_expand_{name} "))
+            return float(line.split()[1])
+
+        connector = aiohttp.TCPConnector(ssl=cluster.admin_ssl(), limit=1)
+        async with aiohttp.ClientSession(connector=connector) as getter:
+            await gets(getter, 2)  # warm: connection, caches
+            alone = await gets(getter, args.seconds)
+            assert server.process is not None
+            before = rss_mib(server.process.pid)
+            started = time.monotonic()
+            per_user: dict[str, Counter[int]] = {}
+            for n in range(args.users):
+                user = f"watcher-{n}"
+                codes: Counter[int] = Counter()
+                while codes[429] < 3:  # until refused (three times, to be sure)
+                    code = await watch(user)
+                    codes[code] += 1
+                    if code not in (200, 429):
+                        raise SystemExit(f"bench_dos.py watches: a watch as {user} was answered {code}")
+                per_user[user] = codes
+                print(f"  {user}: {dict(codes)} after {time.monotonic() - started:.1f} s", flush=True)
+            opening = time.monotonic() - started
+            holding = metric("watches_held")
+            during_rss = rss_mib(server.process.pid)
+            during = await gets(getter, args.seconds)
+            late = await watch("newcomer")
+            displaced = metric("watches_displaced_total")
+        print(f"watches: {args.users} users, each opening watches until refused ({load()})")
+        for user, codes in per_user.items():
+            print(
+                f"  {user}: {codes[200]} accepted, {codes[429]} refused 429, others {dict(codes - Counter({200: codes[200], 429: codes[429]}))}"
+            )
+        print(
+            f"  watches held: {holding:.0f} after {opening:.1f} s; a newcomer's watch: {late}; displaced: {displaced:.0f}"
+        )
+        print(
+            f"  another user's GET alone: p50 {statistics.median(alone):.1f} ms, p99 {percentile(alone, 0.99):.1f} ms "
+            f"({len(alone)}); while they are held: p50 {statistics.median(during):.1f} ms, "
+            f"p99 {percentile(during, 0.99):.1f} ms ({len(during)})"
+        )
+        print(
+            f"  server RSS {before:.0f} -> {during_rss:.0f} MiB: "
+            f"{(during_rss - before) * 1024 / max(1.0, holding):.0f} KiB per held watch"
+        )
+    finally:
+        for resp in held:
+            resp.close()
+        for session in sessions:
+            await session.close()
+        if server is not None:
+            server.stop()
+        cluster.close()
+
+
 async def attack_tokens(args: argparse.Namespace, _tmp: Path) -> None:
     """The attacking side of ``tokens``: ``--flooders`` keep-alive connections sending distinct garbage
     bearer tokens for ``--seconds``; prints the answers it got."""
@@ -703,6 +831,7 @@ SCENARIOS = {
     "bodies": scenario_bodies,
     "puts": scenario_puts,
     "tokens": scenario_tokens,
+    "watches": scenario_watches,
 }
 
 
@@ -745,6 +874,12 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--flooders", type=int, default=32)
     p.add_argument("--server-args", nargs="*", default=[])
+    p = sub.add_parser("watches", help="users holding watches through a real aggregator, another user's GETs")
+    p.add_argument("--users", type=int, default=6, help="users opening watches one after the other")
+    p.add_argument("--seconds", type=float, default=10.0, help="seconds of GETs alone and while held")
+    p.add_argument(
+        "--server-args", action="append", default=[], help="a flag added to the Deployment's (repeatable)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         asyncio.run(SCENARIOS[args.scenario](args, Path(tmp)))
