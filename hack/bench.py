@@ -241,10 +241,22 @@ def make_certs(where: Path) -> Certs:
 
 
 class Server:
-    """A subprocess serving HTTPS on 127.0.0.1:port, stopped with SIGTERM."""
+    """A subprocess serving HTTPS on 127.0.0.1:port, stopped with SIGTERM.
 
-    def __init__(self, argv: list[str], port: int, name: str, log: Path) -> None:
+    It runs in ``cwd`` (default: the log's folder) with ``env`` (default: this process's environment);
+    hack/bench_commits.py runs each commit's own server code this way."""
+
+    def __init__(
+        self,
+        argv: list[str],
+        port: int,
+        name: str,
+        log: Path,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.argv, self.port, self.name, self.log = argv, port, name, log
+        self.cwd, self.env = cwd, env
         self.proc: asyncio.subprocess.Process | None = None
 
     @property
@@ -259,7 +271,7 @@ class Server:
     async def start(self, certs: Certs, ready_path: str = "/readyz", within: float = 60) -> None:
         with self.log.open("wb") as log:
             self.proc = await asyncio.create_subprocess_exec(
-                *self.argv, stdout=log, stderr=log, cwd=str(self.log.parent)
+                *self.argv, stdout=log, stderr=log, cwd=str(self.cwd or self.log.parent), env=self.env
             )
         deadline = time.monotonic() + within
         while True:
