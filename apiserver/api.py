@@ -22,9 +22,9 @@ import orjson
 
 from apiserver.render import ObjectIndex
 from apiserver.render import expand as _expand
-from apiserver.render.errors import ExpandError
-from apiserver.render.fieldvalidation import DEFAULT, LEVELS
-from apiserver.render.values import check_json
+from apiserver.render.golang.values import check_json
+from apiserver.render.kubernetes.errors import ExpandError
+from apiserver.render.kubernetes.fieldvalidation import DEFAULT, LEVELS
 
 __all__ = ["ExpandWarning", "Expanded", "Expander", "expand", "expand_vm"]
 

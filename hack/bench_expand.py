@@ -52,19 +52,20 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from apiserver import api  # noqa: E402
-from apiserver.render import ExpandError, ObjectIndex, expand, gojson  # noqa: E402
-from apiserver.render.apply_instancetype import apply_instancetype  # noqa: E402
-from apiserver.render.apply_preference import apply_preference  # noqa: E402
-from apiserver.render.config import cluster_config  # noqa: E402
+from apiserver.render import ExpandError, ObjectIndex, expand  # noqa: E402
 from apiserver.render.defaults import (  # noqa: E402
     set_default_network_interface,
     set_default_volume_disks,
     set_vmi_spec_defaults,
 )
 from apiserver.render.expand import decode_vm  # noqa: E402
-from apiserver.render.find import clear_spec_cache, find_instancetype, find_preference  # noqa: E402
-from apiserver.render.infer import infer_matchers  # noqa: E402
-from apiserver.render.tree import child  # noqa: E402
+from apiserver.render.golang import gojson  # noqa: E402
+from apiserver.render.golang.tree import child  # noqa: E402
+from apiserver.render.instancetype.apply_instancetype import apply_instancetype  # noqa: E402
+from apiserver.render.instancetype.apply_preference import apply_preference  # noqa: E402
+from apiserver.render.instancetype.find import clear_spec_cache, find_instancetype, find_preference  # noqa: E402
+from apiserver.render.instancetype.infer import infer_matchers  # noqa: E402
+from apiserver.render.virtconfig import cluster_config  # noqa: E402
 from tests.oracle import find_oracle  # noqa: E402
 
 sys.path.insert(0, str(REPO / "hack"))

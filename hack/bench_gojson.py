@@ -21,7 +21,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from apiserver.render import gojson  # noqa: E402
+from apiserver.render.golang import gojson  # noqa: E402
 
 CASES = REPO.parent / "shared" / "conformance" / "cases"
 

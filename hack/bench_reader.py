@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark the body reader (apiserver/sources/documents.py) against baselines measured in the same run.
+"""Benchmark the body reader (apiserver/documents/reader.py) against baselines measured in the same run.
 
     .venv/bin/python hack/bench_reader.py [--quick]
 
@@ -32,7 +32,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from apiserver.sources.documents import DocumentError, read_documents
+from apiserver.documents.reader import DocumentError, read_documents
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "vm-fedora.yaml"
 LIMIT = 3 * 1024 * 1024

@@ -59,8 +59,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from apiserver import ExpandError, expand  # noqa: E402
-from apiserver.render.fieldvalidation import FieldValidationError  # noqa: E402
-from apiserver.render.gojson.types import INT_RANGES, STRUCTS, resolve_root  # noqa: E402
+from apiserver.render.golang.gojson.types import INT_RANGES, STRUCTS, resolve_root  # noqa: E402
+from apiserver.render.kubernetes.fieldvalidation import FieldValidationError  # noqa: E402
 from tests.conformance import case_files, error_matches, load  # noqa: E402
 from tests.oracle import find_oracle, where  # noqa: E402
 
@@ -176,7 +176,7 @@ def small_int(rnd: random.Random, kind: str) -> int:
 
 
 class Composer:
-    """Random values of Go types from the type graph (apiserver/render/gojson/gotypes.json)."""
+    """Random values of Go types from the type graph (apiserver/render/golang/gojson/gotypes.json)."""
 
     def __init__(self, rnd: random.Random, presence: float = 0.35, most_depth: int = 6) -> None:
         self.rnd = rnd

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate apiserver/render/gojson/gotypes.json from the shared KubeVirt type description.
+"""Generate apiserver/render/golang/gojson/gotypes.json from the shared KubeVirt type description.
 
 Reads ../shared/spec/kubevirt-types/go-json-fields.json (Go's view of every type reachable from the API
 roots) and swagger.json (for the ``required`` lists), keeps only what the Go JSON codec needs, and writes
@@ -19,7 +19,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "spec" / "kubevirt-types"
-OUT = REPO / "apiserver" / "render" / "gojson" / "gotypes.json"
+OUT = REPO / "apiserver" / "render" / "golang" / "gojson" / "gotypes.json"
 
 CUSTOM = {
     "k8s.io/apimachinery/pkg/api/resource.Quantity": "quantity",

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate apiserver/http/openapi_defs.json from KubeVirt's OpenAPI document.
+"""Generate apiserver/http/endpoints/openapi_defs.json from KubeVirt's OpenAPI document.
 
 Reads ../shared/spec/kubevirt-types/swagger.json (KubeVirt's api/openapi-spec/swagger.json) and keeps
 ``v1.VirtualMachine`` and ``Status`` with every definition they reach, so the server's OpenAPI
@@ -19,7 +19,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_INPUT = ROOT.parent / "shared" / "spec" / "kubevirt-types" / "swagger.json"
-DEFAULT_OUTPUT = ROOT / "apiserver" / "http" / "openapi_defs.json"
+DEFAULT_OUTPUT = ROOT / "apiserver" / "http" / "endpoints" / "openapi_defs.json"
 ROOTS = ("v1.VirtualMachine", "k8s.io.apimachinery.pkg.apis.meta.v1.Status")
 REF_PREFIX = "#/definitions/"
 

@@ -19,7 +19,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from apiserver.auth.config import CONFIGMAP_NAME, CONFIGMAP_NAMESPACE, TrustOptions
 from apiserver.auth.options import AuthOptions, AuthRuntime
 from apiserver.auth.tls import ServingTLS
-from apiserver.http.authn import admission_shortcut, auth_middleware
+from apiserver.http.filters.authentication import admission_shortcut, auth_middleware
 from tests.fakekube import FakeKube
 from tests.fakekube.reviews import Reviews
 from tests.http_helpers import MemorySource, RunningServer, running_server

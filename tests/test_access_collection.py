@@ -17,7 +17,7 @@ import pytest
 
 from apiserver.auth.config import TrustOptions
 from apiserver.auth.options import AuthOptions
-from apiserver.http.collection import REDACTED_MESSAGE
+from apiserver.http.endpoints.expandedvms import REDACTED_MESSAGE
 from apiserver.sources import reads
 from apiserver.sources.access import Read
 from apiserver.sources.cluster import ClusterSource

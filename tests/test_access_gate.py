@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from apiserver.render.errors import status
+from apiserver.render.kubernetes.errors import status
 from apiserver.sources.access import AccessGate, AccessRefused, Read
 from apiserver.sources.folder import FolderSource
 from apiserver.sources.gather import Rendered, render_traced

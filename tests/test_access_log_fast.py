@@ -184,9 +184,9 @@ def test_only_the_parameters_the_server_defines_keep_their_values(query: str, wr
 def test_every_query_parameter_of_the_openapi_documents_is_known() -> None:
     """The allow-list follows the API: every parameter an OpenAPI document of the server declares is
     logged as sent."""
-    from apiserver.http.openapi import openapi_v2, openapi_v3
+    from apiserver.http.endpoints.openapi import openapi_v2, openapi_v3
     from apiserver.http.settings import Settings
-    from apiserver.sources.collection import items as evm
+    from apiserver.sources.rendered import items as evm
 
     settings = Settings()
     docs = [openapi_v2(settings, True), openapi_v3(settings, evm.VERSION, evm.GROUP, True)]

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from apiserver.documents.manifests import read_manifest_paths
 from apiserver.http.logging import ACCESS_LOGGER
 from apiserver.sources.base import Check
-from apiserver.sources.manifests import read_manifest_paths
 from tests.http_helpers import EXAMPLES, GROUP, MemorySource, running_server, vm_path
 
 ROUTINE = [

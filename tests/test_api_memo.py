@@ -106,7 +106,7 @@ def test_a_feature_gate_added_in_place_changes_the_verdict() -> None:
 
 def test_a_catalog_passed_again_is_not_walked_again(monkeypatch: pytest.MonkeyPatch) -> None:
     # Up to 1,024 inputs are recognised; with 256 a caller passing 600 objects had each walked on every call.
-    from apiserver.render import values
+    from apiserver.render.golang import values
 
     walked: list[str] = []
     real_check = values._check

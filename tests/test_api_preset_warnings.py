@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from apiserver import ExpandWarning, expand, expand_vm
-from apiserver.sources.manifests import read_manifest_paths
+from apiserver.documents.manifests import read_manifest_paths
 from tests.http_helpers import EXAMPLES, examples_server, put_path
 
 OBJECTS = [obj for _, obj in read_manifest_paths([str(EXAMPLES)])]

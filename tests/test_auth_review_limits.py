@@ -23,7 +23,7 @@ from apiserver.auth.cache import TTLCache
 from apiserver.auth.config import TrustOptions
 from apiserver.auth.options import AuthOptions
 from apiserver.auth.reviewlimits import ReviewLimiter, ReviewLimits, ReviewThrottled
-from apiserver.http import connections
+from apiserver.http.transport import connections
 from tests.auth_fixtures import AuthEnv, auth_env
 from tests.patience import patience
 

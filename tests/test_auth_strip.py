@@ -9,9 +9,9 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from apiserver.auth.config import TrustOptions, TrustState
+from apiserver.auth.gate import AuthGate, RequestInfo, Verdict
 from apiserver.auth.identity import UserInfo
-from apiserver.auth.middleware import AuthGate, RequestInfo, Verdict
-from apiserver.http import authn
+from apiserver.http.filters import authentication
 from apiserver.http.logging import USER_KEY
 
 
@@ -44,7 +44,7 @@ async def test_handler_sees_the_request_without_identity_headers(
     in_place: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if not in_place:  # as if aiohttp kept its headers elsewhere: the clone path
-        monkeypatch.setattr(authn, "IN_PLACE", False)
+        monkeypatch.setattr(authentication, "IN_PLACE", False)
     clones: list[int] = []
     clone = web.Request.clone
 
@@ -54,7 +54,7 @@ async def test_handler_sees_the_request_without_identity_headers(
 
     monkeypatch.setattr(web.Request, "clone", counting_clone)
     gate: Any = AllowAll()
-    app = web.Application(middlewares=[authn.auth_middleware(gate)])
+    app = web.Application(middlewares=[authentication.auth_middleware(gate)])
     app.router.add_route("*", "/echo", _echo)
     async with TestClient(TestServer(app)) as client:
         for method, data in (("GET", None), ("PUT", b'{"a": 1}'), ("PUT", b'{"a": 1}')):

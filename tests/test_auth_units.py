@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from apiserver.auth.authorization import request_attributes
-from apiserver.auth.middleware import PathClass, classify
+from apiserver.auth.gate import PathClass, classify
 from apiserver.auth.requestheader import decode_extra_key
 from apiserver.auth.tokenreview import bearer_token
 

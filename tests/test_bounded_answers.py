@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from apiserver import ExpandError, expand_vm
-from apiserver.render.errors import MAX_CAUSE_TEXT, MAX_CAUSES, MAX_MESSAGE, status
+from apiserver.render.kubernetes.errors import MAX_CAUSE_TEXT, MAX_CAUSES, MAX_MESSAGE, status
 from tests.http_helpers import EXAMPLES, REPO, client_ssl, put_path, start_process
 from tests.patience import patience
 from tests.test_http_bodies import BOMB, HEAD, TYPED_BOMB

@@ -21,8 +21,8 @@ import yaml
 
 from apiserver.cli import main
 from apiserver.cli.inputs import WatchedLookup
+from apiserver.documents.reader import KubeDumper
 from apiserver.render import ExpandError, ExpandResult
-from apiserver.sources.documents import KubeDumper
 from tests import shared
 from tests.conformance import Case, case_files, error_matches, load
 

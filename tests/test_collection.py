@@ -280,7 +280,7 @@ async def test_a_long_list_is_streamed_whole(
     server: tuple[RunningServer, ClusterSource], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A list longer than one write goes out in pieces under an exact Content-Length."""
-    from apiserver.http import collection as module
+    from apiserver.http.endpoints import expandedvms as module
 
     srv, _ = server
     whole = (await srv.get(f"{BASE}/expandedvirtualmachines")).body

@@ -146,7 +146,7 @@ async def test_a_watch_whose_client_takes_nothing_is_cut_after_the_body_timeout(
     """A watch client with a small receive window that reads nothing: the server's initial events (30
     VMs of 200 KB each: more than the 4 MiB the kernel's send buffer grows to) stall, and the connection
     is closed --body-timeout later."""
-    caplog.set_level(logging.INFO, logger="apiserver.http.connections")
+    caplog.set_level(logging.INFO, logger="apiserver.http.transport.connections")
     async with serve(fake, tmp_path, vms=30, annotation=200_000) as srv:
         site = srv.server.site
         assert site is not None

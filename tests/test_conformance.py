@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 
 from apiserver import ExpandError, expand, expand_vm
-from apiserver.render import gojson
 from apiserver.render.admission import AdmissionDenied
+from apiserver.render.golang import gojson
 from tests import shared
 from tests.admission_cases import check_refusal, golden_verdicts
 from tests.conformance import case_files, error_matches, load

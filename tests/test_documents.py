@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from apiserver.sources.documents import (
+from apiserver.documents.reader import (
     MAX_DEPTH,
     Document,
     DocumentError,

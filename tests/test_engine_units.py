@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from apiserver.render.apply_instancetype import overcommitted_request
-from apiserver.render.errors import ExpandError
-from apiserver.render.quantity import format_int, parse_quantity
-from apiserver.render.topology import guest_topology
+from apiserver.render.instancetype.apply_instancetype import overcommitted_request
+from apiserver.render.instancetype.topology import guest_topology
+from apiserver.render.kubernetes.errors import ExpandError
+from apiserver.render.kubernetes.quantity import format_int, parse_quantity
 
 GI = 1024**3
 MI = 1024**2

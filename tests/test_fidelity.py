@@ -24,11 +24,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from apiserver.api import Expanded, expand
-from apiserver.render.apply_instancetype import overcommitted_request
-from apiserver.render.config import DEFAULT_CONFIG, cluster_config
-from apiserver.render.errors import ExpandError
-from apiserver.render.gotext import go_lower
-from apiserver.render.quantity import format_int, parse_quantity
+from apiserver.render.golang.gotext import go_lower
+from apiserver.render.instancetype.apply_instancetype import overcommitted_request
+from apiserver.render.kubernetes.errors import ExpandError
+from apiserver.render.kubernetes.quantity import format_int, parse_quantity
+from apiserver.render.virtconfig import DEFAULT_CONFIG, cluster_config
 from apiserver.sources.folder import FolderSource
 from apiserver.sources.gather import render_from_source
 from tests.fuzzing import count, fuzz

@@ -14,7 +14,7 @@ import yaml
 
 from apiserver import ExpandError, ExpandWarning, expand, expand_vm
 from apiserver.cli import main
-from apiserver.sources.documents import KubeDumper
+from apiserver.documents.reader import KubeDumper
 from tests.http_helpers import MemorySource, put_path, running_server
 
 VM: dict[str, Any] = {

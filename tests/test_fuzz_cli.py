@@ -23,7 +23,7 @@ from hypothesis import event, example, given
 from hypothesis import strategies as st
 
 from apiserver.cli import main
-from apiserver.sources.documents import read_documents
+from apiserver.documents.reader import read_documents
 from tests.fuzzing import (
     case,
     case_paths,

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from apiserver import ExpandError, expand
 from apiserver.http.media import JSON, YAML, encode
-from apiserver.render.fieldvalidation import LEVELS
+from apiserver.render.kubernetes.fieldvalidation import LEVELS
 from tests.conformance import Case, error_matches
 from tests.fuzzing import (
     case,

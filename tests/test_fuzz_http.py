@@ -33,9 +33,9 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from apiserver.documents.reader import read_documents
 from apiserver.http.server import CERT_NAME, Server
 from apiserver.http.settings import Settings
-from apiserver.sources.documents import read_documents
 from apiserver.sources.folder import FolderSource
 from tests.fuzzing import count, fuzz, mutated, text_mutated, unlimited_int_text
 from tests.http_helpers import EXAMPLES, GROUP

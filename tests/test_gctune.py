@@ -1,5 +1,5 @@
 """The long-lived heap is frozen out of the cyclic GC once the source is ready and after slow full
-collections, so that full collections stop pausing the server (apiserver/cli/gctune.py)."""
+collections, so that full collections stop pausing the server (apiserver/runtime/gctune.py)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from apiserver.cli.gctune import GCTuner
 from apiserver.render.objects import ObjectRef
+from apiserver.runtime.gctune import GCTuner
 from apiserver.sources.base import Check
 from apiserver.sources.folder import FolderSource
 from tests.http_helpers import start_process
@@ -172,7 +172,7 @@ def test_a_slow_full_collection_freezes_what_survived_it(caplog: pytest.LogCaptu
     finally:
         tuner.uninstall()
     # The callback does not log (it may run inside a logging handler); the next flush does.
-    with caplog.at_level(logging.INFO, logger="apiserver.cli.gctune"):
+    with caplog.at_level(logging.INFO, logger="apiserver.runtime.gctune"):
         assert not caplog.records
         tuner.flush_log()
     assert len(caplog.records) == 2

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from apiserver.render import gojson
-from apiserver.render.gojson import GoDecodeError, check, decode, encode, roundtrip
-from apiserver.render.gojson.goscalars import (
+from apiserver.render.golang import gojson
+from apiserver.render.golang.gojson import GoDecodeError, check, decode, encode, roundtrip
+from apiserver.render.golang.gojson.goscalars import (
     canonical_cidr,
     canonical_ip,
     float32_value,

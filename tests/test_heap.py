@@ -1,4 +1,4 @@
-"""apiserver/sources/heap.py: the C heap's free pages given back after a large batch is freed."""
+"""apiserver/runtime/heap.py: the C heap's free pages given back after a large batch is freed."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from apiserver.sources import heap
+from apiserver.runtime import heap
 
 
 def rss_mib() -> float:

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from apiserver.http.routes import WARNING_ITEM, WARNINGS_TOTAL, warning_header, warning_headers
-from apiserver.sources.manifests import read_manifest_paths
+from apiserver.documents.manifests import read_manifest_paths
+from apiserver.http.endpoints.expand import WARNING_ITEM, WARNINGS_TOTAL, warning_header, warning_headers
 from tests.http_helpers import EXAMPLES, REPO, MemorySource, put_path, running_server
 from tests.patience import patience
 

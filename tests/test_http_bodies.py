@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from apiserver import expand
-from apiserver.http import routes
-from apiserver.sources.manifests import read_manifest_paths
+from apiserver.documents.manifests import read_manifest_paths
+from apiserver.http.endpoints import expand as expand_endpoint
 from tests.http_helpers import EXAMPLES, MemorySource, RunningServer, put_path, running_server
 
 OBJECTS = [obj for _, obj in read_manifest_paths([str(EXAMPLES)])]
@@ -230,7 +230,7 @@ async def test_a_large_yaml_body_is_parsed_off_the_event_loop(
     data = large_yaml()
     assert 3 * 1024 * 1024 - 16 < len(data) <= 3 * 1024 * 1024
     parsing = threading.Event()
-    real_parse = routes.parse
+    real_parse = expand_endpoint.parse
 
     def observed_parse(body: bytes, **kwargs: Any) -> Any:
         if len(body) != len(data):
@@ -241,7 +241,7 @@ async def test_a_large_yaml_body_is_parsed_off_the_event_loop(
         finally:
             finished.append("large body parsed")
 
-    monkeypatch.setattr(routes, "parse", observed_parse)
+    monkeypatch.setattr(expand_endpoint, "parse", observed_parse)
     finished: list[str] = []
     async with running_server(MemorySource(), tmp_path) as srv:
 

@@ -21,8 +21,8 @@ from typing import Any, TypeVar
 import orjson
 import pytest
 
-from apiserver.http.budget import ByteBudget
-from apiserver.sources.manifests import read_manifest_paths
+from apiserver.documents.manifests import read_manifest_paths
+from apiserver.http.transport.budget import ByteBudget
 from tests.http_helpers import EXAMPLES, MemorySource, RunningServer, client_ssl, put_path, running_server
 
 OBJECTS = [obj for _, obj in read_manifest_paths([str(EXAMPLES)])]

@@ -86,7 +86,7 @@ def _status(reply: bytes) -> tuple[int, dict[str, object], bytes]:
 
 @pytest.fixture
 def source() -> MemorySource:
-    from apiserver.sources.manifests import read_manifest_paths
+    from apiserver.documents.manifests import read_manifest_paths
 
     return MemorySource([obj for _, obj in read_manifest_paths([str(EXAMPLES)])])
 
@@ -346,7 +346,7 @@ async def test_the_probe_port_answers_health_alone_and_withholds_reasons(tmp_pat
 
 
 def test_fair_pool_gives_a_full_pool_s_places_to_peers_holding_fewer() -> None:
-    from apiserver.http.fairpool import FairPool
+    from apiserver.http.transport.fairpool import FairPool
 
     class M:
         def __init__(self, name: str, busy: bool = False) -> None:
@@ -451,7 +451,7 @@ async def test_parser_errors_are_a_status_and_one_warning_line(
     lines = [line for line in log.getvalue().splitlines() if "bad request" in line or "Traceback" in line]
     assert len(lines) == 1, log.getvalue()
     assert lines[0].endswith(
-        f" WARNING apiserver.http.connections: bad request from 127.0.0.1: {code} {MESSAGES[case]}"
+        f" WARNING apiserver.http.transport.connections: bad request from 127.0.0.1: {code} {MESSAGES[case]}"
     )
 
 

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from apiserver.http.deadlines import Deadlines
+from apiserver.http.transport.deadlines import Deadlines
 from tests.http_helpers import MemorySource, running_server, vm_path
 from tests.patience import patience
 

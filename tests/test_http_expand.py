@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from apiserver import ExpandError, expand, expand_vm
+from apiserver.documents.manifests import read_manifest_paths
 from apiserver.sources.folder import FolderSource
-from apiserver.sources.manifests import read_manifest_paths
 from tests.http_helpers import (
     EXAMPLES,
     RunningServer,

@@ -11,8 +11,8 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from apiserver.auth.authorization import request_attributes
+from apiserver.http.filters.scoping import grant_scope
 from apiserver.http.logging import ACCESS_LOGGER, USER_KEY, JSONFormatter
-from apiserver.http.scoping import grant_scope
 from apiserver.sources.base import CacheStats, Check
 from tests.http_helpers import MemorySource, put_path, running_server, vm_path
 

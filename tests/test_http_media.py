@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from apiserver.render import ExpandError, ExpandResult
-from apiserver.render.errors import Cause
+from apiserver.render.kubernetes.errors import Cause
 from apiserver.render.objects import ObjectLookup
 from tests.http_helpers import MemorySource, put_path, running_server, vm_path
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from aiohttp.test_utils import make_mocked_request
 
+from apiserver.http.endpoints.expand import query_flag
 from apiserver.http.errors import StatusError
-from apiserver.http.routes import query_flag
 
 
 @pytest.mark.parametrize(

@@ -17,9 +17,9 @@ import pytest
 import trustme
 from cryptography import x509
 
+from apiserver.documents.manifests import read_manifest_paths
 from apiserver.http.server import CERT_NAME, ServeError, Server, generate_self_signed
 from apiserver.http.settings import Settings
-from apiserver.sources.manifests import read_manifest_paths
 from tests.http_helpers import (
     EXAMPLES,
     REPO,

@@ -1,4 +1,4 @@
-"""Places for long-running requests (apiserver/http/shares.py): per user, in all, and a newcomer taking
+"""Places for long-running requests (apiserver/http/transport/shares.py): per user, in all, and a newcomer taking
 the place of the largest holder's oldest when all are taken. Behind the real aggregator:
 tests/realk8s/test_fair_shares.py."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from apiserver.http.errors import StatusError
-from apiserver.http.shares import Shares
+from apiserver.http.transport.shares import Shares
 
 
 def shares(capacity: int, per_user: int) -> tuple[Shares, list[str]]:

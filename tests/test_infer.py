@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from apiserver.render.errors import ExpandError
-from apiserver.render.infer import infer_matchers
+from apiserver.render.instancetype.infer import infer_matchers
+from apiserver.render.kubernetes.errors import ExpandError
 from apiserver.render.objects import LookupPending, ObjectIndex, ObjectRef
 
 NS = "vm-ns"

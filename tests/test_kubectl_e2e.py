@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from apiserver import expand
-from apiserver.sources.manifests import read_manifest_paths
+from apiserver.documents.manifests import read_manifest_paths
 from tests.http_helpers import EXAMPLES, GROUP, ServerProcess, put_path, start_process, vm_path
 
 KUBECTL = shutil.which("kubectl") or ("/usr/bin/kubectl" if Path("/usr/bin/kubectl").exists() else None)

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from apiserver.sources.documents import KubeDumper
-from apiserver.sources.manifests import (
+from apiserver.documents.manifests import (
     ManifestError,
     parse_manifests,
     read_files,
     read_manifest_paths,
     read_manifests,
 )
+from apiserver.documents.reader import KubeDumper
 from tests import shared
 
 VM_YAML = """\

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from apiserver.render.gojson.types import fields_of
-from apiserver.render.models import v1alpha, v1beta1
-from apiserver.render.models._base import GoModel, raw_context
-from apiserver.render.models.v1beta1 import InstancetypeSpec, PreferenceSpec
+from apiserver.render.golang.gojson.types import fields_of
+from apiserver.render.instancetype.models import v1alpha, v1beta1
+from apiserver.render.instancetype.models._base import GoModel, raw_context
+from apiserver.render.instancetype.models.v1beta1 import InstancetypeSpec, PreferenceSpec
 
 ALL_MODELS = [
     m

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from apiserver.render import ExpandError, ObjectIndex, ObjectRef, expand
-from apiserver.render.names import label_errors, subdomain_errors
+from apiserver.render.kubernetes.names import label_errors, subdomain_errors
 
 NS = "ns-a"
 SUBDOMAIN = (

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from apiserver.render.errors import ExpandError
+from apiserver.render.kubernetes.errors import ExpandError
 from apiserver.render.presets import PresetReport, apply_presets
 from apiserver.render.presets.selector import SelectorError, label_selector_as_selector
 from tests import shared

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from apiserver.render.quantity import (
+from apiserver.render.kubernetes.quantity import (
     Quantity,
     QuantityError,
     canonical,

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from apiserver.http.app import DISPATCHER
-from apiserver.http.respcache import ResponseCache
+from apiserver.http.endpoints.respcache import ResponseCache
 from apiserver.render.objects import CLUSTER_INSTANCETYPE, INSTANCETYPE, ObjectRef
 from apiserver.sources.base import MISSING, Peekable
 from apiserver.sources.cluster import ClusterSource

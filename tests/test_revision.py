@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from apiserver.render.models import InstancetypeSpec, PreferenceSpec
-from apiserver.render.revision import (
+from apiserver.render.instancetype.models import InstancetypeSpec, PreferenceSpec
+from apiserver.render.instancetype.revision import (
     ObjectDecodeError,
     RevisionError,
     decode_revision,
@@ -474,7 +474,7 @@ def test_exact_names_for_objects() -> None:
 
 
 def test_holds_spec_tells_instancetype_and_preference_revisions_from_the_rest() -> None:
-    from apiserver.render.revision import holds_spec
+    from apiserver.render.instancetype.revision import holds_spec
 
     v1beta1 = {
         "apiVersion": "instancetype.kubevirt.io/v1beta1",

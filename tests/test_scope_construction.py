@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from apiserver.sources import reads
-from apiserver.sources.collection.store import RenderedStore, ScopedSnapshot
+from apiserver.sources.rendered.store import RenderedStore, ScopedSnapshot
 from apiserver.sources.scope import Scope
 
 PACKAGE = Path(__file__).resolve().parent.parent / "apiserver"
@@ -58,7 +58,7 @@ def test_a_scope_is_made_only_by_grant() -> None:
 
 def test_only_the_authorization_filter_imports_grant() -> None:
     importers = [path for path, tree in _modules() if _imports(tree, "apiserver.sources.grant")]
-    assert importers == ["apiserver/http/scoping.py"]
+    assert importers == ["apiserver/http/filters/scoping.py"]
 
 
 @pytest.mark.parametrize(

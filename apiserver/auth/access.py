@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from apiserver.auth.authorization import Attributes
+from apiserver.auth.gate import AuthGate
 from apiserver.auth.identity import UserInfo
-from apiserver.auth.middleware import AuthGate
 
 
 class ResourceRead(Protocol):

@@ -15,7 +15,7 @@ from typing import Any
 from apiserver.auth.cache import TTLCache
 from apiserver.auth.identity import MASTERS_GROUP, UserInfo
 from apiserver.auth.reviews import SUBJECT_ACCESS_REVIEW_PATH, ReviewClient, ReviewError
-from apiserver.render.errors import status
+from apiserver.render.kubernetes.errors import status
 
 log = logging.getLogger(__name__)
 

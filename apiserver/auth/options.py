@@ -12,7 +12,7 @@ from apiserver.auth.authorization import DEFAULT_ALLOWED_TTL, DEFAULT_DENIED_TTL
 from apiserver.auth.config import TrustOptions, TrustState, split_list
 from apiserver.auth.configmap import ConfigMapWatcher
 from apiserver.auth.filewatch import DEFAULT_POLL_INTERVAL, FileWatcher
-from apiserver.auth.middleware import AuthGate
+from apiserver.auth.gate import AuthGate
 from apiserver.auth.requestheader import (
     DEFAULT_EXTRA_PREFIXES,
     DEFAULT_GROUP_HEADERS,
@@ -23,7 +23,7 @@ from apiserver.auth.reviewlimits import ReviewLimits
 from apiserver.auth.reviews import KubeReviewClient
 from apiserver.auth.tls import TLS_VERSIONS
 from apiserver.auth.tokenreview import DEFAULT_TTL, TokenAuthenticator
-from apiserver.render.gojson.goscalars import format_duration, parse_duration
+from apiserver.render.golang.gojson.goscalars import format_duration, parse_duration
 
 READINESS_CHECK = "authentication-config"
 

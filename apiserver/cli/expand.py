@@ -28,10 +28,10 @@ from apiserver.cli.inputs import (
 )
 from apiserver.cli.output import FORMATS, JSON, JSONL, YAML, Writer, printable
 from apiserver.cli.report import ADMITTED, ERROR, EXIT_REFUSED, EXIT_UNUSABLE, REFUSED, VM_KIND, Result, Tally
+from apiserver.documents.manifests import Manifest, read_files
 from apiserver.render import Cause, ExpandError, ObjectIndex, ObjectRef, expand
-from apiserver.render.errors import MAX_MESSAGE, bound_status, invalid_status, shorten, status
-from apiserver.render.fieldvalidation import DEFAULT, LEVELS
-from apiserver.sources.manifests import Manifest, read_files
+from apiserver.render.kubernetes.errors import MAX_MESSAGE, bound_status, invalid_status, shorten, status
+from apiserver.render.kubernetes.fieldvalidation import DEFAULT, LEVELS
 
 EXAMPLES = """\
 examples:

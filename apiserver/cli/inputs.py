@@ -1,6 +1,6 @@
 """The inputs of one ``kubevirt-expand expand`` run sorted out before any VM is rendered.
 
-From the files read (:func:`apiserver.sources.manifests.read_files`): the VMs to judge, in input order,
+From the files read (:func:`apiserver.documents.manifests.read_files`): the VMs to judge, in input order,
 the index of what they may use, the KubeVirt CRs found, and every problem that is not a VM's own, each
 as an ``Error`` :class:`~apiserver.cli.report.Result` in its place among the VMs:
 
@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apiserver.cli.report import ERROR, Result
+from apiserver.documents.manifests import FileRead, Manifest, ManifestError, load_documents
 from apiserver.render import ObjectIndex, ObjectRef
-from apiserver.render.errors import MAX_CAUSES, more_text, status
-from apiserver.render.fieldvalidation import STRICT, WARN
+from apiserver.render.kubernetes.errors import MAX_CAUSES, more_text, status
+from apiserver.render.kubernetes.fieldvalidation import STRICT, WARN
 from apiserver.render.objects import (
     CLUSTER_SCOPED_KINDS,
     KUBEVIRT,
@@ -33,7 +34,6 @@ from apiserver.render.objects import (
     canonical_kind,
     ref_of,
 )
-from apiserver.sources.manifests import FileRead, Manifest, ManifestError, load_documents
 
 DEFAULT_NAMESPACE = "default"
 KUBEVIRT_CONFIGURATION = "KubeVirtConfiguration"

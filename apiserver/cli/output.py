@@ -27,7 +27,7 @@ from typing import Any, TextIO
 import yaml
 
 from apiserver.cli.report import ADMITTED, REFUSED, Result, Tally
-from apiserver.sources.documents import KubeDumper, reads_back_as_text
+from apiserver.documents.reader import KubeDumper, reads_back_as_text
 
 YAML, JSON, JSONL = "yaml", "json", "jsonl"
 FORMATS = (YAML, JSON, JSONL)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from apiserver.sources.manifests import Manifest
+from apiserver.documents.manifests import Manifest
 
 ADMITTED: Final = "Admitted"
 REFUSED: Final = "Refused"

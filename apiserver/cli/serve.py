@@ -400,7 +400,7 @@ async def _serve_authenticated(
 ) -> None:
     """Load the cluster connections for reviews, keep the trust settings current, serve with the gate."""
     from apiserver.auth.tls import ServingTLS
-    from apiserver.http.authn import admission_shortcut, auth_middleware
+    from apiserver.http.filters.authentication import admission_shortcut, auth_middleware
     from apiserver.http.metrics import Metrics
     from apiserver.http.server import certificate_files
     from apiserver.sources.base import Check
@@ -447,7 +447,7 @@ async def _serve_authenticated(
 
 async def _with_gc_tuning(main: Coroutine[Any, Any, None], source: Source) -> None:
     """Run ``main`` with the long-lived heap frozen out of the garbage collector (see gctune)."""
-    from apiserver.cli.gctune import GCTuner
+    from apiserver.runtime.gctune import GCTuner
 
     tuner = GCTuner()
     tuner.install()
@@ -463,7 +463,7 @@ async def _with_gc_tuning(main: Coroutine[Any, Any, None], source: Source) -> No
 
 def run(args: argparse.Namespace) -> int:
     configure(args.log_format, args.log_level)
-    from apiserver.cli.malloc import fix_mmap_threshold
+    from apiserver.runtime.malloc import fix_mmap_threshold
 
     fix_mmap_threshold()  # large bodies' memory goes back to the system when they are done (malloc.py)
     try:

@@ -18,17 +18,17 @@ from typing import cast
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from apiserver.http import collection, discovery, health, openapi, routes, version
-from apiserver.http.deadlines import Deadlines
 from apiserver.http.dispatch import Admission, Dispatcher, FrontLayer
+from apiserver.http.endpoints import discovery, expand, expandedvms, health, openapi, version
 from apiserver.http.errors import StatusError, from_http_exception, internal_error, status_response, too_large
+from apiserver.http.filters.scoping import open_scoping
 from apiserver.http.logging import USER_KEY, log_request
 from apiserver.http.media import prettify
 from apiserver.http.metrics import CONTENT_TYPE, Metrics
-from apiserver.http.scoping import open_scoping
 from apiserver.http.settings import Settings
-from apiserver.http.shares import Shares, export_shares
-from apiserver.render.errors import status
+from apiserver.http.transport.deadlines import Deadlines
+from apiserver.http.transport.shares import Shares, export_shares
+from apiserver.render.kubernetes.errors import status
 from apiserver.sources.base import Check, Source
 
 SETTINGS = web.AppKey("settings", Settings)
@@ -63,7 +63,7 @@ def _front(
     One layer instead of three: each costs a coroutine and a call per request, a sizeable share of a
     request answered from the response cache. Order as three middlewares would have it: the timeout
     innermost, then errors become Statuses, then the answer is counted and logged under ``endpoint``
-    (a route template). The timeout is kept by :class:`~apiserver.http.deadlines.Deadlines` (one
+    (a route template). The timeout is kept by :class:`~apiserver.http.transport.deadlines.Deadlines` (one
     sweeper, not a timer per request). ``identified``: a middleware may leave the caller on the
     request (``USER_KEY``); without one there is nothing to look up. The layer's ``note`` counts and
     logs an answer given without it (the dispatcher's answers that await nothing). ``routine``: the
@@ -87,7 +87,7 @@ def _front(
         code = 500
         deadline = register()
         if deadline is not None:
-            request[collection.DEADLINE] = deadline
+            request[expandedvms.DEADLINE] = deadline
         try:
             try:
                 try:
@@ -169,7 +169,7 @@ def build_app(
     deadlines = Deadlines(settings.request_timeout)
     middlewares = tuple(middlewares)
     authenticated = bool(middlewares)
-    if not authenticated:  # every request still gets the scope of its path (apiserver.http.scoping)
+    if not authenticated:  # every request still gets the scope of its path (apiserver.http.filters.scoping)
         scoping, admission = open_scoping()
         middlewares = (scoping,)
     # Filled below with the endpoints that are not the expand API (see the comment there).
@@ -201,8 +201,8 @@ def build_app(
     async def metrics_handler(_request: web.Request) -> web.Response:
         return web.Response(body=metrics.exposition(), headers={"Content-Type": CONTENT_TYPE})
 
-    expand = routes.add_routes(app, settings, source, metrics)
-    app[DISPATCHER] = Dispatcher(expand, front, middlewares, admission=admission)
+    expand_routes = expand.add_routes(app, settings, source, metrics)
+    app[DISPATCHER] = Dispatcher(expand_routes, front, middlewares, admission=admission)
     app[FRONT] = front
     store = getattr(source, "collection", None)
     watches = Shares(
@@ -212,7 +212,7 @@ def build_app(
         flags=("--max-watches", "--max-watches-per-user"),
     )
     export_shares(metrics, "watches", watches)
-    collection.add_routes(app, collection.CollectionHandlers(store, metrics, watches))
+    expandedvms.add_routes(app, expandedvms.CollectionHandlers(store, metrics, watches))
     expand_api = {resource.canonical for resource in app.router.resources()}
     discovery.add_routes(app, settings, collection=store is not None)
     openapi.add_routes(app, settings, collection=store is not None)

@@ -31,8 +31,8 @@ from typing import NamedTuple, cast
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
+from apiserver.http.endpoints.expand import BodyCachedHandler, CachedHandler, ExpandRoute
 from apiserver.http.media import prettify
-from apiserver.http.routes import BodyCachedHandler, CachedHandler, ExpandRoute
 
 # The variables of the route a request matched, for the handler at the end of the middleware chain.
 PARAMS: web.RequestKey[dict[str, str]] = web.RequestKey("expand_params", dict)

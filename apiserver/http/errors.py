@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from apiserver.render.errors import bound_status, status
+from apiserver.render.kubernetes.errors import bound_status, status
 
 JSON = "application/json"
 

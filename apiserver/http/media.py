@@ -20,8 +20,8 @@ import yaml
 from aiohttp import web
 from multidict import CIMultiDict
 
+from apiserver.documents.reader import KubeDumper
 from apiserver.http.errors import not_acceptable
-from apiserver.sources.documents import KubeDumper
 
 JSON = "application/json"
 YAML = "application/yaml"

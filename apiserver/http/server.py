@@ -34,12 +34,12 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from apiserver.auth.tls import serving_context
 from apiserver.http.app import METRICS, build_app, build_probe_app, install_dispatcher, install_expect_guard
-from apiserver.http.budget import BodyPace
-from apiserver.http.connections import ConnectionLimits, ConnectionTable, GuardedSite
 from apiserver.http.dispatch import Admission
-from apiserver.http.health import ChecksFn, ServerState
+from apiserver.http.endpoints.health import ChecksFn, ServerState
 from apiserver.http.metrics import Metrics
 from apiserver.http.settings import Settings
+from apiserver.http.transport.budget import BodyPace
+from apiserver.http.transport.connections import ConnectionLimits, ConnectionTable, GuardedSite
 from apiserver.sources.base import Source
 
 _log = logging.getLogger(__name__)

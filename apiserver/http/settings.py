@@ -30,7 +30,7 @@ class Settings:
     tls_sni: tuple[str, ...] = field(default_factory=tuple)
     # How long SIGTERM waits for requests in flight before closing their connections.
     shutdown_timeout: float = 30.0
-    # Connection limits (see apiserver/http/connections.py for why these defaults).
+    # Connection limits (see apiserver/http/transport/connections.py for why these defaults).
     header_timeout: float = 32.0
     idle_timeout: float = 120.0
     max_connections: int = 1000

@@ -9,10 +9,10 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from apiserver.render.config import ClusterConfig
-from apiserver.render.errors import Cause, ExpandError
-from apiserver.render.quantity import QuantityError, QuantityText, parse_quantity_text, quantity_of
-from apiserver.render.tree import child
+from apiserver.render.golang.tree import child
+from apiserver.render.kubernetes.errors import Cause, ExpandError
+from apiserver.render.kubernetes.quantity import QuantityError, QuantityText, parse_quantity_text, quantity_of
+from apiserver.render.virtconfig import ClusterConfig
 
 JSON = dict[str, Any]
 

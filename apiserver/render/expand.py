@@ -11,20 +11,27 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from apiserver.render import admission, gojson
-from apiserver.render.apply_instancetype import apply_instancetype
-from apiserver.render.apply_preference import apply_preference
-from apiserver.render.config import ClusterConfig, cluster_config
+from apiserver.render import admission
 from apiserver.render.defaults import (
     set_default_network_interface,
     set_default_volume_disks,
     set_vmi_spec_defaults,
 )
-from apiserver.render.errors import CAUSE_INVALID, CAUSE_REQUIRED, CAUSE_TYPE_INVALID, Cause, ExpandError
-from apiserver.render.fieldvalidation import IGNORE, admit
-from apiserver.render.find import find_instancetype, find_preference
-from apiserver.render.infer import infer_matchers
+from apiserver.render.golang import gojson
+from apiserver.render.instancetype.apply_instancetype import apply_instancetype
+from apiserver.render.instancetype.apply_preference import apply_preference
+from apiserver.render.instancetype.find import find_instancetype, find_preference
+from apiserver.render.instancetype.infer import infer_matchers
+from apiserver.render.kubernetes.errors import (
+    CAUSE_INVALID,
+    CAUSE_REQUIRED,
+    CAUSE_TYPE_INVALID,
+    Cause,
+    ExpandError,
+)
+from apiserver.render.kubernetes.fieldvalidation import IGNORE, admit
 from apiserver.render.objects import ObjectLookup
+from apiserver.render.virtconfig import ClusterConfig, cluster_config
 
 JSON = dict[str, Any]
 _NONE: Mapping[int, bytes] = {}
@@ -77,11 +84,11 @@ def expand(
     case-sensitively, as client-go does for objects read from the API server; request bodies and files
     are decoded like ``encoding/json`` (a case-insensitive match when no exact one exists).
     ``field_validation`` (``Strict``, ``Warn`` or ``Ignore``) and ``duplicates`` (paths of fields the
-    input gave twice) are judged first, see :mod:`apiserver.render.fieldvalidation`; warnings come
+    input gave twice) are judged first, see :mod:`apiserver.render.kubernetes.fieldvalidation`; warnings come
     back in the result. ``fingerprints`` maps ``id()`` of inputs known to be JSON (the VM, objects,
     the CR) to their JSON text, under which results computed from them are reused
     (:mod:`apiserver.render.memo`).
-    Raises :class:`~apiserver.render.errors.ExpandError` with the Status to send, or
+    Raises :class:`~apiserver.render.kubernetes.errors.ExpandError` with the Status to send, or
     :class:`~apiserver.render.objects.LookupPending` when ``lookup`` must fetch an object first.
     """
     if validate and isinstance(vm, Mapping):

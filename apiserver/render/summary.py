@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from apiserver.render.errors import ExpandError
-from apiserver.render.find import INSTANCETYPE_FAMILY, PREFERENCE_FAMILY
+from apiserver.render.instancetype.find import INSTANCETYPE_FAMILY, PREFERENCE_FAMILY
+from apiserver.render.kubernetes.errors import ExpandError
 from apiserver.render.objects import CONTROLLER_REVISION, ObjectRef, canonical_kind
 
 JSON = dict[str, Any]

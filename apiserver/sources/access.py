@@ -43,9 +43,9 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 from apiserver.render import objects as o
-from apiserver.render.errors import status
+from apiserver.render.instancetype.revision import holds_spec
+from apiserver.render.kubernetes.errors import status
 from apiserver.render.objects import ObjectRef
-from apiserver.render.revision import holds_spec
 
 # Kinds whose objects a rendering uses as KubeVirt would, without a review (unless all are reviewed).
 SPEC_KINDS = frozenset({o.INSTANCETYPE, o.CLUSTER_INSTANCETYPE, o.PREFERENCE, o.CLUSTER_PREFERENCE})

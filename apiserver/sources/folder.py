@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from apiserver.documents.manifests import MANIFEST_SUFFIXES, ManifestError, parse_manifests
 from apiserver.render.objects import KUBEVIRT, PRESET, VIRTUAL_MACHINE, ObjectIndex, ObjectRef, ref_of
 from apiserver.sources.base import CacheStats, Check
-from apiserver.sources.manifests import MANIFEST_SUFFIXES, ManifestError, parse_manifests
 
 _log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ rest asynchronously, then render again.
 A source that implements :class:`~apiserver.sources.base.Peekable` answers every cached object without
 an await, so a warm request renders in one pass; only what its caches do not hold costs a
 ``LookupPending`` round trip. The objects each render read are returned, so a caller can tell later
-whether a rendering is still current (:mod:`apiserver.http.respcache`).
+whether a rendering is still current (:mod:`apiserver.http.endpoints.respcache`).
 
 With an :class:`~apiserver.sources.access.AccessGate` (a caller is known), nothing reaches the renderer
 that the tenancy model does not let the caller see: an object that needs a review takes the

@@ -1,6 +1,6 @@
 """Granting a request its :class:`~apiserver.sources.scope.Scope`: the one place a Scope is made.
 
-Only the authorization filter (:mod:`apiserver.http.scoping`) may import this module, once the request's
+Only the authorization filter (:mod:`apiserver.http.filters.scoping`) may import this module, once the request's
 own attributes were authorized (import-linter's contract "Only the authorization filter grants a
 scope"); everything else receives the Scope it made.
 """

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from apiserver.render import ExpandResult
-from apiserver.render.errors import status
+from apiserver.render.kubernetes.errors import status
 from apiserver.sources.access import AccessRefused, Read
 from apiserver.sources.base import MISSING, Missing, Source
 from apiserver.sources.gather import Rendered, peekable, render_traced

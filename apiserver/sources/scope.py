@@ -5,7 +5,7 @@ name) is fixed once from the path, authorized once, and storage is read only und
 selectors, continue tokens and watch parameters filter inside it. Here the same holds by construction:
 
 * a :class:`Scope` is made only by :func:`apiserver.sources.grant.grant`, which only the authorization
-  filter (:mod:`apiserver.http.scoping`) imports, after the request's own SubjectAccessReview allowed
+  filter (:mod:`apiserver.http.filters.scoping`) imports, after the request's own SubjectAccessReview allowed
   it (import-linter keeps every other module of the server from importing it, and
   ``tests/test_scope_construction.py`` from calling ``Scope(...)`` anywhere else);
 * everything that reads tenant data on a request's behalf takes a Scope and reads nothing it does not

@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from apiserver.http.collection import REDACTED_MESSAGE
+from apiserver.http.endpoints.expandedvms import REDACTED_MESSAGE
 from tests.realk8s.controlplane import ControlPlane, Credentials, Response, poll
 from tests.realk8s.deployed import DeployedServer
 from tests.realk8s.test_auth import EXPAND_RULES, binding

@@ -335,7 +335,7 @@ def test_the_matrix_finds_what_the_scope_checks_prevent(
     namespace's rendered VMs (a field selector names it; a watch's events go by), and the matrix says so.
     GET expand-spec, PUT expand-vm-spec and the get of one item take no parameter that names another
     namespace: their scope is the path, and a body naming another namespace is refused before anything
-    is read (apiserver/http/bodies.py), so there is nothing for the matrix to find there."""
+    is read (apiserver/http/endpoints/bodies.py), so there is nothing for the matrix to find there."""
     t, callers = matrix_setup
     tenants = [c for c in callers if c.name is not None and c.name.startswith("tenant-a")]
     _, findings, _, _ = run_matrix(control_plane, sabotaged, t, tenants, only={RESOURCE})

@@ -61,7 +61,7 @@ from typing import Any
 
 from apiserver.render.admission.clusterconfig import AdmissionConfig, admission_config
 from apiserver.render.admission.pipeline import Verdict, admit, schema_verdict
-from apiserver.render.errors import ExpandError, invalid_status, status
+from apiserver.render.kubernetes.errors import ExpandError, invalid_status, status
 
 __all__ = [
     "AdmissionConfig",

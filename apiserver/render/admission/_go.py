@@ -1,6 +1,6 @@
 """Reading decoded Go objects the way KubeVirt's validation code reads its structs.
 
-The admission rules work on VMs decoded by :mod:`apiserver.render.gojson`: an absent member is Go's
+The admission rules work on VMs decoded by :mod:`apiserver.render.golang.gojson`: an absent member is Go's
 nil pointer, slice or map, or the zero value of a plain field. These helpers give the zero value where Go
 would see one, so each rule reads like its Go counterpart (``spec.Domain.CPU.Cores`` is
 ``num(cpu, "cores")``), and format values as Go's ``fmt`` would print them.
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from apiserver.render.errors import Cause
-from apiserver.render.quantity import Quantity, QuantityError, quantity_of
+from apiserver.render.kubernetes.errors import Cause
+from apiserver.render.kubernetes.quantity import Quantity, QuantityError, quantity_of
 
 JSON = dict[str, Any]
 Causes = list[Cause]

@@ -5,7 +5,7 @@ virt-api decodes the KubeVirt CR's ``spec.configuration`` over its built-in defa
 non-empty value replaces the default, an omitted or empty one keeps it. The defaults the webhook's rules
 depend on are the ones below (``configuration.go``'s ``defaultClusterConfig``). A configuration that
 ``validateConfig`` refuses is not used at all (``GetConfig`` keeps the default one), for these rules as for
-rendering: both read one validated configuration (:func:`apiserver.render.config.cluster_config`).
+rendering: both read one validated configuration (:func:`apiserver.render.virtconfig.cluster_config`).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apiserver.render.admission import featuregates as fg
-from apiserver.render.config import ClusterConfig, cluster_config, decode_configuration
 from apiserver.render.memo import Memo
+from apiserver.render.virtconfig import ClusterConfig, cluster_config, decode_configuration
 
 _DEFAULT_EMULATED = {"amd64": ("q35*", "pc-q35*"), "arm64": ("virt*",), "s390x": ("s390-ccw-virtio*",)}
 

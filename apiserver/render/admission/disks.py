@@ -24,7 +24,7 @@ from apiserver.render.admission._go import (
 )
 from apiserver.render.admission.clusterconfig import AdmissionConfig
 from apiserver.render.admission.k8svalidation import is_dns1123_label
-from apiserver.render.errors import Cause
+from apiserver.render.kubernetes.errors import Cause
 
 _MAX_SERIAL = 256
 _MIN_BLOCK = 512

@@ -10,7 +10,7 @@ from apiserver.render.admission._go import Causes, duplicate, go_member, invalid
 from apiserver.render.admission.clusterconfig import AdmissionConfig
 from apiserver.render.admission.k8svalidation import is_dns1123_label, is_dns1123_subdomain
 from apiserver.render.admission.network import dra_network_tuples
-from apiserver.render.gotext import go_quote
+from apiserver.render.golang.gotext import go_quote
 
 
 def _is_dra(device: Mapping[str, Any]) -> bool:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apiserver.render.admission._go import Causes, items, obj
-from apiserver.render.errors import Cause
+from apiserver.render.kubernetes.errors import Cause
 
 ALPHA, BETA, GA, DEPRECATED, DISCONTINUED = (
     "Alpha",

@@ -11,9 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from apiserver.render.admission._go import KubeVirtPanic
-from apiserver.render.errors import CAUSE_INVALID, CAUSE_NOT_FOUND, Cause
-from apiserver.render.quantity import parse_quantity
-from apiserver.render.topology import (
+from apiserver.render.instancetype.topology import (
     ACROSS_CORES_THREADS,
     ACROSS_SOCKETS_CORES,
     ACROSS_SOCKETS_CORES_THREADS,
@@ -22,6 +20,8 @@ from apiserver.render.topology import (
     preferred_topology,
     spread_options,
 )
+from apiserver.render.kubernetes.errors import CAUSE_INVALID, CAUSE_NOT_FOUND, Cause
+from apiserver.render.kubernetes.quantity import parse_quantity
 
 JSON = dict[str, Any]
 

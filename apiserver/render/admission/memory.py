@@ -11,7 +11,7 @@ from typing import Any
 from apiserver.render.admission import featuregates as fg
 from apiserver.render.admission._go import Causes, KubeVirtPanic, invalid, obj, qtext, quantity, resource
 from apiserver.render.admission.clusterconfig import AdmissionConfig
-from apiserver.render.quantity import Quantity, QuantityError, cmp, format_int, parse_quantity
+from apiserver.render.kubernetes.quantity import Quantity, QuantityError, cmp, format_int, parse_quantity
 
 _ONE_M = parse_quantity("1M")
 _BLOCK_ALIGNMENT = 0x200000

@@ -27,7 +27,7 @@ from apiserver.render.admission._go import (
 from apiserver.render.admission.clusterconfig import AdmissionConfig
 from apiserver.render.admission.disks import PCI_ADDRESS
 from apiserver.render.admission.k8svalidation import is_valid_port_name
-from apiserver.render.gotext import go_quote
+from apiserver.render.golang.gotext import go_quote
 
 _NAME = re.compile(r"[A-Za-z0-9-_]+")
 _MODELS = ("e1000", "e1000e", "igb", "ne2k_pci", "pcnet", "rtl8139", "virtio")

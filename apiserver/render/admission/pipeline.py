@@ -29,15 +29,15 @@ from apiserver.render.admission._go import KubeVirtPanic, clone, go_member, obj,
 from apiserver.render.admission.clusterconfig import AdmissionConfig
 from apiserver.render.admission.vm_spec import validate_data_volume_template_namespaces, validate_vm_spec
 from apiserver.render.admission.vmi_spec import validate_vmi_spec
-from apiserver.render.apply_instancetype import apply_instancetype
-from apiserver.render.apply_preference import apply_preference
 from apiserver.render.defaults import (
     set_default_network_interface,
     set_default_volume_disks,
     set_vmi_spec_defaults,
 )
-from apiserver.render.errors import CAUSE_INVALID, Cause, ExpandError
-from apiserver.render.find import find_instancetype, find_preference
+from apiserver.render.instancetype.apply_instancetype import apply_instancetype
+from apiserver.render.instancetype.apply_preference import apply_preference
+from apiserver.render.instancetype.find import find_instancetype, find_preference
+from apiserver.render.kubernetes.errors import CAUSE_INVALID, Cause, ExpandError
 from apiserver.render.objects import VIRTUAL_MACHINE_INSTANCE, ObjectLookup, ObjectRef
 
 JSON = dict[str, Any]

@@ -26,7 +26,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from apiserver.render.gojson import goscalars
+from apiserver.render.golang.gojson import goscalars
 
 _TOP_LEVEL = ("kind", "apiVersion", "spec", "status", "metadata")
 JSON = dict[str, Any]

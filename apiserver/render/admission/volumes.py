@@ -23,7 +23,7 @@ from apiserver.render.admission._go import (
 )
 from apiserver.render.admission.clusterconfig import AdmissionConfig
 from apiserver.render.admission.k8svalidation import is_dns1123_subdomain
-from apiserver.render.gotext import go_quote
+from apiserver.render.golang.gotext import go_quote
 
 _CLOUD_INIT_MAX = 2048
 _SOURCES = (

@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from apiserver.render import gojson
-from apiserver.render.errors import CAUSE_INVALID, CAUSE_REQUIRED, Cause, ExpandError
-from apiserver.render.gotext import aggregate
+from apiserver.render.golang import gojson
+from apiserver.render.golang.gotext import aggregate
+from apiserver.render.kubernetes.errors import CAUSE_INVALID, CAUSE_REQUIRED, Cause, ExpandError
 from apiserver.render.presets.merge import (
     Conflict,
     RequestError,

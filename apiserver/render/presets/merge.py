@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from apiserver.render.quantity import Quantity, QuantityError, parse_quantity
+from apiserver.render.kubernetes.quantity import Quantity, QuantityError, parse_quantity
 
 # KubeVirt's names for the checked sections, in the order its conflict check reports them.
 FIELD_CPU = "spec.cpu"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from apiserver.render.gotext import aggregate
+from apiserver.render.golang.gotext import aggregate
 
 EXCLUDE_ANNOTATION = "virtualmachineinstancepresets.admission.kubevirt.io/exclude"
 ANNOTATION_PREFIX = "virtualmachinepreset.kubevirt.io/"

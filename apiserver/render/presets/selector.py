@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from apiserver.render.admission.k8svalidation import is_qualified_name, is_valid_label_value
-from apiserver.render.gotext import aggregate, go_json, go_quote
+from apiserver.render.golang.gotext import aggregate, go_json, go_quote
 
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 

@@ -20,17 +20,17 @@ from typing import Any, Protocol
 import orjson
 
 from apiserver.render import objects as o
+from apiserver.runtime.heap import freeze_loaded
 from apiserver.sources.base import SourceUnavailable
 from apiserver.sources.cluster.client import ApiError, JSONDict, KubeClient
 from apiserver.sources.cluster.kinds import Resource
-from apiserver.sources.heap import freeze_loaded
 
 log = logging.getLogger("apiserver.sources.cluster")
 
 Key = tuple[str, str]  # (namespace, name)
 Change = tuple[JSONDict | None, JSONDict | None]  # (before, after); None: absent
 
-# Caches this large freeze what a list page left in them (see apiserver/sources/heap.py); small ones need not.
+# Caches this large freeze what a list page left in them (see apiserver/runtime/heap.py); small ones need not.
 _FREEZE_FROM = 2000
 # Objects of a list page taken in between two turns of the event loop.
 _STEP = 100

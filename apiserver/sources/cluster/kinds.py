@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from apiserver.render import objects as o
-from apiserver.render.names import valid_name, valid_namespace
+from apiserver.render.kubernetes.names import valid_name, valid_namespace
 
 
 class InvalidName(ValueError):
@@ -32,7 +32,7 @@ class Resource:
     def path(self, namespace: str = "", name: str = "") -> str:
         """The collection (all namespaces when ``namespace`` is empty) or object path.
 
-        Names and namespaces are checked as Kubernetes validates them (:mod:`apiserver.render.names`)
+        Names and namespaces are checked as Kubernetes validates them (:mod:`apiserver.render.kubernetes.names`)
         and escaped: a name like ``.`` or ``..`` would otherwise make the URL mean a list or a
         discovery document. Raises :class:`InvalidName` for one no object can have (and for an object
         of a namespaced kind without a namespace)."""

@@ -29,7 +29,7 @@ from apiserver.sources.cluster.cache import Backoff, WatchCache, deployed, slim
 from apiserver.sources.cluster.client import ApiError, JSONDict, KubeClient, load_configuration
 from apiserver.sources.cluster.kinds import InvalidName, Resource
 from apiserver.sources.cluster.revisions import ABSENT, RevisionCache
-from apiserver.sources.collection.store import RenderedStore
+from apiserver.sources.rendered.store import RenderedStore
 
 log = logging.getLogger("apiserver.sources.cluster")
 

@@ -1,0 +1,383 @@
+"""The decision for one request, independent of the web framework: who is calling, and may they.
+
+Paths fall in three classes (k8s.io/apiserver's defaults, plus the discovery rule KubeVirt's servers use):
+health endpoints are open to anyone; discovery, OpenAPI and ``/version`` to any authenticated caller, without a review
+(the aggregator fetches discovery as ``system:kube-aggregator`` without groups); everything else needs an
+identity and an allowed SubjectAccessReview.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import math
+import re
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from apiserver.auth import requestheader, x509
+from apiserver.auth.authorization import (
+    Attributes,
+    Decision,
+    SubjectAccessReviewer,
+    forbidden_status,
+    request_attributes,
+)
+from apiserver.auth.cache import TTLCache
+from apiserver.auth.certs import client_certificate_check, load_der
+from apiserver.auth.config import TrustSettings, TrustState
+from apiserver.auth.identity import AUTHENTICATED_GROUP, UserInfo
+from apiserver.auth.requestheader import CredentialFilter, Headers, RawHeaders
+from apiserver.auth.reviewlimits import ReviewThrottled
+from apiserver.auth.reviews import ReviewError
+from apiserver.auth.tokenreview import TokenAuthenticator, bearer_token
+from apiserver.render.kubernetes.errors import status
+
+log = logging.getLogger(__name__)
+
+RETRY_AFTER = 3
+
+
+class PathClass(enum.Enum):
+    PUBLIC = "public"  # no authentication
+    AUTHENTICATED = "authenticated"  # any identity, no review
+    REVIEWED = "reviewed"  # identity and SubjectAccessReview
+
+
+# Small memos of pure per-request work: clients repeat the same paths, header sets and certificates.
+_MEMO_MAX = 1024
+
+
+def _remember(memo: dict[Any, Any], key: Any, value: Any) -> Any:
+    if len(memo) >= _MEMO_MAX:
+        memo.clear()
+    memo[key] = value
+    return value
+
+
+_CLASSES: dict[str, PathClass] = {}
+_ATTRIBUTES: dict[tuple[str, str], Attributes] = {}
+_CERTIFICATES: dict[bytes, Any] = {}
+
+
+_HEALTH = re.compile(r"^/(healthz|livez|readyz)(/.*)?$")
+_DISCOVERY = re.compile(r"^/apis(/[^/]+(/[^/]+(/version)?)?)?/?$")
+_OPENAPI = re.compile(r"^/openapi/(v2|v3)(/.*)?$")
+# kube-apiserver's RBAC lets everyone read /version (ClusterRole system:public-info-viewer); here, as
+# discovery, every authenticated caller.
+_VERSION = re.compile(r"^/version/?$")
+
+
+def classify(path: str) -> PathClass:
+    found = _CLASSES.get(path)
+    if found is None:
+        found = _remember(_CLASSES, path, _classify(path))
+    return found
+
+
+def _classify(path: str) -> PathClass:
+    if _HEALTH.match(path):
+        return PathClass.PUBLIC
+    if _DISCOVERY.match(path) or _OPENAPI.match(path) or _VERSION.match(path):
+        return PathClass.AUTHENTICATED
+    return PathClass.REVIEWED
+
+
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    """What the decision needs from a request."""
+
+    method: str
+    path: str
+    headers: Headers
+    peer_certificate: bytes | None = None  # DER, verified by the TLS handshake
+    peer: str = ""  # the client's address (its /64 for IPv6): whose TokenReviews these are
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """``user`` when known; ``status`` (a Status dict) and ``headers`` when the request is refused;
+    ``attributes``: what was authorized, for a resource request allowed (its scope is made from them)."""
+
+    user: UserInfo | None = None
+    status: dict[str, Any] | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    attributes: Attributes | None = None
+
+
+_OPEN = Verdict()
+
+
+def unauthorized() -> dict[str, Any]:
+    return status(401, "Unauthorized", "Unauthorized")
+
+
+def unavailable(message: str) -> Verdict:
+    body = status(503, "ServiceUnavailable", message, details={"retryAfterSeconds": RETRY_AFTER})
+    return Verdict(status=body, headers={"Retry-After": str(RETRY_AFTER)})
+
+
+def throttled() -> Verdict:
+    """kube-apiserver's answer when its flow control has no room: 429 and when to come back."""
+    body = status(
+        429, "TooManyRequests", "Too many requests, please try again later.", details={"retryAfterSeconds": 1}
+    )
+    return Verdict(status=body, headers={"Retry-After": "1"})
+
+
+def _with_authenticated_group(user: UserInfo) -> UserInfo:
+    if AUTHENTICATED_GROUP in user.groups:
+        return user
+    return UserInfo(user.name, user.uid, (*user.groups, AUTHENTICATED_GROUP), user.extra, user.method)
+
+
+def _attributes(method: str, path: str) -> Attributes:
+    found = _ATTRIBUTES.get((method, path))
+    if found is None:
+        found = _remember(_ATTRIBUTES, (method, path), request_attributes(method, path))
+    return found
+
+
+def _certificate(der: bytes) -> Any:
+    """The parsed certificate (the aggregator presents the same one on every request)."""
+    try:
+        return _CERTIFICATES[der]
+    except KeyError:
+        return _remember(_CERTIFICATES, der, load_der(der))
+
+
+@dataclass(slots=True)
+class _Basis:
+    """What a verdict rested on, and so how long it holds: the review caches' expiries
+    (``time.monotonic``) and the client certificate's window (POSIX seconds)."""
+
+    expires: float = math.inf
+    valid_from: float = -math.inf
+    valid_until: float = math.inf
+
+    def window(self, window: tuple[float, float]) -> None:
+        self.valid_from = max(self.valid_from, window[0])
+        self.valid_until = min(self.valid_until, window[1])
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """An admitted request's verdict and the headers to strip from it, as remembered for its inputs."""
+
+    verdict: Verdict
+    strip: tuple[str, ...]
+    settings: TrustSettings | None
+    expires: float
+    valid_from: float
+    valid_until: float
+    epoch: int
+
+    def holds(self, settings: TrustSettings | None) -> bool:
+        """Still the answer: same trust settings object, no review cache entry dropped or expired, and
+        the client certificate still inside its validity window."""
+        if settings is not self.settings or self.epoch != TTLCache.epoch or time.monotonic() >= self.expires:
+            return False
+        now = time.time()
+        return self.valid_from <= now < self.valid_until
+
+
+_ADMITTED_MAX = 1024
+_ADMITTED_HEADERS_MAX = 32  # requests with more headers than that are decided afresh every time
+
+
+_Key = tuple[str, str, bytes | None, RawHeaders]  # method, path, client certificate, headers
+
+
+def _store(memo: dict[_Key, Admission], key: _Key, admission: Admission) -> None:
+    if len(memo) >= _ADMITTED_MAX:
+        memo.clear()
+    memo[key] = admission
+
+
+class _Throttled:
+    """One warning line every 10 s for requests refused a TokenReview, with the count and the last why."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._last = -math.inf
+
+    def note(self, why: str) -> None:
+        self.count += 1
+        now = time.monotonic()
+        if now - self._last >= 10:
+            log.warning("answered %d request(s) 429 without a TokenReview (last: %s)", self.count, why)
+            self.count, self._last = 0, now
+
+
+class AuthGate:
+    """Authentication (request-header, client certificate, bearer token, in that order) and authorization.
+
+    Admitted requests are remembered by their method, path, client certificate and credentials (the
+    identity headers and ``Authorization``, as sent) for as long as every input of the decision is
+    unchanged: the trust settings object (replaced whole when the ConfigMap or a CA file changes), the
+    TokenReview and SubjectAccessReview cache entries it used (their expiry; any entry dropped early
+    invalidates all), and the certificate's validity. A first memo is keyed by all the raw headers (an
+    identical request skips even picking the credentials out), a second by the credentials alone (a
+    request that differs only in other headers: Content-Length, X-Forwarded-For, ...). Only admissions
+    are remembered: refusals are decided, and logged, every time.
+    """
+
+    def __init__(
+        self,
+        trust: TrustState,
+        *,
+        tokens: TokenAuthenticator | None,
+        reviewer: SubjectAccessReviewer | None,
+        authorize_references: bool = False,
+    ) -> None:
+        self.trust = trust
+        self.tokens = tokens
+        self.reviewer = reviewer
+        self.authorize_references = authorize_references
+        # (trust settings, header names present) -> identity headers among them; the settings object
+        # is replaced whole when the trust configuration changes, so it is part of the key.
+        self._identity_memo: dict[tuple[int, tuple[str, ...]], tuple[object, list[str]]] = {}
+        self._admitted: dict[_Key, Admission] = {}
+        self._by_credentials: dict[_Key, Admission] = {}
+        self._filter: tuple[TrustSettings | None, CredentialFilter] = (None, CredentialFilter(None))
+        self._throttled = _Throttled()
+
+    def identity_headers(self, present: Iterable[str]) -> list[str]:
+        """Headers to remove from the request before it reaches a handler, trusted or not."""
+        settings = self.trust.settings
+        names = tuple(present)
+        key = (id(settings), names)
+        known = self._identity_memo.get(key)
+        if known is not None and known[0] is settings:
+            return list(known[1])
+        found = requestheader.identity_header_names(settings.request_header if settings else None, names)
+        _remember(self._identity_memo, key, (settings, found))
+        return list(found)
+
+    def admitted(
+        self, method: str, path: str, raw_headers: RawHeaders, peer_certificate: bytes | None
+    ) -> Admission | None:
+        """The remembered admission of an identical request whose inputs are all unchanged, else None."""
+        found = self._admitted.get((method, path, peer_certificate, raw_headers))
+        if found is not None and found.holds(self.trust.settings):
+            return found
+        return None
+
+    def _credentials(self, settings: TrustSettings | None, raw_headers: RawHeaders) -> RawHeaders:
+        known, pick = self._filter
+        if known is not settings:
+            pick = CredentialFilter(settings.request_header if settings else None)
+            self._filter = (settings, pick)
+        return pick(raw_headers)
+
+    async def admit(self, info: RequestInfo, raw_headers: RawHeaders | None = None) -> Admission:
+        """Decide ``info`` (``check``) and name the headers to strip; remember an admission when
+        ``raw_headers`` (the request's headers as sent) are given."""
+        settings = self.trust.settings
+        keys: tuple[_Key, _Key] | None = None
+        if raw_headers is not None and len(raw_headers) <= _ADMITTED_HEADERS_MAX:
+            head = (info.method, info.path, info.peer_certificate)
+            keys = ((*head, raw_headers), (*head, self._credentials(settings, raw_headers)))
+            found = self._by_credentials.get(keys[1])
+            if found is not None and found.holds(settings):
+                _store(self._admitted, keys[0], found)
+                return found
+        epoch = TTLCache.epoch  # read before any await: a drop while a review is made invalidates
+        basis = _Basis()
+        verdict = await self._check(info, basis)
+        strip = self.identity_headers(info.headers)
+        if info.headers.getall("Authorization", []):
+            strip.append("Authorization")
+        admission = Admission(
+            verdict, tuple(strip), settings, basis.expires, basis.valid_from, basis.valid_until, epoch
+        )
+        if keys is not None and verdict.status is None and admission.holds(settings):
+            _store(self._admitted, keys[0], admission)
+            _store(self._by_credentials, keys[1], admission)
+        return admission
+
+    async def authenticate(self, info: RequestInfo, basis: _Basis | None = None) -> UserInfo | None:
+        """The caller, or None; raises :class:`ReviewError` when a token could not be checked."""
+        settings = self.trust.settings
+        cert = _certificate(info.peer_certificate) if info.peer_certificate else None
+        if settings is not None:
+            user = requestheader.authenticate(settings.request_header, cert, info.headers)
+            if user is None:
+                user = x509.authenticate(settings.client_ca, cert)
+            if cert is not None and basis is not None:
+                # Which way the certificate counted (or did not) holds only within its validity.
+                for bundle in (
+                    settings.request_header.ca if settings.request_header else None,
+                    settings.client_ca,
+                ):
+                    if bundle is not None:
+                        basis.window(client_certificate_check(cert, bundle)[1])
+            if user is not None:
+                return _with_authenticated_group(user)
+        if self.tokens is not None:
+            for value in info.headers.getall("Authorization", []):
+                token = bearer_token(value)
+                if token:
+                    user, until = await self.tokens.authenticate_until(token, info.peer)
+                    if basis is not None:
+                        basis.expires = min(basis.expires, until)
+                    return _with_authenticated_group(user) if user else None
+        return None
+
+    async def identify(self, info: RequestInfo) -> UserInfo | None:
+        """The caller of a request on an open path, when its credentials say who it is; None for an
+        anonymous caller, bad credentials, or credentials that cannot be checked now."""
+        if self.trust.settings is None:
+            return None
+        try:
+            return await self.authenticate(info)
+        except ReviewError:
+            return None
+
+    async def authorize(self, user: UserInfo, attrs: Attributes, basis: _Basis | None = None) -> Decision:
+        """Raises :class:`ReviewError` when the cluster could not be asked."""
+        if self.reviewer is None:
+            return Decision(False, "no authorizer configured")
+        decision, until = await self.reviewer.authorize_until(user, attrs)
+        if basis is not None:
+            basis.expires = min(basis.expires, until)
+        return decision
+
+    async def check(self, info: RequestInfo) -> Verdict:
+        return await self._check(info, None)
+
+    async def _check(self, info: RequestInfo, basis: _Basis | None) -> Verdict:
+        kind = classify(info.path)
+        if kind is PathClass.PUBLIC:
+            return _OPEN
+        if self.trust.settings is None:
+            _ready, why = self.trust.readiness()
+            return unavailable(f"authentication is not configured yet: {why}")
+        try:
+            user = await self.authenticate(info, basis)
+        except ReviewThrottled as exc:
+            self._throttled.note(str(exc))
+            return throttled()
+        except ReviewError as exc:
+            log.warning("cannot authenticate %s %s: %s", info.method, info.path, exc)
+            return unavailable("the credentials of the request could not be checked, try again later")
+        if user is None:
+            return Verdict(status=unauthorized())
+        if kind is PathClass.AUTHENTICATED:
+            return Verdict(user=user)
+        return await self.decide(user, _attributes(info.method, info.path), basis)
+
+    async def decide(self, user: UserInfo, attrs: Attributes, basis: _Basis | None = None) -> Verdict:
+        """Allowed (the user), refused (kube-apiserver's 403, logged) or undecided (503): a request's
+        own authorization, and each read the tenancy gate asks about (:mod:`apiserver.auth.access`)."""
+        try:
+            decision = await self.authorize(user, attrs, basis)
+        except ReviewError as exc:
+            log.warning("cannot authorize %s for %r: %s", attrs.describe(), user.name, exc)
+            return unavailable("the request could not be authorized, try again later")
+        if decision.allowed:
+            return Verdict(user=user, attributes=attrs)
+        log.info("forbidden: %r may not %s (%s)", user.name, attrs.describe(), decision.reason or "no reason")
+        return Verdict(user=user, status=forbidden_status(user, attrs, decision.reason))

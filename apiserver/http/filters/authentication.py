@@ -1,0 +1,154 @@
+"""Authentication and authorization as an aiohttp middleware over ``apiserver.auth.gate.AuthGate``.
+
+The identity headers and the ``Authorization`` header are removed before the handler runs, trusted or
+not, so nothing downstream can mistake them for an identity. The caller is left on the request under
+``USER_KEY`` for the access log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
+from multidict import CIMultiDict, CIMultiDictProxy
+
+from apiserver.auth.access import CallerAccess
+from apiserver.auth.authorization import Attributes, authorization_path
+from apiserver.auth.gate import AuthGate, RequestInfo
+from apiserver.auth.identity import UserInfo
+from apiserver.auth.requestheader import RawHeaders
+from apiserver.auth.tls import peer_certificate_der
+from apiserver.http.errors import StatusError
+from apiserver.http.filters.scoping import grant_scope
+from apiserver.http.logging import USER_KEY
+from apiserver.http.transport.connections import peer_of, refused_credentials
+from apiserver.sources.access import CLOSED
+
+# Clients repeat the same header sets (the aggregator: the same user and groups): strip each once.
+_STRIPPED: dict[tuple[RawHeaders, tuple[str, ...]], tuple[CIMultiDictProxy[str], RawHeaders]] = {}
+_STRIPPED_MAX = 256
+IN_PLACE = True  # replace the headers on the request itself when aiohttp allows it (tests turn it off)
+
+
+def _stripped(request: web.Request, strip: tuple[str, ...]) -> tuple[CIMultiDictProxy[str], RawHeaders]:
+    """The request's headers without ``strip``, as aiohttp's ``clone(headers=...)`` would make them."""
+    key = (request.raw_headers, strip)
+    found = _STRIPPED.get(key)
+    if found is None:
+        headers = CIMultiDict(request.headers)
+        for name in strip:
+            headers.popall(name, None)
+        hidden = {name.lower().encode("utf-8") for name in strip}
+        raw = tuple(pair for pair in request.raw_headers if pair[0].lower() not in hidden)
+        if len(_STRIPPED) >= _STRIPPED_MAX:
+            _STRIPPED.clear()
+        found = _STRIPPED[key] = (CIMultiDictProxy(headers), raw)
+    return found
+
+
+def _without(request: web.Request, strip: tuple[str, ...]) -> web.Request:
+    """The request as the handler sees it: the same request with the headers replaced in place when
+    aiohttp's request keeps them where expected (a clone costs a new Request and a header copy each
+    time), else a clone. The outer middleware reads no headers, so it is unaffected either way."""
+    headers, raw = _stripped(request, strip)
+    inner: Any = request
+    message = getattr(inner, "_message", None)
+    cache = getattr(inner, "_cache", None)
+    if (
+        IN_PLACE
+        and isinstance(cache, dict)
+        and hasattr(message, "_replace")
+        and getattr(inner, "_headers", None) is request.headers
+    ):
+        inner._message = message._replace(headers=headers, raw_headers=raw)  # type: ignore[union-attr]  # noqa: SLF001
+        inner._headers = headers  # noqa: SLF001
+        cache.pop("headers", None)
+        cache.pop("raw_headers", None)
+        if request.headers is headers:
+            return request
+    return request.clone(headers=headers)
+
+
+def auth_middleware(gate: AuthGate) -> Middleware:
+    """The middleware; a caller already admitted with the same request costs two dict lookups and a
+    few comparisons (``AuthGate.admitted``), anything else goes through the full decision."""
+
+    @web.middleware
+    async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+        transport = request.transport
+        der = peer_certificate_der(transport.get_extra_info("ssl_object")) if transport is not None else None
+        raw = request.raw_headers
+        path = request.path
+        if request.query_string:
+            path = authorization_path(request.method, path, request.query)
+        admission = gate.admitted(request.method, path, raw, der)
+        if admission is None:
+            info = RequestInfo(
+                method=request.method,
+                path=path,
+                headers=request.headers,
+                peer_certificate=der,
+                peer=peer_of(transport) if transport is not None else "",
+            )
+            admission = await gate.admit(info, raw)
+        verdict = admission.verdict
+        if verdict.user is not None:
+            request[USER_KEY] = verdict.user
+        elif verdict.status is None and request.query_string and "verbose" in request.query:
+            # An open path (health) asked for details, which only authenticated callers read: who is it?
+            info = RequestInfo(
+                method=request.method,
+                path=request.path,
+                headers=request.headers,
+                peer_certificate=der,
+                peer=peer_of(transport) if transport is not None else "",
+            )
+            user = await gate.identify(info)
+            if user is not None:
+                request[USER_KEY] = user
+        if verdict.status is not None:
+            # Refused for its credentials (not for what it asked): counted against its peer.
+            close = verdict.status.get("code") in (401, 429) and refused_credentials(request)
+            raise StatusError(verdict.status, verdict.headers, close=close)
+        _grant(request, gate, verdict.user, verdict.attributes)
+        if admission.strip:
+            request = _without(request, admission.strip)
+        return await handler(request)
+
+    return authenticate
+
+
+def _grant(
+    request: web.Request, gate: AuthGate, user: UserInfo | None, attributes: Attributes | None
+) -> None:
+    """The request's scope from the attributes its caller was authorized for: their reads beyond it
+    decided by their SubjectAccessReviews (see :mod:`apiserver.sources.access`)."""
+    if attributes is None:
+        return
+    access = CallerAccess(gate, user) if user is not None else CLOSED
+    grant_scope(request, attributes, access, all_references=gate.authorize_references)
+
+
+def admission_shortcut(gate: AuthGate) -> Callable[[web.Request], bool]:
+    """The middleware's synchronous half, for answers the dispatcher gives without awaiting: True when
+    the gate remembers admitting this very request (``AuthGate.admitted``), having left the caller on
+    it; False when the middleware must run (to decide, or to refuse). The handlers' synchronous answers
+    are only cached ones that need no review of what they read for this caller (the tenancy gate's).
+    Identity headers stay on the request: such an answer is served from the response cache and reads
+    no header that could carry an identity."""
+
+    def admitted(request: web.Request) -> bool:
+        transport = request.transport
+        der = peer_certificate_der(transport.get_extra_info("ssl_object")) if transport is not None else None
+        admission = gate.admitted(request.method, request.path, request.raw_headers, der)
+        if admission is None or admission.verdict.status is not None:
+            return False
+        verdict = admission.verdict
+        if verdict.user is not None:
+            request[USER_KEY] = verdict.user
+        _grant(request, gate, verdict.user, verdict.attributes)  # the same scope as the whole way
+        return True
+
+    return admitted

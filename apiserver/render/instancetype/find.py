@@ -1,0 +1,275 @@
+"""Finding the instancetype and preference a VM references (KubeVirt's spec finders).
+
+Order, as in ``pkg/instancetype/find`` and ``pkg/instancetype/preference/find``:
+``spec.<matcher>.revisionName`` (no fallback), then the status ref's ControllerRevision (used only when
+its ``instancetype.kubevirt.io/object-name`` label equals the matcher name; a missing one is an error),
+then the live object by kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from apiserver.render.golang.gotext import go_lower
+from apiserver.render.instancetype import revision
+from apiserver.render.kubernetes import names
+from apiserver.render.kubernetes.errors import (
+    CAUSE_INVALID,
+    CAUSE_NOT_FOUND,
+    CAUSE_NOT_SUPPORTED,
+    CAUSE_REQUIRED,
+    Cause,
+    ExpandError,
+)
+from apiserver.render.memo import Memo
+from apiserver.render.objects import (
+    CLUSTER_INSTANCETYPE,
+    CLUSTER_PREFERENCE,
+    CONTROLLER_REVISION,
+    INSTANCETYPE,
+    PREFERENCE,
+    ObjectLookup,
+    ObjectRef,
+)
+
+OBJECT_NAME_LABEL = "instancetype.kubevirt.io/object-name"
+
+JSON = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Family:
+    matcher: str  # spec member: instancetype | preference
+    status_ref: str  # status member: instancetypeRef | preferenceRef
+    go_matcher: str  # Go type name in the unknown-kind message
+    kinds: Mapping[str, str]  # lower-cased kind -> canonical kind
+    from_revision: Callable[[Mapping[str, Any]], Any]
+    from_object: Callable[[Mapping[str, Any]], Any]
+    # Field paths named in errors, spelled once.
+    name_field: str = field(init=False)
+    kind_field: str = field(init=False)
+    revision_field: str = field(init=False)
+    status_field: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        base = f"spec.{self.matcher}"
+        object.__setattr__(self, "name_field", f"{base}.name")
+        object.__setattr__(self, "kind_field", f"{base}.kind")
+        object.__setattr__(self, "revision_field", f"{base}.revisionName")
+        object.__setattr__(self, "status_field", f"status.{self.status_ref}.controllerRevisionRef.name")
+
+
+def _kind_table(namespaced: str, cluster: str, aliases: tuple[str, ...] = ()) -> dict[str, str]:
+    table = {"": cluster}
+    for kind, canonical_kind in ((namespaced, namespaced), (cluster, cluster)):
+        table[kind] = canonical_kind  # the usual spelling, found without lower-casing
+        table[kind.lower()] = canonical_kind
+        table[kind.lower() + "s"] = canonical_kind
+    for alias in aliases:
+        target = cluster if "cluster" in alias else namespaced
+        table[alias] = target
+        table[alias + "s"] = target
+    return table
+
+
+INSTANCETYPE_FAMILY = _Family(
+    matcher="instancetype",
+    status_ref="instancetypeRef",
+    go_matcher="InstancetypeMatcher",
+    # The pre-rename flavor kinds are accepted as aliases (a deliberate extension).
+    kinds=_kind_table(
+        INSTANCETYPE, CLUSTER_INSTANCETYPE, ("virtualmachineflavor", "virtualmachineclusterflavor")
+    ),
+    from_revision=revision.instancetype_spec_from_revision,
+    from_object=revision.instancetype_spec_from_object,
+)
+PREFERENCE_FAMILY = _Family(
+    matcher="preference",
+    status_ref="preferenceRef",
+    go_matcher="PreferenceMatcher",
+    kinds=_kind_table(PREFERENCE, CLUSTER_PREFERENCE),
+    from_revision=revision.preference_spec_from_revision,
+    from_object=revision.preference_spec_from_object,
+)
+
+
+# Decoded specs, so each instancetype, preference and revision is decoded once per version (see
+# apiserver.render.memo): the very same object with the same uid and resourceVersion (sources never
+# modify an object, they replace it when it changes, so an edited manifest that kept an old
+# resourceVersion is decoded afresh), or an object with the same JSON text (the Python API's dicts).
+_SPECS: Memo[JSON] = Memo(8192)
+_NO_FINGERPRINTS: Mapping[int, bytes] = {}
+
+
+def clear_spec_cache() -> None:
+    _SPECS.clear()
+
+
+def _cached_spec(
+    family: _Family,
+    obj: Mapping[str, Any],
+    how: str,
+    decode: Callable[[Mapping[str, Any]], Any],
+    fingerprints: Mapping[int, bytes],
+) -> JSON:
+    return _SPECS.get(
+        obj,
+        lambda: _spec_dict(decode(obj)),
+        what=(family.matcher, how),
+        fingerprint=fingerprints.get(id(obj)),
+    )
+
+
+_NO_META: Mapping[str, Any] = {}
+
+# The refs find asks for, reused: building a frozen dataclass costs more than the lookup itself.
+_REFS: dict[tuple[str, str, str], ObjectRef] = {}
+_REFS_SIZE = 8192
+
+
+def _ref(kind: str, namespace: str, name: str, field: str) -> ObjectRef:
+    """The ref, once its name and namespace are known to be valid (a 422 naming ``field`` or the VM's
+    ``metadata.namespace`` if not): only valid refs are kept, so a known one costs no validation."""
+    key = (kind, namespace, name)
+    ref = _REFS.get(key)
+    if ref is None:
+        names.check_namespace(namespace, "metadata.namespace")
+        names.check_name(name, field)
+        if len(_REFS) >= _REFS_SIZE:
+            _REFS.clear()
+        ref = _REFS[key] = ObjectRef(kind, namespace, name)
+    return ref
+
+
+def _spec_dict(model: Any) -> JSON:
+    """The spec as JSON-named dicts (absent = None dropped); the appliers read it and never change it."""
+    dumped: JSON = model.model_dump(by_alias=True, exclude_none=True)
+    return dumped
+
+
+def _str(value: Any) -> str:
+    return value if type(value) is str else ""
+
+
+def find_spec(
+    family: _Family,
+    vm: JSON,
+    lookup: ObjectLookup,
+    fingerprints: Mapping[int, bytes] = _NO_FINGERPRINTS,
+    *,
+    head: bool = False,
+) -> JSON | None:
+    """The v1beta1 spec (JSON names) the VM's matcher selects, or None when the VM has no such matcher.
+
+    ``head``: decode ControllerRevisions as KubeVirt at the matched commit does (whole v1beta1 objects
+    only), not as v1.6 did; the VM webhook's view (:mod:`apiserver.render.admission`).
+    """
+    spec = vm.get("spec") or _NO_META
+    matcher = spec.get(family.matcher)
+    if matcher is None:
+        return None
+    # Inline type checks: this runs twice per request, and a call per string costs more than the rest.
+    namespace = (vm.get("metadata") or _NO_META).get("namespace")
+    if type(namespace) is not str:
+        namespace = ""
+
+    revision_name = matcher.get("revisionName")
+    if revision_name and type(revision_name) is str:
+        return _from_revision(
+            family, lookup, namespace, revision_name, family.revision_field, fingerprints, head
+        )
+
+    name = matcher.get("name")
+    if type(name) is not str:
+        name = ""
+    status = vm.get("status")
+    status_ref = status.get(family.status_ref) if status else None
+    ref_revision = (
+        _str((status_ref.get("controllerRevisionRef") or _NO_META).get("name")) if status_ref else ""
+    )
+    if ref_revision:
+        field = family.status_field
+        rev = _get(lookup, _ref(CONTROLLER_REVISION, namespace, ref_revision, field), field)
+        labels = (rev.get("metadata") or {}).get("labels") or {}
+        if isinstance(labels, Mapping) and labels.get(OBJECT_NAME_LABEL) == name:
+            return _decode_revision(family, rev, field, fingerprints, head)
+        # Not this VM's matcher; but client-go decoded the whole revision before KubeVirt read its label,
+        # so one it cannot decode is an error there, not a revision to pass over.
+        try:
+            revision.check_revision_object(rev)
+        except revision.RevisionError as err:
+            raise ExpandError.invalid(err.message, Cause(field, err.message, CAUSE_INVALID)) from None
+
+    kind = matcher.get("kind")
+    if type(kind) is not str:
+        kind = ""
+    canonical_kind = family.kinds.get(kind) or family.kinds.get(go_lower(kind))
+    if canonical_kind is None:
+        message = f"got unexpected kind in {family.go_matcher}: {kind}"
+        raise ExpandError.invalid(message, Cause(family.kind_field, message, CAUSE_NOT_SUPPORTED))
+    if not name:
+        message = "resource name may not be empty"
+        raise ExpandError.invalid(message, Cause(family.name_field, message, CAUSE_REQUIRED))
+    ref_namespace = "" if canonical_kind in (CLUSTER_INSTANCETYPE, CLUSTER_PREFERENCE) else namespace
+    field = family.name_field
+    obj = _get(lookup, _ref(canonical_kind, ref_namespace, name, field), field)
+    try:
+        return _cached_spec(family, obj, "object", family.from_object, fingerprints)
+    except revision.RevisionError as err:
+        message = err.message
+        raise ExpandError.invalid(message, Cause(family.name_field, message, CAUSE_INVALID)) from None
+
+
+def _get(lookup: ObjectLookup, ref: ObjectRef, field: str) -> Mapping[str, Any]:
+    obj = lookup.get(ref)
+    if obj is None:
+        message = ref.not_found_message()
+        raise ExpandError.invalid(message, Cause(field, message, CAUSE_NOT_FOUND))
+    return obj
+
+
+def _from_revision(
+    family: _Family,
+    lookup: ObjectLookup,
+    namespace: str,
+    name: str,
+    field: str,
+    fingerprints: Mapping[int, bytes],
+    head: bool = False,
+) -> JSON:
+    rev = _get(lookup, _ref(CONTROLLER_REVISION, namespace, name, field), field)
+    return _decode_revision(family, rev, field, fingerprints, head)
+
+
+def _decode_revision(
+    family: _Family, rev: Mapping[str, Any], field: str, fingerprints: Mapping[int, bytes], head: bool = False
+) -> JSON:
+    if head and not revision.is_v1beta1_object(rev):
+        message = "failed to decode object in ControllerRevision: not a whole v1beta1 object"
+        raise ExpandError.invalid(message, Cause(field, message, CAUSE_INVALID))
+    try:
+        return _cached_spec(family, rev, "revision", family.from_revision, fingerprints)
+    except revision.RevisionError as err:
+        raise ExpandError.invalid(err.message, Cause(field, err.message, CAUSE_INVALID)) from None
+
+
+def find_instancetype(
+    vm: JSON,
+    lookup: ObjectLookup,
+    fingerprints: Mapping[int, bytes] = _NO_FINGERPRINTS,
+    *,
+    head: bool = False,
+) -> JSON | None:
+    return find_spec(INSTANCETYPE_FAMILY, vm, lookup, fingerprints, head=head)
+
+
+def find_preference(
+    vm: JSON,
+    lookup: ObjectLookup,
+    fingerprints: Mapping[int, bytes] = _NO_FINGERPRINTS,
+    *,
+    head: bool = False,
+) -> JSON | None:
+    return find_spec(PREFERENCE_FAMILY, vm, lookup, fingerprints, head=head)
