@@ -19,7 +19,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from apiserver.auth.config import CONFIGMAP_NAME, CONFIGMAP_NAMESPACE, TrustOptions
 from apiserver.auth.options import AuthOptions, AuthRuntime
 from apiserver.auth.tls import ServingTLS
-from apiserver.http.filters.authentication import admission_shortcut, auth_middleware
+from apiserver.http.filters.authentication import Authentication
 from tests.fakekube import FakeKube
 from tests.fakekube.reviews import Reviews
 from tests.http_helpers import MemorySource, RunningServer, running_server
@@ -168,8 +168,7 @@ async def auth_env(
         async with running_server(
             source or MemorySource(),
             tmp_path,
-            middlewares=[auth_middleware(runtime.gate)],
-            admission=admission_shortcut(runtime.gate),  # as serve.py wires it
+            filters=[Authentication(runtime.gate)],  # as serve.py wires it
             ssl_context=tls.context,
             ca_file=pki.serving_ca_file,
             authentication=True,

@@ -2,7 +2,7 @@
 
 ``running_server`` gives a :class:`RunningServer` with a client session that trusts the server's
 self-signed certificate; ``MemorySource`` is a Source over plain dicts with knobs for slowness and
-outages. Authentication tests can pass their own ``middlewares`` and ``ssl_context``.
+outages. Authentication tests can pass their own ``filters`` and ``ssl_context``.
 """
 
 from __future__ import annotations
@@ -23,9 +23,8 @@ from typing import Any
 
 import aiohttp
 import orjson
-from aiohttp.typedefs import Middleware
 
-from apiserver.http.dispatch import Admission
+from apiserver.http.filters import Filter
 from apiserver.http.server import CERT_NAME, Server
 from apiserver.http.settings import Settings
 from apiserver.render.objects import PRESET, ObjectRef, ref_of
@@ -151,8 +150,7 @@ async def running_server(
     source: Any,
     tmp_path: Path,
     *,
-    middlewares: Iterable[Middleware] = (),
-    admission: Admission | None = None,
+    filters: Iterable[Filter] = (),
     ssl_context: ssl.SSLContext | None = None,
     ca_file: Path | None = None,
     authentication: bool = False,
@@ -164,8 +162,7 @@ async def running_server(
     server = Server(
         replace(base, **settings),
         source,
-        middlewares=middlewares,
-        admission=admission,
+        filters=filters,
         authentication=authentication,
         ssl_context=ssl_context,
         dispatch=dispatch,

@@ -14,9 +14,9 @@ import pytest
 from aiohttp.test_utils import make_mocked_request
 
 from apiserver.http import logging as access
+from apiserver.http.keys import USER as USER_KEY
 from apiserver.http.logging import (
     ACCESS_LOGGER,
-    USER_KEY,
     BatchingStreamHandler,
     JSONFormatter,
     TextFormatter,

@@ -12,7 +12,7 @@ from apiserver.auth.config import TrustOptions, TrustState
 from apiserver.auth.gate import AuthGate, RequestInfo, Verdict
 from apiserver.auth.identity import UserInfo
 from apiserver.http.filters import authentication
-from apiserver.http.logging import USER_KEY
+from apiserver.http.keys import USER as USER_KEY
 
 
 class AllowAll(AuthGate):
@@ -54,7 +54,7 @@ async def test_handler_sees_the_request_without_identity_headers(
 
     monkeypatch.setattr(web.Request, "clone", counting_clone)
     gate: Any = AllowAll()
-    app = web.Application(middlewares=[authentication.auth_middleware(gate)])
+    app = web.Application(middlewares=[authentication.Authentication(gate)])
     app.router.add_route("*", "/echo", _echo)
     async with TestClient(TestServer(app)) as client:
         for method, data in (("GET", None), ("PUT", b'{"a": 1}'), ("PUT", b'{"a": 1}')):

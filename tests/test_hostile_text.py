@@ -92,7 +92,8 @@ def test_command_line_escapes_control_characters_on_stderr(tmp_path: Path) -> No
 def test_access_line_escapes_the_user_name_and_path() -> None:
     from aiohttp.test_utils import make_mocked_request
 
-    from apiserver.http.logging import USER_KEY, TextFormatter, log_request
+    from apiserver.http.keys import USER as USER_KEY
+    from apiserver.http.logging import TextFormatter, log_request
     from tests.test_access_log_fast import root_handler
 
     with root_handler() as (stream, handler):

@@ -18,8 +18,8 @@ import orjson
 import pytest
 import yaml
 
-from apiserver.http.app import DISPATCHER
-from apiserver.http.dispatch import template_pattern
+from apiserver.http.keys import PIPELINE
+from apiserver.http.routing import template_pattern
 from apiserver.sources.folder import FolderSource
 from tests.http_helpers import EXAMPLES, Reply, RunningServer, client_ssl, put_path, running_server, vm_path
 from tests.patience import patience
@@ -100,7 +100,7 @@ def _comparable(reply: Reply) -> tuple[int, dict[str, list[str]], bytes]:
 
 async def test_every_answer_equals_the_routers(servers: tuple[RunningServer, RunningServer]) -> None:
     fast, routed = servers
-    dispatcher = fast.server.app[DISPATCHER]
+    dispatcher = fast.server.app[PIPELINE]
     for repeat in (False, True):  # the second time, cached answers are given at once
         at_once = dispatcher.answered_at_once
         for method, path, headers, body, dispatched in CASES:
@@ -113,7 +113,7 @@ async def test_every_answer_equals_the_routers(servers: tuple[RunningServer, Run
         # read as the first), the pinned VM, PUT JSON and YAML - and the long target, whose unknown
         # query parameter leaves the JSON GET's answer.
         assert dispatcher.answered_at_once - at_once == (9 if repeat else 1)
-    assert routed.server.app[DISPATCHER].dispatched == 0
+    assert routed.server.app[PIPELINE].dispatched == 0
 
 
 async def test_etag_revalidation_is_a_304_both_ways(servers: tuple[RunningServer, RunningServer]) -> None:
@@ -176,7 +176,7 @@ async def test_a_body_still_arriving_is_read_under_the_deadline(
     body = orjson.dumps(VM)
     headers = {**JSON, "Content-Type": "application/json"}
     assert (await fast.put(put_path(), headers=headers, data=body)).status == 200  # now cached
-    dispatcher = fast.server.app[DISPATCHER]
+    dispatcher = fast.server.app[PIPELINE]
     at_once, dispatched = dispatcher.answered_at_once, dispatcher.dispatched
 
     port = int(fast.url.rsplit(":", 1)[1])

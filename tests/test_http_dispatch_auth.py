@@ -1,6 +1,6 @@
 """Cached answers given at once (no middleware run) only to callers the gate remembers admitting.
 
-The server is wired as ``serve`` wires it: the authentication middleware plus its synchronous shortcut,
+The server is wired as ``serve`` wires it: the authentication filter, which can also admit synchronously,
 over the examples folder (whose answers the response cache keeps). What a caller sees must not depend
 on which way the request went: same bodies, same refusals, same access-log user.
 """
@@ -15,8 +15,7 @@ import pytest
 
 from apiserver.auth.config import TrustOptions
 from apiserver.auth.options import AuthOptions
-from apiserver.http.app import DISPATCHER
-from apiserver.http.dispatch import Dispatcher
+from apiserver.http.keys import PIPELINE, Installs
 from apiserver.sources.folder import FolderSource
 from tests.auth_fixtures import AuthEnv, auth_env
 from tests.fakekube.reviews import Rule
@@ -27,8 +26,8 @@ BOB = [("X-Remote-User", "bob"), ("X-Remote-Group", "dev"), ("Accept", "applicat
 JSON = [("Content-Type", "application/json")]
 
 
-def dispatcher(env: AuthEnv) -> Dispatcher:
-    return env.server.server.app[DISPATCHER]
+def dispatcher(env: AuthEnv) -> Installs:
+    return env.server.server.app[PIPELINE]
 
 
 def short_ttl() -> AuthOptions:

@@ -12,7 +12,8 @@ from aiohttp.typedefs import Handler
 
 from apiserver.auth.authorization import request_attributes
 from apiserver.http.filters.scoping import grant_scope
-from apiserver.http.logging import ACCESS_LOGGER, USER_KEY, JSONFormatter
+from apiserver.http.keys import USER as USER_KEY
+from apiserver.http.logging import ACCESS_LOGGER, JSONFormatter
 from apiserver.sources.base import CacheStats, Check
 from tests.http_helpers import MemorySource, put_path, running_server, vm_path
 
@@ -108,10 +109,9 @@ async def test_metrics_by_route_template_code_and_cache(tmp_path: Path) -> None:
     assert 'kubevirt_expand_source_cache_misses_total{cache="instancetypes"} 2.0' in text
 
 
-@web.middleware
 async def fake_authn(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Authentication that knows one user and lets them read anything: the scope of the path, granted as
-    the authorization filter grants it (a handler reads nothing without one)."""
+    """An authentication filter that knows one user and lets them read anything: the scope of the path,
+    granted as the authorization filter grants it (a handler reads nothing without one)."""
     request[USER_KEY] = "jane@example.com"
     grant_scope(request, request_attributes(request.method, request.path), None)
     return await handler(request)
@@ -123,7 +123,7 @@ async def test_access_log_line_per_request_without_body(
     secret = "s3cr3t-cloud-init-password"
     vm = {"metadata": {"name": "x", "namespace": "other"}, "spec": {"password": secret}}
     caplog.set_level(logging.DEBUG, logger=ACCESS_LOGGER)  # a probe's answer is logged at debug
-    async with running_server(MemorySource(), tmp_path, middlewares=[fake_authn]) as srv:
+    async with running_server(MemorySource(), tmp_path, filters=[fake_authn]) as srv:
         await srv.put(put_path() + "?presets=true", json_body=vm)
         await srv.get("/livez")
     records = [r for r in caplog.records if r.name == ACCESS_LOGGER]

@@ -16,7 +16,7 @@ import orjson
 import pytest
 import yaml
 
-from apiserver.http.app import DISPATCHER
+from apiserver.http.keys import PIPELINE as DISPATCHER
 from apiserver.http.endpoints.respcache import ResponseCache
 from apiserver.render.objects import CLUSTER_INSTANCETYPE, INSTANCETYPE, ObjectRef
 from apiserver.sources.base import MISSING, Peekable

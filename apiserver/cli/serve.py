@@ -400,7 +400,7 @@ async def _serve_authenticated(
 ) -> None:
     """Load the cluster connections for reviews, keep the trust settings current, serve with the gate."""
     from apiserver.auth.tls import ServingTLS
-    from apiserver.http.filters.authentication import admission_shortcut, auth_middleware
+    from apiserver.http.filters.authentication import Authentication
     from apiserver.http.metrics import Metrics
     from apiserver.http.server import certificate_files
     from apiserver.sources.base import Check
@@ -431,8 +431,7 @@ async def _serve_authenticated(
                 Server(
                     settings,
                     source,
-                    middlewares=[auth_middleware(runtime.gate)],
-                    admission=admission_shortcut(runtime.gate),
+                    filters=[Authentication(runtime.gate)],
                     authentication=True,
                     ssl_context=tls.context,
                     checks=[lambda: [Check(auth_options.READINESS_CHECK, *runtime.readiness())]],

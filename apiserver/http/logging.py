@@ -1,7 +1,7 @@
 """Log set-up (text or JSON lines) and the one access-log line per request.
 
 The access line names method, path, code, latency and the user when authentication put one on the
-request (``request[USER_KEY]``). Bodies are never
+request (``request[keys.USER]``). Bodies are never
 logged: they are users' VMs.
 """
 
@@ -20,10 +20,11 @@ from urllib.parse import unquote_plus
 import orjson
 from aiohttp import web
 
+from apiserver.http.keys import USER
+
 ACCESS_LOGGER = "apiserver.access"
 # Where authentication leaves the caller's identity on the request: a user name, or an object with a
 # ``name`` or ``username`` attribute.
-USER_KEY = web.RequestKey("user", object)
 FORMATS = ("text", "json")
 
 _access = logging.getLogger(ACCESS_LOGGER)
@@ -297,7 +298,7 @@ def configure(log_format: str = "text", level: str = "info") -> None:
 
 
 def user_name(request: web.Request) -> str | None:
-    return _name_of(request.get(USER_KEY))
+    return _name_of(request.get(USER))
 
 
 def _name_of(user: object) -> str | None:
@@ -314,7 +315,7 @@ _ACCESS_FORMAT = "%s %s %d %.1fms%s"
 _TEXT_ACCESS = f"%s,%03d INFO {ACCESS_LOGGER}: {_ACCESS_FORMAT}"
 
 # One request for the access log, as it came: time, method, path, query, code, seconds, the user
-# (``request[USER_KEY]``), the peer address (JSON lines only, else None). Formatted when written.
+# (``request[keys.USER]``), the peer address (JSON lines only, else None). Formatted when written.
 AccessEntry = tuple[float, str, str, str, int, float, object, str | None]
 
 
@@ -400,19 +401,17 @@ _UNSET: Any = object()
 def log_request(
     request: web.Request, code: int, seconds: float, user: object = _UNSET, *, debug: bool = False
 ) -> None:
-    """The access line of ``request``; ``user``: what ``request[USER_KEY]`` holds, when the caller
+    """The access line of ``request``; ``user``: what ``request[keys.USER]`` holds, when the caller
     knows (None when nothing authenticates requests), else read from the request. ``debug``: a
     routine answer (probes, discovery), logged at debug level rather than info."""
     if debug:
         if _access.isEnabledFor(logging.DEBUG):
-            _log_record(
-                request, code, seconds, request.get(USER_KEY) if user is _UNSET else user, logging.DEBUG
-            )
+            _log_record(request, code, seconds, request.get(USER) if user is _UNSET else user, logging.DEBUG)
         return
     if not _access.isEnabledFor(logging.INFO):
         return
     if user is _UNSET:
-        user = request.get(USER_KEY)
+        user = request.get(USER)
     handler = _sole_handler()
     if handler is not None and not handler.filters:
         # Only the values now; the line is made when the batch is written.

@@ -26,18 +26,18 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from aiohttp import web
-from aiohttp.typedefs import Middleware
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from apiserver.auth.tls import serving_context
-from apiserver.http.app import METRICS, build_app, build_probe_app, install_dispatcher, install_expect_guard
-from apiserver.http.dispatch import Admission
-from apiserver.http.endpoints.health import ChecksFn, ServerState
+from apiserver.http.app import build_app, build_probe_app
+from apiserver.http.filters import Filter
+from apiserver.http.keys import METRICS, PIPELINE
 from apiserver.http.metrics import Metrics
 from apiserver.http.settings import Settings
+from apiserver.http.state import ChecksFn, ServerState
 from apiserver.http.transport.budget import BodyPace
 from apiserver.http.transport.connections import ConnectionLimits, ConnectionTable, GuardedSite
 from apiserver.sources.base import Source
@@ -187,24 +187,23 @@ class Server:
         settings: Settings,
         source: Source,
         *,
-        middlewares: Iterable[Middleware] = (),
-        admission: Admission | None = None,
+        filters: Iterable[Filter] = (),
         authentication: bool = False,
         ssl_context: ssl.SSLContext | None = None,
         checks: Iterable[ChecksFn] = (),
         dispatch: bool = True,
         metrics: Metrics | None = None,
     ) -> None:
-        """``dispatch=False`` routes the expand endpoints through aiohttp's router like every other
-        path, instead of :mod:`apiserver.http.dispatch` (tests compare the two)."""
+        """``filters``: authentication, authorization and the scope (apiserver.http.filters), run in
+        order before every endpoint. ``dispatch=False`` routes the expand endpoints through aiohttp's
+        router like every other path, instead of :mod:`apiserver.http.routing` (tests compare the two)."""
         check_bind_address(settings.bind_address, authentication=authentication)
         self.settings = settings
         self.state = ServerState()
         self.app = build_app(
             settings,
             source,
-            middlewares=middlewares,
-            admission=admission,
+            filters=filters,
             state=self.state,
             checks=checks,
             metrics=metrics,
@@ -223,9 +222,7 @@ class Server:
             self.app, access_log=None, shutdown_timeout=self.settings.shutdown_timeout, handle_signals=False
         )
         await runner.setup()
-        if self._dispatch:
-            install_dispatcher(runner)
-        install_expect_guard(runner)
+        self.app[PIPELINE].install(runner, dispatch=self._dispatch)
         settings = self.settings
         limits = ConnectionLimits(
             settings.header_timeout,

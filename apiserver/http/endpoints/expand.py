@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -32,9 +32,11 @@ from apiserver.http.endpoints.bodies import (
 )
 from apiserver.http.endpoints.respcache import Entry, ResponseCache, vm_token
 from apiserver.http.errors import StatusError, bad_request, unavailable
-from apiserver.http.filters.scoping import scope_of
+from apiserver.http.keys import scope_of
 from apiserver.http.media import JSON, encode, etag_of, negotiate, respond_tagged, tagged_headers
 from apiserver.http.metrics import Metrics
+from apiserver.http.routing import FastRoute
+from apiserver.http.routing import Handler as RouteHandler
 from apiserver.http.settings import Settings
 from apiserver.http.transport.budget import BodyPace, ByteBudget, Reservation, after_sent, caller_of, too_many
 from apiserver.http.transport.shares import Shares, export_shares
@@ -42,7 +44,7 @@ from apiserver.render import ExpandError
 from apiserver.render.kubernetes import names
 from apiserver.render.kubernetes.errors import VM_GROUP, status
 from apiserver.sources.access import AccessRefused, Read
-from apiserver.sources.base import MISSING, Missing, Source, SourceUnavailable
+from apiserver.sources.base import Missing, Source, SourceUnavailable
 from apiserver.sources.gather import peekable
 from apiserver.sources.reads import Reads, ScopedReads
 from apiserver.sources.rendered.items import Item
@@ -221,17 +223,11 @@ class ExpandHandlers:
         field_warnings: Sequence[str] = (),
         large: bool = False,
     ) -> web.Response:
-        """Serve from the response cache when its entry is current, else render (and keep the answer).
+        """Render (the response cache had no current entry for ``key``) and keep the answer.
         ``key_size``: bytes the key holds beyond its fixed parts (a PUT body); ``field_warnings`` go
         before the rendering's; ``large``: render and encode on the worker thread."""
         source = self.peekable
         cache = self.cache
-        if key is not None and source is not None:
-            entry = cache.get(key, source)
-            if entry is not None:
-                if entry.error is None and not entry.reviews:  # nothing to await
-                    return self._response(request, entry, get=get, media_type=media_type)
-                return await self._send(request, entry, get=get, media_type=media_type)
         if get and ("apiVersion" not in vm or "kind" not in vm):
             # virt-api's client puts TypeMeta back on what it reads; so do we.
             vm = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", **vm}
@@ -271,6 +267,12 @@ class ExpandHandlers:
             )
         return self._response(request, entry, get=get, media_type=media_type)  # reviews passed above
 
+    def _cached(self, key: Hashable | None) -> Entry | None:
+        """The response cache's current entry for ``key`` (looked up once per request)."""
+        if key is None or self.peekable is None:
+            return None
+        return self.cache.get(key, self.peekable)
+
     async def _send(self, request: web.Request, entry: Entry, *, get: bool, media_type: str) -> web.Response:
         if entry.reviews:  # this caller must pass what the first one did, before anything is shown
             await self._review(request, entry.reviews)
@@ -304,9 +306,7 @@ class ExpandHandlers:
             )
         return web.Response(body=entry.body, headers=headers)
 
-    def _stored(
-        self, scope: Scope, vm: Mapping[str, Any], media_type: str, flags: tuple[bool, bool]
-    ) -> Item | None:
+    def _stored(self, plan: GetPlan, vm: Mapping[str, Any]) -> Item | None:
         """The store's item for GET expand-spec's default answer (JSON, no presets, no validate) when it
         is current for ``vm`` and read only what the tenancy model shows without a review (the VM's
         instancetypes, preferences and revisions holding one: objects the store watches, or immutable).
@@ -314,9 +314,9 @@ class ExpandHandlers:
         is made again for the caller, through their gate. The caller is shown the item only after
         :meth:`AccessGate.due` of its reviews (with --authorize-references, every object it read)."""
         store = self.store
-        if store is None or media_type != JSON or flags != (False, False):
+        if store is None or plan.media_type != JSON or plan.presets or plan.validate:
             return None
-        item = store.current(scope, vm)
+        item = store.current(plan.scope, vm)
         if item is None or item.reviews.model:
             return None
         return item
@@ -331,148 +331,172 @@ class ExpandHandlers:
         assert body is not None
         return respond_tagged(request, body, JSON, item.etag, prebuilt=headers)
 
-    def get_cached(self, request: web.Request, params: Mapping[str, str]) -> web.Response | None:
-        """:meth:`get`'s answer when it is a current cached 200 for the VM the source holds; None for
-        anything else (then :meth:`get` decides it all). Called only when no middleware has anything
-        left to check (the dispatcher's admission shortcut); an answer that needs a review of what it
-        read for this caller (a tenancy gate's) is never given here."""
-        source = self.peekable
-        if source is None:
-            return None
-        try:
-            media_type = negotiate(request)
-            presets, validate = _flags(request)
-        except StatusError:  # 406 or 400: the whole way says so
-            return None
-        scope = scope_of(request)
-        vm = self.reads.within(scope).peek_vm()
-        if vm is None or vm is MISSING:
-            return None
-        assert not isinstance(vm, Missing)
-        item = self._stored(scope, vm, media_type, (presets, validate))
-        if item is not None:
-            gate = scope.gate
-            if item.error is not None or (gate is not None and gate.due(item.reviews)):
-                return None  # the whole way, which reviews them
-            return self._from_store(request, item)
-        key = _get_key(request, presets, validate, media_type, vm_token(vm, held=True))
-        entry = self.cache.get(key, source)
-        if entry is None or entry.error is not None or entry.reviews:
-            return None
-        return self._response(request, entry, get=True, media_type=media_type)
+    # -- GET .../namespaces/{namespace}/virtualmachines/{name}/expand-spec ----------------------------
+    #
+    # One path: plan the request (pure: what it asks, or its 4xx), look up what answers it without an
+    # await (the store's item, a cached answer), and only then read and render. The pipeline's
+    # synchronous answer (get_now) is the same plan and look-up, ending where an await would begin.
 
-    async def get(self, request: web.Request, params: Mapping[str, str]) -> web.Response:
-        """GET .../namespaces/{namespace}/virtualmachines/{name}/expand-spec"""
+    def _plan_get(self, request: web.Request) -> GetPlan:
         media_type = negotiate(request)
-        presets, validate = query_flag(request, "presets"), query_flag(request, "validate")  # 400 first
+        presets, validate = _flags(request)  # 400 first
         scope = scope_of(request)
         _namespace, name = self._check_path(scope, named=True)
-        reads = self.reads.within(scope)
-        vm = reads.peek_vm()
-        held = vm is not MISSING
-        if vm is MISSING:
+        return GetPlan(scope, name, media_type, presets, validate)
+
+    def _look_up_get(self, request: web.Request, plan: GetPlan) -> web.Response | GetMiss:
+        """The answer when the store or the response cache has it and this caller has nothing left to
+        be reviewed for, else what the look-up found on the way."""
+        vm = self.reads.within(plan.scope).peek_vm()
+        if vm is None:
+            raise self._vm_not_found(plan.name)
+        if isinstance(vm, Missing):  # the source reads VMs fresh (no VM cache)
+            return GetMiss(None, None, None, None)
+        item = self._stored(plan, vm)
+        if item is not None:
+            gate = plan.scope.gate
+            if item.error is None and (gate is None or not gate.due(item.reviews)):
+                return self._from_store(request, item)
+            return GetMiss(vm, item, None, None)
+        key = _get_key(request, plan, vm_token(vm, held=True))
+        entry = self._cached(key)
+        if entry is not None and entry.error is None and not entry.reviews:
+            return self._response(request, entry, get=True, media_type=plan.media_type)
+        return GetMiss(vm, None, key, entry)
+
+    def get_now(self, request: web.Request, params: Mapping[str, str]) -> web.Response | None:
+        """:meth:`get`'s answer when it needs no await (None otherwise, and for every error: the whole
+        way answers those)."""
+        try:
+            found = self._look_up_get(request, self._plan_get(request))
+        except StatusError:
+            return None
+        return found if isinstance(found, web.Response) else None
+
+    async def get(self, request: web.Request, params: Mapping[str, str]) -> web.Response:
+        plan = self._plan_get(request)
+        found = self._look_up_get(request, plan)
+        if isinstance(found, web.Response):
+            return found
+        reads = self.reads.within(plan.scope)
+        if found.item is not None:  # the store's, after this caller's reviews (or its error)
+            gate = plan.scope.gate
+            if gate is not None:
+                await self._review(request, gate.due(found.item.reviews))
+            return self._from_store(request, found.item)
+        if found.entry is not None:  # cached, after this caller's reviews (or its error)
+            return await self._send(request, found.entry, get=True, media_type=plan.media_type)
+        vm, key = found.vm, found.key
+        if vm is None:  # not held: read it
             try:
                 vm = await reads.get_vm()
             except SourceUnavailable as err:
                 raise self._source_failure(err) from None
-        if vm is None:
-            raise self._vm_not_found(name)
-        assert not isinstance(vm, Missing)
-        if held:
-            item = self._stored(scope, vm, media_type, (presets, validate))
-            if item is not None:
-                gate = scope.gate
-                if gate is not None:
-                    await self._review(request, gate.due(item.reviews))
-                return self._from_store(request, item)
-        token = vm_token(vm, held=held)
-        key = None if token is None else _get_key(request, presets, validate, media_type, token)
+            if vm is None:
+                raise self._vm_not_found(plan.name)
+            token = vm_token(vm, held=False)
+            key = None if token is None else _get_key(request, plan, token)
+            entry = self._cached(key)
+            if entry is not None:
+                return await self._send(request, entry, get=True, media_type=plan.media_type)
+            pinned = None
+        else:
+            pinned = vm
         return await self._answer(
             request,
             reads,
             key,
             vm,
             get=True,
-            media_type=media_type,
-            presets=presets,
-            validate=validate,
-            pinned=vm if held else None,
+            media_type=plan.media_type,
+            presets=plan.presets,
+            validate=plan.validate,
+            pinned=pinned,
         )
 
-    async def put_cached(self, request: web.Request, params: Mapping[str, str]) -> web.Response | None:
-        """:meth:`put`'s answer when it is a current cached 200 (called as :meth:`get_cached` is);
-        None for anything else (then :meth:`put` decides it all). Only a body already received whole,
-        of a declared length within the limit, is read here: nothing waits on the client without the
-        request deadline, and a refused body is never half read before :meth:`put`."""
-        source = self.peekable
+    # -- PUT .../namespaces/{namespace}/expand-vm-spec ---------------------------------------------------
+    #
+    # The same: plan, read the body, look the answer up (once), then parse and render.
+
+    def _plan_put(self, request: web.Request) -> PutPlan:
+        scope = scope_of(request)
+        namespace, _ = self._check_path(scope, named=False)
+        media_type = negotiate(request)
+        fmt = body_format(request)
+        presets, validate = _flags(request)
+        level = field_validation(request)
+        return PutPlan(scope, namespace, media_type, fmt, presets, validate, level)
+
+    def _look_up_put(
+        self, request: web.Request, plan: PutPlan, data: bytes
+    ) -> web.Response | tuple[Hashable, Entry | None]:
+        key = _put_key(request, plan, data)
+        entry = self._cached(key)
+        if entry is not None and entry.error is None and not entry.reviews:
+            return self._response(request, entry, get=False, media_type=plan.media_type)
+        return key, entry
+
+    async def put_after_body(self, request: web.Request, params: Mapping[str, str]) -> web.Response | None:
+        """:meth:`put`'s answer when it needs no await but for a body already received whole, of a
+        declared length within the limit (None otherwise: nothing waits on the client without the
+        request deadline, and a refused body is never half read before :meth:`put`)."""
         length = request.content_length
-        if source is None or length is None or length > self.settings.max_body_bytes:
+        if self.peekable is None or length is None or length > self.settings.max_body_bytes:
             return None
         if not request.content.is_eof():  # still arriving
             return None
         try:
-            media_type = negotiate(request)
-            fmt = body_format(request)
-            presets, validate = _flags(request)
-            level = field_validation(request)
+            plan = self._plan_put(request)
         except StatusError:  # 406, 415, 400 or 422: the whole way says so
             return None
         data = await request.read()  # kept by the request: put() reads the same bytes
-        entry = self.cache.get(_put_key(request, fmt, presets, validate, level, media_type, data), source)
-        if entry is None or entry.error is not None or entry.reviews:
-            return None
-        return self._response(request, entry, get=False, media_type=media_type)
+        found = self._look_up_put(request, plan, data)
+        return found if isinstance(found, web.Response) else None
 
     async def put(self, request: web.Request, params: Mapping[str, str]) -> web.Response:
-        """PUT .../namespaces/{namespace}/expand-vm-spec"""
         limit = self.settings.max_body_bytes
         declared = request.content_length
-        held = self.bodies.reserve(
+        reservation = self.bodies.reserve(
             caller_of(request), limit if declared is None or declared > limit else declared
         )
         try:
-            response = await self._put(request, params, held)
+            response = await self._put(request, reservation)
         except BaseException:
-            held.release()
+            reservation.release()
             raise
-        if isinstance(response.body, bytes) and len(response.body) > held.size:
-            held.resize(len(response.body))
-        after_sent(request, held.release)  # the body, and the answer, are held until it is written
+        if isinstance(response.body, bytes) and len(response.body) > reservation.size:
+            reservation.resize(len(response.body))
+        after_sent(request, reservation.release)  # the body, and the answer, are held until it is written
         return response
 
-    async def _read_body(self, request: web.Request, held: Reservation) -> bytes:
+    async def _read_body(self, request: web.Request, reservation: Reservation) -> bytes:
         """The body; one still arriving takes one of the user's places for pending bodies, and another
         user may need its place or its bytes more: it is then cut (429, connection closed)."""
         if request.content.is_eof():  # the usual case: it came with the headers
             return await read_body(request, self.settings.max_body_bytes, self.pace)
         cut = partial(_cut_body, request)
         place = self.pending.hold(caller_of(request), cut)
-        held.waiting(cut)
+        reservation.waiting(cut)
         try:
             return await read_body(request, self.settings.max_body_bytes, self.pace)
         finally:
-            held.arrived()
+            reservation.arrived()
             self.pending.release(place)
 
-    async def _put(self, request: web.Request, params: Mapping[str, str], held: Reservation) -> web.Response:
-        scope = scope_of(request)
-        namespace, _ = self._check_path(scope, named=False)
-        media_type = negotiate(request)
-        fmt = body_format(request)
-        presets, validate = query_flag(request, "presets"), query_flag(request, "validate")
-        level = field_validation(request)
-        data = await self._read_body(request, held)
-        held.resize(len(data))  # a body without a length reserved the limit
-        key = _put_key(request, fmt, presets, validate, level, media_type, data)
-        if self.peekable is not None:
-            entry = self.cache.get(key, self.peekable)
-            if entry is not None:
-                if entry.error is None and not entry.reviews:  # nothing to await
-                    return self._response(request, entry, get=False, media_type=media_type)
-                return await self._send(request, entry, get=False, media_type=media_type)
+    async def _put(self, request: web.Request, reservation: Reservation) -> web.Response:
+        plan = self._plan_put(request)
+        data = await self._read_body(request, reservation)
+        reservation.resize(len(data))  # a body without a length reserved the limit
+        found = self._look_up_put(request, plan, data)
+        if isinstance(found, web.Response):
+            return found
+        key, entry = found
+        if entry is not None:  # cached, after this caller's reviews (or its error)
+            return await self._send(request, entry, get=False, media_type=plan.media_type)
         kubevirt_messages = self.settings.kubevirt_error_codes
-        reads = self.reads.within(scope)
+        reads = self.reads.within(plan.scope)
         large = len(data) > OFFLOAD_BYTES
+        namespace, level = plan.namespace, plan.level
 
         def read() -> tuple[dict[str, Any], list[str]]:
             body = parse(data, kubevirt_messages=kubevirt_messages)
@@ -485,9 +509,9 @@ class ExpandHandlers:
                 key,
                 vm,
                 get=False,
-                media_type=media_type,
-                presets=presets,
-                validate=validate,
+                media_type=plan.media_type,
+                presets=plan.presets,
+                validate=plan.validate,
                 key_size=len(data),
                 field_warnings=warnings,
                 large=large,
@@ -499,55 +523,64 @@ class ExpandHandlers:
             return await answer(*await offload(read))
 
 
+@dataclass(frozen=True, slots=True)
+class GetPlan:
+    """What a GET expand-spec asks, checked: the scope it reads, the VM's name, media type and flags."""
+
+    scope: Scope
+    name: str
+    media_type: str
+    presets: bool
+    validate: bool
+
+
+@dataclass(frozen=True, slots=True)
+class GetMiss:
+    """What a GET's look-up found short of an answer: the VM held (None: read it), the store's item
+    or the cached entry this caller must be reviewed for first, and the response cache's key."""
+
+    vm: Mapping[str, Any] | None
+    item: Item | None
+    key: Hashable | None
+    entry: Entry | None
+
+
+@dataclass(frozen=True, slots=True)
+class PutPlan:
+    """What a PUT expand-vm-spec asks, checked before its body is read."""
+
+    scope: Scope
+    namespace: str
+    media_type: str
+    fmt: str
+    presets: bool
+    validate: bool
+    level: str
+
+
 def _cut_body(request: web.Request) -> None:
     """Stop reading a body still arriving: its request is answered 429 and its connection closed."""
     request.content.set_exception(too_many())
 
 
-def _get_key(
-    request: web.Request, presets: bool, validate: bool, media_type: str, token: Hashable
-) -> tuple[Hashable, ...]:
-    return ("GET", request.path, presets, validate, media_type, token)
+def _get_key(request: web.Request, plan: GetPlan, token: Hashable) -> tuple[Hashable, ...]:
+    return ("GET", request.path, plan.presets, plan.validate, plan.media_type, token)
 
 
-def _put_key(
-    request: web.Request, fmt: str, presets: bool, validate: bool, level: str, media_type: str, data: bytes
-) -> tuple[Hashable, ...]:
+def _put_key(request: web.Request, plan: PutPlan, data: bytes) -> tuple[Hashable, ...]:
     # The answer depends on the body only through its bytes, so they are part of the key (hashing
     # them for a dict costs a fraction of a digest; the cache counts them in the entry's size).
-    return ("PUT", request.path, fmt, presets, validate, level, media_type, data)
+    return ("PUT", request.path, plan.fmt, plan.presets, plan.validate, plan.level, plan.media_type, data)
 
 
-ExpandHandler = Callable[[web.Request, Mapping[str, str]], Awaitable[web.Response]]
-CachedHandler = Callable[[web.Request, Mapping[str, str]], web.Response | None]
-BodyCachedHandler = Callable[[web.Request, Mapping[str, str]], Awaitable[web.Response | None]]
-
-
-@dataclass(frozen=True, slots=True)
-class ExpandRoute:
-    """One expand endpoint: its method, its path template (also its metrics label) and its handler,
-    which takes the template's variables as an argument rather than from ``request.match_info`` so
-    that :mod:`apiserver.http.dispatch` can call it without aiohttp's router; ``cached``, when given,
-    answers synchronously what it can (an answer equal to the handler's), else returns None;
-    ``cached_after_body`` likewise, awaiting nothing but the request body."""
-
-    method: str
-    template: str
-    handler: ExpandHandler
-    cached: CachedHandler | None = None
-    cached_after_body: BodyCachedHandler | None = None
-
-
-def _with_match_info(handler: ExpandHandler) -> Handler:
-    async def routed(request: web.Request) -> web.Response:
+def _with_match_info(handler: RouteHandler) -> Handler:
+    async def routed(request: web.Request) -> web.StreamResponse:
         return await handler(request, request.match_info)
 
     return routed
 
 
-def add_routes(
-    app: web.Application, settings: Settings, source: Source, metrics: Metrics
-) -> list[ExpandRoute]:
+def add_routes(app: web.Application, settings: Settings, source: Source, metrics: Metrics) -> list[FastRoute]:
     """Register the endpoints of every configured version; returns the expand routes among them."""
     from apiserver.http.endpoints.version import make_handler
 
@@ -567,20 +600,20 @@ def add_routes(
     )
     export_shares(metrics, "pending_bodies", handlers.pending)
     version_handler = make_handler(source)
-    expand: list[ExpandRoute] = []
+    expand: list[FastRoute] = []
     for version in settings.api_versions:
         base = f"/apis/{settings.api_group}/{version}"
-        get = ExpandRoute(
+        get = FastRoute(
             "GET",
             f"{base}/namespaces/{{namespace}}/virtualmachines/{{name}}/expand-spec",
             handlers.get,
-            handlers.get_cached,
+            answer_now=handlers.get_now,
         )
-        put = ExpandRoute(
+        put = FastRoute(
             "PUT",
             f"{base}/namespaces/{{namespace}}/expand-vm-spec",
             handlers.put,
-            cached_after_body=handlers.put_cached,
+            answer_after_body=handlers.put_after_body,
         )
         app.router.add_get(get.template, _with_match_info(get.handler), allow_head=False)
         app.router.add_put(put.template, _with_match_info(put.handler))

@@ -26,7 +26,7 @@ import orjson
 from aiohttp import web
 
 from apiserver.http.errors import StatusError, bad_request, not_found, unavailable
-from apiserver.http.filters.scoping import scope_of
+from apiserver.http.keys import DEADLINE, scope_of
 from apiserver.http.media import JSON, YAML, encode, parse_accept
 from apiserver.http.metrics import Metrics
 from apiserver.http.transport.budget import caller_of
@@ -722,10 +722,6 @@ async def _write_joined(
     await response.write(bytes(buffer))
 
 
-# Set by the front layer (apiserver.http.app) on every request it gives a deadline.
-DEADLINE: web.RequestKey[Any] = web.RequestKey("deadline", object)
-
-
 def release_deadline(request: web.Request) -> None:
     """A watch is long-running: the request timeout no longer applies to it (as kube-apiserver exempts
     watches from --request-timeout)."""
@@ -745,4 +741,4 @@ def add_routes(app: web.Application, handlers: CollectionHandlers) -> None:
     )
 
 
-__all__ = ["DEADLINE", "CollectionHandlers", "add_routes", "release_deadline"]
+__all__ = ["CollectionHandlers", "add_routes", "release_deadline"]

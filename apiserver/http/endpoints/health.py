@@ -14,14 +14,14 @@ kube-apiserver withholds its reasons.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from aiohttp import web
 
 from apiserver.http.errors import not_found
+from apiserver.http.state import ChecksFn, ServerState
 from apiserver.sources.base import Check
 
-ChecksFn = Callable[[], Sequence[Check]]
+__all__ = ["ChecksFn", "ServerState", "add_routes", "always", "never"]
 # Whether a request may read what the checks say (its caller is authenticated).
 DetailsFn = Callable[[web.Request], bool]
 WITHHELD = "reason withheld"
@@ -33,18 +33,6 @@ def always(_request: web.Request) -> bool:
 
 def never(_request: web.Request) -> bool:
     return False
-
-
-@dataclass(slots=True)
-class ServerState:
-    """What the server itself knows about its readiness."""
-
-    shutting_down: bool = False
-
-    def checks(self) -> list[Check]:
-        if self.shutting_down:
-            return [Check("shutdown", False, "the server is shutting down")]
-        return [Check("shutdown", True)]
 
 
 def _ping() -> list[Check]:

@@ -1,17 +1,16 @@
-"""Authentication and authorization as an aiohttp middleware over ``apiserver.auth.gate.AuthGate``.
+"""Authentication and authorization, the first filter, over ``apiserver.auth.gate.AuthGate``.
 
 The identity headers and the ``Authorization`` header are removed before the handler runs, trusted or
 not, so nothing downstream can mistake them for an identity. The caller is left on the request under
-``USER_KEY`` for the access log.
+``keys.USER`` for the access log.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
-from aiohttp.typedefs import Handler, Middleware
+from aiohttp.typedefs import Handler
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from apiserver.auth.access import CallerAccess
@@ -22,7 +21,7 @@ from apiserver.auth.requestheader import RawHeaders
 from apiserver.auth.tls import peer_certificate_der
 from apiserver.http.errors import StatusError
 from apiserver.http.filters.scoping import grant_scope
-from apiserver.http.logging import USER_KEY
+from apiserver.http.keys import USER
 from apiserver.http.transport.connections import peer_of, refused_credentials
 from apiserver.sources.access import CLOSED
 
@@ -71,12 +70,21 @@ def _without(request: web.Request, strip: tuple[str, ...]) -> web.Request:
     return request.clone(headers=headers)
 
 
-def auth_middleware(gate: AuthGate) -> Middleware:
-    """The middleware; a caller already admitted with the same request costs two dict lookups and a
-    few comparisons (``AuthGate.admitted``), anything else goes through the full decision."""
+class Authentication:
+    """The authentication filter: who calls (request-header, client certificate, bearer token), may
+    they (SubjectAccessReview), and then their scope (:mod:`.scoping`), over
+    :class:`~apiserver.auth.gate.AuthGate`. A caller already admitted with the same request costs two
+    dictionary look-ups and a few comparisons (``AuthGate.admitted``); anything else goes through the
+    whole decision."""
 
-    @web.middleware
-    async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+    __slots__ = ("gate",)
+    __middleware_version__ = 1  # usable as an aiohttp middleware on its own
+
+    def __init__(self, gate: AuthGate) -> None:
+        self.gate = gate
+
+    async def __call__(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        gate = self.gate
         transport = request.transport
         der = peer_certificate_der(transport.get_extra_info("ssl_object")) if transport is not None else None
         raw = request.raw_headers
@@ -95,7 +103,7 @@ def auth_middleware(gate: AuthGate) -> Middleware:
             admission = await gate.admit(info, raw)
         verdict = admission.verdict
         if verdict.user is not None:
-            request[USER_KEY] = verdict.user
+            request[USER] = verdict.user
         elif verdict.status is None and request.query_string and "verbose" in request.query:
             # An open path (health) asked for details, which only authenticated callers read: who is it?
             info = RequestInfo(
@@ -107,7 +115,7 @@ def auth_middleware(gate: AuthGate) -> Middleware:
             )
             user = await gate.identify(info)
             if user is not None:
-                request[USER_KEY] = user
+                request[USER] = user
         if verdict.status is not None:
             # Refused for its credentials (not for what it asked): counted against its peer.
             close = verdict.status.get("code") in (401, 429) and refused_credentials(request)
@@ -117,7 +125,22 @@ def auth_middleware(gate: AuthGate) -> Middleware:
             request = _without(request, admission.strip)
         return await handler(request)
 
-    return authenticate
+    def admit_now(self, request: web.Request) -> bool:
+        """True when the gate remembers admitting this very request (``AuthGate.admitted``), having left
+        the caller and the same scope as the whole way on it; False when the filter must run (to decide,
+        or to refuse). Identity headers stay on the request: what is answered at once is a cached answer
+        that reads no header that could carry an identity."""
+        gate = self.gate
+        transport = request.transport
+        der = peer_certificate_der(transport.get_extra_info("ssl_object")) if transport is not None else None
+        admission = gate.admitted(request.method, request.path, request.raw_headers, der)
+        if admission is None or admission.verdict.status is not None:
+            return False
+        verdict = admission.verdict
+        if verdict.user is not None:
+            request[USER] = verdict.user
+        _grant(request, gate, verdict.user, verdict.attributes)
+        return True
 
 
 def _grant(
@@ -129,26 +152,3 @@ def _grant(
         return
     access = CallerAccess(gate, user) if user is not None else CLOSED
     grant_scope(request, attributes, access, all_references=gate.authorize_references)
-
-
-def admission_shortcut(gate: AuthGate) -> Callable[[web.Request], bool]:
-    """The middleware's synchronous half, for answers the dispatcher gives without awaiting: True when
-    the gate remembers admitting this very request (``AuthGate.admitted``), having left the caller on
-    it; False when the middleware must run (to decide, or to refuse). The handlers' synchronous answers
-    are only cached ones that need no review of what they read for this caller (the tenancy gate's).
-    Identity headers stay on the request: such an answer is served from the response cache and reads
-    no header that could carry an identity."""
-
-    def admitted(request: web.Request) -> bool:
-        transport = request.transport
-        der = peer_certificate_der(transport.get_extra_info("ssl_object")) if transport is not None else None
-        admission = gate.admitted(request.method, request.path, request.raw_headers, der)
-        if admission is None or admission.verdict.status is not None:
-            return False
-        verdict = admission.verdict
-        if verdict.user is not None:
-            request[USER_KEY] = verdict.user
-        _grant(request, gate, verdict.user, verdict.attributes)  # the same scope as the whole way
-        return True
-
-    return admitted

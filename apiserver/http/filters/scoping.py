@@ -3,25 +3,20 @@
 kube-apiserver fixes a request's scope (verb, resource, namespace, name) from its path, authorizes it,
 and reads storage only under it. Here the authentication filter (:mod:`apiserver.http.filters.authentication`) authorizes
 the path's attributes and then calls :func:`grant_scope`, which leaves on the request the one
-:class:`~apiserver.sources.scope.Scope` every handler reads through (:func:`scope_of`); without
-authentication (the folder source on loopback), :func:`open_scoping` grants the path's scope with every
+:class:`~apiserver.sources.scope.Scope` every handler reads through (:func:`apiserver.http.keys.scope_of`); without
+authentication (the folder source on loopback), :class:`OpenScoping` grants the path's scope with every
 read allowed. This is the only module that imports :mod:`apiserver.sources.grant` (import-linter).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from aiohttp import web
-from aiohttp.typedefs import Handler, Middleware
+from aiohttp.typedefs import Handler
 
 from apiserver.auth.authorization import Attributes, authorization_path, request_attributes
-from apiserver.http.errors import internal_error
+from apiserver.http.keys import SCOPE
 from apiserver.sources.access import ReadAccess
 from apiserver.sources.grant import grant
-from apiserver.sources.scope import Scope
-
-SCOPE: web.RequestKey[Scope] = web.RequestKey("scope", Scope)
 
 
 def grant_scope(
@@ -43,15 +38,6 @@ def grant_scope(
     )
 
 
-def scope_of(request: web.Request) -> Scope:
-    """The scope granted to ``request``; a request that reached a handler without one (a route outside
-    the authorization filter: a bug) reads nothing."""
-    scope: Scope | None = request.get(SCOPE)
-    if scope is None:
-        raise internal_error("the request was not authorized for any scope")
-    return scope
-
-
 _PATH_ATTRIBUTES: dict[tuple[str, str], Attributes] = {}
 _PATH_ATTRIBUTES_MAX = 1024  # clients repeat their paths: each parsed once while it is among these
 
@@ -69,17 +55,17 @@ def _open_grant(request: web.Request) -> None:
     grant_scope(request, attributes, None)
 
 
-def open_scoping() -> tuple[Middleware, Callable[[web.Request], bool]]:
-    """Without authentication: the middleware granting each request its path's scope, every read
-    allowed, and its synchronous half for the dispatcher's shortcut (always admits)."""
+class OpenScoping:
+    """The filter where nothing authenticates requests (the folder source on loopback): each request's
+    path is its scope, every read allowed. It always admits, synchronously too."""
 
-    @web.middleware
-    async def scoping(request: web.Request, handler: Handler) -> web.StreamResponse:
+    __slots__ = ()
+    __middleware_version__ = 1  # usable as an aiohttp middleware on its own
+
+    async def __call__(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         _open_grant(request)
         return await handler(request)
 
-    def admitted(request: web.Request) -> bool:
+    def admit_now(self, request: web.Request) -> bool:
         _open_grant(request)
         return True
-
-    return scoping, admitted

@@ -29,11 +29,9 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from apiserver.http.errors import StatusError
-from apiserver.http.logging import USER_KEY, user_name
+from apiserver.http.keys import AFTER_SENT, USER
+from apiserver.http.logging import user_name
 from apiserver.render.kubernetes.errors import status
-
-# Callbacks to run once the request's answer has been written out (or the connection lost).
-AFTER_SENT: web.RequestKey[list[Callable[[], None]]] = web.RequestKey("after_sent")
 
 
 def after_sent(request: web.Request, callback: Callable[[], None]) -> None:
@@ -58,7 +56,7 @@ def run_after_sent(request: web.BaseRequest) -> None:
 
 def caller_of(request: web.Request) -> str:
     """Whose share a request draws on: its authenticated user, else its peer's address."""
-    if request.get(USER_KEY) is not None:
+    if request.get(USER) is not None:
         name = user_name(request)
         if name:
             return "user:" + name
