@@ -16,8 +16,8 @@ import orjson
 import pytest
 import yaml
 
-from apiserver.http.keys import PIPELINE as DISPATCHER
 from apiserver.http.endpoints.respcache import ResponseCache
+from apiserver.http.keys import PIPELINE as DISPATCHER
 from apiserver.render.objects import CLUSTER_INSTANCETYPE, INSTANCETYPE, ObjectRef
 from apiserver.sources.base import MISSING, Peekable
 from apiserver.sources.cluster import ClusterSource
