@@ -132,8 +132,8 @@ async def measure(size: int, trace: bool, relist: bool) -> dict[str, Any]:
     started = time.monotonic()
     source = ClusterSource(kube, vm_cache=True, progress_every=3600)  # type: ignore[arg-type]
     await source.start()
-    assert source.collection is not None
-    await asyncio.wait_for(source.collection.ready.wait(), 3600)
+    assert source.rendered is not None
+    await asyncio.wait_for(source.rendered.ready.wait(), 3600)
     out: dict[str, Any] = {"vms": size, "ready_seconds": round(time.monotonic() - started, 1)}
     gc.collect()
     out["rss_mib"] = round(rss_mib() - base_rss, 1)
@@ -151,7 +151,7 @@ async def measure(size: int, trace: bool, relist: bool) -> dict[str, Any]:
 
 async def relisted(source: ClusterSource, kube: MemoryKube) -> dict[str, Any]:
     """List every VM again with every one changed; peak and final RSS, the longest loop stall."""
-    store = source.collection
+    store = source.rendered
     assert store is not None
     cache = source.caches["VirtualMachine"]
     kube.touch_all("VirtualMachine")

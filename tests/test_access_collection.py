@@ -85,9 +85,9 @@ async def served(tmp_path: Path, *, all_references: bool = False) -> AsyncIterat
         options = AuthOptions(trust=TrustOptions(), authorize_references=all_references)
         async with auth_env(tmp_path, options=options, source=source) as env:
             await synced(source, data)
-            assert source.collection is not None
-            await asyncio.wait_for(source.collection.ready.wait(), patience(5))
-            yield env, source.collection
+            assert source.rendered is not None
+            await asyncio.wait_for(source.rendered.ready.wait(), patience(5))
+            yield env, source.rendered
 
 
 async def call(env: AuthEnv, user: str, path: str, **kw: Any) -> tuple[int, Any]:
@@ -200,7 +200,7 @@ async def test_authorize_references_reviews_the_store_served_get_and_each_list_i
         async def no_rendering(*_a: Any, **_k: Any) -> Any:
             raise AssertionError("GET expand-spec rendered instead of answering from the store")
 
-        monkeypatch.setattr(reads, "render_traced", no_rendering)
+        monkeypatch.setattr(reads, "render_and_record", no_rendering)
         for user in ("bob", "dave"):
             allow_expand_and_list(env, user)
         env.reviews.allow(user="dave", namespace=NS)

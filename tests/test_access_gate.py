@@ -16,7 +16,7 @@ import yaml
 from apiserver.render.kubernetes.errors import status
 from apiserver.sources.access import AccessGate, AccessRefused, Read
 from apiserver.sources.folder import FolderSource
-from apiserver.sources.gather import Rendered, render_traced
+from apiserver.sources.gather import Rendered, render_and_record
 from tests.http_helpers import MemorySource
 
 NS = "ns-a"
@@ -115,7 +115,7 @@ async def render(source: Any, machine: dict[str, Any], access: Access, **kw: Any
     if isinstance(source, FolderSource) and not source._read:
         await source.start()
         await source.close()
-    return await render_traced(
+    return await render_and_record(
         source, machine, gate=AccessGate(access, kw.pop("all_references", False)), **kw
     )
 

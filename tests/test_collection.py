@@ -57,8 +57,8 @@ async def server(fake: FakeKube, tmp_path: Path) -> AsyncIterator[tuple[RunningS
     source = ClusterSource(kubeconfig=kubeconfig(fake, tmp_path / "kc"), vm_cache=True, **FAST)  # type: ignore[arg-type]
     async with running_server(source, tmp_path) as srv:
         await synced(source, fake)
-        assert source.collection is not None
-        await asyncio.wait_for(source.collection.ready.wait(), 5)
+        assert source.rendered is not None
+        await asyncio.wait_for(source.rendered.ready.wait(), 5)
         yield srv, source
 
 
@@ -212,8 +212,8 @@ async def test_watch_instancetype_edit(fake: FakeKube, server: tuple[RunningServ
     for t in (task, t2):
         t.cancel()
     # unchanged re-renders make no events
-    assert source.collection is not None
-    before = len(source.collection._events)
+    assert source.rendered is not None
+    before = len(source.rendered._events)
     fake.update(
         {
             **instancetype("small", cpus=4),
@@ -221,7 +221,7 @@ async def test_watch_instancetype_edit(fake: FakeKube, server: tuple[RunningServ
         }
     )
     await asyncio.sleep(0.3)
-    assert len(source.collection._events) == before
+    assert len(source.rendered._events) == before
 
 
 async def test_watch_too_old_and_bad_version(server: tuple[RunningServer, ClusterSource]) -> None:
@@ -260,9 +260,9 @@ async def test_expand_spec_answers_from_the_store(server: tuple[RunningServer, C
     """One store for GET expand-spec, list and watch: a warm GET renders nothing, answers the item's
     rendered VM with its ETag, and 304 to that ETag."""
     srv, source = server
-    assert source.collection is not None
-    item = source.collection._items[("default", "vm-2")]
-    renders = source.collection.renders
+    assert source.rendered is not None
+    item = source.rendered._items[("default", "vm-2")]
+    renders = source.rendered.renders
     path = "/apis/subresources.kubevirt.io/v1/namespaces/default/virtualmachines/vm-2/expand-spec"
     for _ in range(3):
         reply = await srv.get(path)
@@ -273,7 +273,7 @@ async def test_expand_spec_answers_from_the_store(server: tuple[RunningServer, C
         "/apis/subresources.kubevirt.io/v1/namespaces/ns2/virtualmachines/broken/expand-spec"
     )
     assert broken.status == 422 and "missing" in broken.json()["message"]
-    assert source.collection.renders == renders
+    assert source.rendered.renders == renders
 
 
 async def test_a_long_list_is_streamed_whole(
@@ -333,8 +333,8 @@ async def test_a_relist_that_changes_many_vms_is_one_event_each_in_key_order(
     source = ClusterSource(kubeconfig=kubeconfig(fake, tmp_path / "kc"), vm_cache=True, **FAST)  # type: ignore[arg-type]
     async with running_server(source, tmp_path) as srv:
         await synced(source, fake)
-        assert source.collection is not None
-        await asyncio.wait_for(source.collection.ready.wait(), patience(10))
+        assert source.rendered is not None
+        await asyncio.wait_for(source.rendered.ready.wait(), patience(10))
         rv = (await srv.get(f"{BASE}/expandedvirtualmachines?limit=1")).json()["metadata"]["resourceVersion"]
         await fake.stop()
         for i in range(0, 1_100, 2):  # every other VM edited

@@ -63,8 +63,8 @@ async def serve(
         handshake_timeout=patience(60),  # the silent connections below stay for the whole test
     ) as srv:
         await synced(source, fake)
-        assert source.collection is not None
-        await asyncio.wait_for(source.collection.ready.wait(), patience(5))
+        assert source.rendered is not None
+        await asyncio.wait_for(source.rendered.ready.wait(), patience(5))
         yield srv
 
 

@@ -19,7 +19,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from apiserver.sources.folder import FolderSource
-from apiserver.sources.gather import render_traced
+from apiserver.sources.gather import render_and_record
 from tests.fuzzing import (
     case,
     case_paths,
@@ -63,7 +63,7 @@ async def _read_and_render(folder: Path, presets: bool, validate: bool) -> tuple
     await source.reload()
     rendered = 0
     for vm in list(source._snapshot.vms.values()):
-        result = await render_traced(source, vm, presets=presets, validate=validate)
+        result = await render_and_record(source, vm, presets=presets, validate=validate)
         if result.error is not None:
             check_status(result.error.status, size_of(vm) + 65_536)
         else:

@@ -22,7 +22,7 @@ from apiserver.render.objects import CLUSTER_INSTANCETYPE, INSTANCETYPE, ObjectR
 from apiserver.sources.base import MISSING, Peekable
 from apiserver.sources.cluster import ClusterSource
 from apiserver.sources.folder import FolderSource
-from apiserver.sources.gather import render_traced
+from apiserver.sources.gather import render_and_record
 from tests.fakekube import FakeKube
 from tests.fakekube.testing import eventually, kubeconfig, synced
 from tests.http_helpers import put_path, replace_file, running_server, vm_path
@@ -148,7 +148,7 @@ async def test_one_render_pass_reads_nothing_asynchronously_when_cached(
     source.get = counting_get  # type: ignore[method-assign]
     stored = source.peek_vm("default", "fedora")
     assert isinstance(stored, dict)
-    rendered = await render_traced(source, stored, exact_names=True)
+    rendered = await render_and_record(source, stored, exact_names=True)
     assert rendered.error is None and calls == []
     assert rendered.objects == {
         ObjectRef(INSTANCETYPE, "default", "small"): source.peek(next(iter(rendered.objects)))
@@ -160,7 +160,7 @@ async def test_cache_bounds_and_identity_check(folder: tuple[Path, FolderSource]
     await source.reload()
     stored = source.peek_vm("default", "fedora")
     assert isinstance(stored, dict)
-    rendered = await render_traced(source, stored, exact_names=True)
+    rendered = await render_and_record(source, stored, exact_names=True)
     cache = ResponseCache(max_entries=2, max_bytes=10_000)
     for i in range(3):
         assert cache.put(("k", i), source, rendered, body=b"x" * 100) is not None

@@ -163,7 +163,7 @@ class _Basis:
 
 
 @dataclass(frozen=True, slots=True)
-class Admission:
+class RememberedAdmission:
     """An admitted request's verdict and the headers to strip from it, as remembered for its inputs."""
 
     verdict: Verdict
@@ -190,7 +190,7 @@ _ADMITTED_HEADERS_MAX = 32  # requests with more headers than that are decided a
 _Key = tuple[str, str, bytes | None, RawHeaders]  # method, path, client certificate, headers
 
 
-def _store(memo: dict[_Key, Admission], key: _Key, admission: Admission) -> None:
+def _store(memo: dict[_Key, RememberedAdmission], key: _Key, admission: RememberedAdmission) -> None:
     if len(memo) >= _ADMITTED_MAX:
         memo.clear()
     memo[key] = admission
@@ -239,8 +239,8 @@ class AuthGate:
         # (trust settings, header names present) -> identity headers among them; the settings object
         # is replaced whole when the trust configuration changes, so it is part of the key.
         self._identity_memo: dict[tuple[int, tuple[str, ...]], tuple[object, list[str]]] = {}
-        self._admitted: dict[_Key, Admission] = {}
-        self._by_credentials: dict[_Key, Admission] = {}
+        self._admitted: dict[_Key, RememberedAdmission] = {}
+        self._by_credentials: dict[_Key, RememberedAdmission] = {}
         self._filter: tuple[TrustSettings | None, CredentialFilter] = (None, CredentialFilter(None))
         self._throttled = _Throttled()
 
@@ -258,7 +258,7 @@ class AuthGate:
 
     def admitted(
         self, method: str, path: str, raw_headers: RawHeaders, peer_certificate: bytes | None
-    ) -> Admission | None:
+    ) -> RememberedAdmission | None:
         """The remembered admission of an identical request whose inputs are all unchanged, else None."""
         found = self._admitted.get((method, path, peer_certificate, raw_headers))
         if found is not None and found.holds(self.trust.settings):
@@ -272,7 +272,7 @@ class AuthGate:
             self._filter = (settings, pick)
         return pick(raw_headers)
 
-    async def admit(self, info: RequestInfo, raw_headers: RawHeaders | None = None) -> Admission:
+    async def admit(self, info: RequestInfo, raw_headers: RawHeaders | None = None) -> RememberedAdmission:
         """Decide ``info`` (``check``) and name the headers to strip; remember an admission when
         ``raw_headers`` (the request's headers as sent) are given."""
         settings = self.trust.settings
@@ -290,7 +290,7 @@ class AuthGate:
         strip = self.identity_headers(info.headers)
         if info.headers.getall("Authorization", []):
             strip.append("Authorization")
-        admission = Admission(
+        admission = RememberedAdmission(
             verdict, tuple(strip), settings, basis.expires, basis.valid_from, basis.valid_until, epoch
         )
         if keys is not None and verdict.status is None and admission.holds(settings):

@@ -77,7 +77,7 @@ def build_app(
         return web.Response(body=metrics.exposition(), headers={"Content-Type": CONTENT_TYPE})
 
     fast = expand.add_routes(app, settings, source, metrics)
-    store = getattr(source, "collection", None)
+    store = getattr(source, "rendered", None)
     watches = Shares(
         "watches",
         settings.watch_places,
@@ -85,7 +85,7 @@ def build_app(
         flags=("--max-watches", "--max-watches-per-user"),
     )
     export_shares(metrics, "watches", watches)
-    expandedvms.add_routes(app, expandedvms.CollectionHandlers(store, metrics, watches))
+    expandedvms.add_routes(app, expandedvms.ExpandedVMHandlers(store, metrics, watches))
     expand_api = {resource.canonical for resource in app.router.resources()}
     discovery.add_routes(app, settings, collection=store is not None)
     openapi.add_routes(app, settings, collection=store is not None)

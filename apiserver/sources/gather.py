@@ -133,7 +133,7 @@ async def kubevirt_of(source: Source) -> Mapping[str, Any] | None:
     return await source.kubevirt()
 
 
-async def render_traced(
+async def render_and_record(
     source: Source,
     vm: Mapping[str, Any],
     *,
@@ -200,7 +200,7 @@ async def render_from_source(
     Raises ExpandError (the user's problem), SourceUnavailable (the store's), AccessRefused (with a
     ``gate``: the caller's) or LookupPending never.
     """
-    rendered = await render_traced(
+    rendered = await render_and_record(
         source, vm, presets=presets, validate=validate, exact_names=exact_names, gate=gate
     )
     if rendered.error is not None:

@@ -17,7 +17,7 @@ from apiserver.render import ExpandResult
 from apiserver.render.kubernetes.errors import status
 from apiserver.sources.access import AccessRefused, Read
 from apiserver.sources.base import MISSING, Missing, Source
-from apiserver.sources.gather import Rendered, peekable, render_traced
+from apiserver.sources.gather import Rendered, peekable, render_and_record
 from apiserver.sources.scope import Scope
 
 
@@ -69,7 +69,7 @@ class ScopedReads:
         namespace = str((vm.get("metadata") or {}).get("namespace") or "")
         if not self.scope.covers(namespace):
             raise OutOfScope(self.scope, namespace, "")
-        return await render_traced(
+        return await render_and_record(
             self._source,
             vm,
             presets=presets,

@@ -365,10 +365,10 @@ async def test_the_deployments_rbac_rules_allow_every_read(
     source = await started(cluster, kubeconfig, vm_cache=vm_cache)
     try:
         if vm_cache:  # the collection's renderings read with the same rules
-            assert source.collection is not None
-            await asyncio.wait_for(source.collection.ready.wait(), 30)
+            assert source.rendered is not None
+            await asyncio.wait_for(source.rendered.ready.wait(), 30)
         else:
-            assert source.collection is None
+            assert source.rendered is None
         assert all(c.ok and "error" not in c.message for c in source.checks()), source.checks()
         assert await source.get_vm(cluster.namespace, "vm") is not None
         for kind, name in objects.refs.items():

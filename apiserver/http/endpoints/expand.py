@@ -2,7 +2,7 @@
 
 GET expands the stored VM as read (member names matched exactly, as client-go decodes); PUT expands
 the body (member names matched like Go's ``encoding/json``). Rendering runs through
-:func:`~apiserver.sources.gather.render_traced`, behind the response cache of
+:func:`~apiserver.sources.gather.render_and_record`, behind the response cache of
 :mod:`apiserver.http.endpoints.respcache`; its errors map onto Statuses here, either the
 contract's (422 with causes, 404) or, with ``--kubevirt-error-codes``, virt-api's (GET 500, PUT 400).
 """
@@ -148,7 +148,7 @@ class ExpandHandlers:
         # Responses are cached only over a source that can confirm them without I/O.
         self.peekable = peekable(source)
         # With the VM cache, GET expand-spec (the default answer) comes from the rendered VMs' store.
-        self.store: RenderedStore | None = getattr(source, "collection", None)
+        self.store: RenderedStore | None = getattr(source, "rendered", None)
         self.cache = cache or ResponseCache()
         self.bodies = ByteBudget(settings.max_body_bytes_in_flight, min_share=settings.max_body_bytes)
         self.pace = BodyPace(settings.body_timeout, settings.min_body_rate)

@@ -291,7 +291,7 @@ def expired(message: str, token: str = "") -> StatusError:
 # ---------------------------------------------------------------------------------------- handlers
 
 
-class CollectionHandlers:
+class ExpandedVMHandlers:
     """get, list and watch over a store (None: the collection is not served, every call says why)."""
 
     def __init__(self, store: RenderedStore | None, metrics: Metrics, watches: Shares | None = None) -> None:
@@ -730,7 +730,7 @@ def release_deadline(request: web.Request) -> None:
         deadline.finish()
 
 
-def add_routes(app: web.Application, handlers: CollectionHandlers) -> None:
+def add_routes(app: web.Application, handlers: ExpandedVMHandlers) -> None:
     base = f"/apis/{it.GROUP}/{it.VERSION}"
     app.router.add_get(f"{base}/{it.PLURAL}", handlers.list_or_watch, allow_head=False)
     app.router.add_get(
@@ -741,4 +741,4 @@ def add_routes(app: web.Application, handlers: CollectionHandlers) -> None:
     )
 
 
-__all__ = ["CollectionHandlers", "add_routes", "release_deadline"]
+__all__ = ["ExpandedVMHandlers", "add_routes", "release_deadline"]

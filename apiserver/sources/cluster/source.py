@@ -75,7 +75,7 @@ class ClusterSource:
         self._inflight: dict[Hashable, asyncio.Future[Any]] = {}
         self.coalesced = 0
         # The rendered VMs (list, watch, and GET expand-spec's answers): only over the VM cache.
-        self.collection: RenderedStore | None = RenderedStore(self) if vm_cache else None
+        self.rendered: RenderedStore | None = RenderedStore(self) if vm_cache else None
 
     @classmethod
     def from_options(
@@ -112,12 +112,12 @@ class ClusterSource:
             cache = WatchCache(self.client, resource, backoff=Backoff(*self._backoff), **self._cache_options)
             self.caches[resource.kind] = cache
             self._tasks.append(asyncio.create_task(cache.run(), name=f"watch {resource.plural}"))
-        if self.collection is not None:
-            self.collection.attach(self.caches, self.wait_synced)
+        if self.rendered is not None:
+            self.rendered.attach(self.caches, self.wait_synced)
             for cache in self.caches.values():
                 name = f"progress of {cache.resource.plural}"
                 self._tasks.append(asyncio.create_task(cache.probe_progress(**self._probe), name=name))
-            self._tasks.append(asyncio.create_task(self.collection.run(), name="render the collection"))
+            self._tasks.append(asyncio.create_task(self.rendered.run(), name="render the collection"))
 
     async def close(self) -> None:
         for task in self._tasks:
@@ -246,8 +246,8 @@ class ClusterSource:
             if cache.last_error:
                 message += ("; " if message else "") + f"last error: {cache.last_error}"
             out.append(Check(f"cache-{cache.name}", cache.synced.is_set(), message))
-        if self.collection is not None:
-            ready = self.collection.ready.is_set()
+        if self.rendered is not None:
+            ready = self.rendered.ready.is_set()
             out.append(Check("collection", ready, "" if ready else "rendering the VMs"))
         return out
 
@@ -256,8 +256,8 @@ class ClusterSource:
         stats.append(
             CacheStats("controllerrevisions", len(self.revisions), self.revisions.hits, self.revisions.misses)
         )
-        if self.collection is not None:
-            stats.append(CacheStats("expandedvirtualmachines", self.collection.size))
+        if self.rendered is not None:
+            stats.append(CacheStats("expandedvirtualmachines", self.rendered.size))
         return stats
 
     # ------------------------------------------------------------------ reads

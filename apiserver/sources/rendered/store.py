@@ -42,7 +42,7 @@ from apiserver.render.objects import ref_of
 from apiserver.render.virtconfig import cluster_config
 from apiserver.runtime.heap import return_freed
 from apiserver.sources.base import Source, SourceUnavailable
-from apiserver.sources.gather import render_traced
+from apiserver.sources.gather import render_and_record
 from apiserver.sources.rendered.items import Item, Key, make_item, same_content
 from apiserver.sources.rendered.versions import COMPONENTS, INDEX, InvalidVersion, Vector
 from apiserver.sources.scope import Scope
@@ -478,7 +478,7 @@ class RenderedStore:
         if "apiVersion" not in vm or "kind" not in vm:
             # virt-api's client puts TypeMeta back on what it reads; so does GET expand-spec.
             vm = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", **vm}
-        rendered = await render_traced(self.source, vm, exact_names=True)
+        rendered = await render_and_record(self.source, vm, exact_names=True)
         deps: list[Any] = [ref for ref in rendered.objects if ref.kind in _REF_KINDS]
         deps += [(_PRESETS, ns) for ns in rendered.preset_lists]
         self._index(key, tuple(deps), _uses_config(vm))
