@@ -1,5 +1,5 @@
 """Where KubeVirt's own code is, as command-line oracles (../shared/oracle): for the differential run
-(hack/diff_oracle.py), the benchmark (hack/bench_expand.py) and the tests that use them, which skip
+(hack/oracle/diff_expand.py), the benchmark (hack/benchmarks/engine.py) and the tests that use them, which skip
 where the binary is absent (CI)."""
 
 from __future__ import annotations

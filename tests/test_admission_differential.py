@@ -1,4 +1,4 @@
-"""Differences from KubeVirt's VM webhook that hack/fuzz_admission.py found beyond the golden cases, one
+"""Differences from KubeVirt's VM webhook that hack/oracle/fuzz_admission.py found beyond the golden cases, one
 test per fix: the smallest input that showed it and the verdict KubeVirt's webhook (the expand-admit
 oracle, commit d923fdb) gave for it, written out as it answered.
 """

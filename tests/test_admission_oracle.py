@@ -1,6 +1,6 @@
 """A small differential run against KubeVirt's own VM webhook, where its oracle binary is built.
 
-``hack/diff_admission.py`` generates near-miss VMs from the golden admission cases and compares our verdict
+``hack/oracle/diff_admission.py`` generates near-miss VMs from the golden admission cases and compares our verdict
 with KubeVirt's (``expand-admit``, built by ../shared/oracle/build.sh; ``KUBEVIRT_EXPAND_ADMIT_ORACLE``
 names it, else ../oracle/bin/expand-admit beside the repository). CI machines have no oracle: the test
 skips there, saying why. Run the script itself for thousands of inputs.
@@ -8,29 +8,15 @@ skips there, saying why. Run the script itself for thousands of inputs.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
+from hack.oracle import diff_admission as DIFF
 from tests import shared
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("diff_admission", REPO / "hack" / "diff_admission.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-DIFF = _script()
 ORACLE = Path(DIFF.DEFAULT_ORACLE)
 
 

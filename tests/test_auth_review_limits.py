@@ -4,7 +4,7 @@ are reviewed; invented tokens never push a good one out of its cache; reviews un
 peer whose requests keep being refused for their credentials is cut off at the accept for a while.
 
 Reviews are counted at the fake API server (tests/fakekube), which records every one it receives; the
-realistic flood, and its cost to a legitimate user's latency, is hack/bench_dos.py tokens.
+realistic flood, and its cost to a legitimate user's latency, is hack/benchmarks/dos.py tokens.
 """
 
 from __future__ import annotations

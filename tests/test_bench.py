@@ -1,4 +1,4 @@
-"""hack/bench.py runs end to end (tiny settings: this checks it works, not how fast anything is)."""
+"""hack/benchmarks/server.py runs end to end (tiny settings: this checks it works, not how fast anything is)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ def test_bench_measures_every_source_and_endpoint_against_the_ceiling(tmp_path: 
     proc = subprocess.run(
         [
             sys.executable,
-            str(ROOT / "hack/bench.py"),
+            "-m",
+            "hack.benchmarks.server",
             "--client=python",
             "--connections=4",
             "--duration=0.5",
@@ -24,6 +25,7 @@ def test_bench_measures_every_source_and_endpoint_against_the_ceiling(tmp_path: 
             f"--json={out}",
         ],
         capture_output=True,
+        cwd=ROOT,
         text=True,
         timeout=600,
         check=False,

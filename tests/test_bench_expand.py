@@ -1,4 +1,4 @@
-"""hack/bench_expand.py runs and divides only by figures of its own run (tiny settings: this checks
+"""hack/benchmarks/engine.py runs and divides only by figures of its own run (tiny settings: this checks
 what it prints, not how fast anything is)."""
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ def _run(*args: str) -> list[str]:
     proc = subprocess.run(
         [
             sys.executable,
-            str(ROOT / "hack/bench_expand.py"),
+            "-m",
+            "hack.benchmarks.engine",
             "--limit",
             "3",
             "--ops",
@@ -33,6 +34,7 @@ def _run(*args: str) -> list[str]:
             *args,
         ],
         capture_output=True,
+        cwd=ROOT,
         text=True,
         timeout=600,
         check=False,

@@ -1,5 +1,6 @@
-"""Every script in hack/ answers ``--help`` with its usage, as a newcomer tries first (never a traceback,
-never a run: the generators must not write their output for it)."""
+"""Every script in hack/ (benchmarks, oracle tools, generators: run as modules, ``python -m hack.x.y``)
+answers ``--help`` with its usage, as a newcomer tries first (never a traceback, never a run: the
+generators must not write their output for it)."""
 
 from __future__ import annotations
 
@@ -12,20 +13,31 @@ import pytest
 from tests.http_helpers import REPO
 from tests.patience import patience
 
-SCRIPTS = sorted((REPO / "hack").glob("*.py"))
+SCRIPTS = sorted(p for p in (REPO / "hack").glob("*/*.py") if p.name != "__init__.py")
+
+
+def module_of(script: Path) -> str:
+    return ".".join(script.relative_to(REPO).with_suffix("").parts)
 
 
 def test_hack_holds_python_scripts() -> None:
     assert len(SCRIPTS) >= 5
 
 
-@pytest.mark.parametrize("script", SCRIPTS, ids=[p.name for p in SCRIPTS])
+def test_hack_is_sorted_by_purpose() -> None:
+    """Python scripts live in benchmarks/, oracle/ and generators/; only the shell scripts at the top."""
+    assert {p.parent.name for p in SCRIPTS} == {"benchmarks", "oracle", "generators"}
+    assert not [p for p in (REPO / "hack").glob("*.py") if p.name != "__init__.py"]
+    assert all("sys.path" not in p.read_text() for p in SCRIPTS), "run as modules, no sys.path edits"
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=[module_of(p) for p in SCRIPTS])
 def test_help_prints_the_usage(script: Path) -> None:
     generated = {
         p: p.stat().st_mtime_ns for p in [*REPO.glob("apiserver/**/*.json"), *REPO.glob("docs/**/*.md")]
     }
     result = subprocess.run(
-        [sys.executable, str(script), "--help"],
+        [sys.executable, "-m", module_of(script), "--help"],
         capture_output=True,
         text=True,
         cwd=REPO,

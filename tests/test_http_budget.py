@@ -316,7 +316,7 @@ async def test_large_bodies_at_once_are_parsed_and_rendered_one_at_a_time(tmp_pa
     """Item 8, in small: eight distinct 0.8 MB bodies of 40,000 labels each (about 18 MB of objects each
     while parsed and rendered), all at once. Held one at a time, the server's peak memory grows by about
     one of them and their bytes (+12 MiB measured); before, the parsed bodies waited for the worker
-    thread together (+56 MiB). hack/bench_dos.py puts has the big flood."""
+    thread together (+56 MiB). hack/benchmarks/dos.py puts has the big flood."""
     import aiohttp
 
     from tests.http_helpers import start_process

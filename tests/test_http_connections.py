@@ -11,6 +11,7 @@ import asyncio
 import io
 import json
 import logging
+import os
 import socket
 import ssl
 import time
@@ -597,7 +598,7 @@ def test_the_deployment_sets_the_connection_limits() -> None:
         assert options.idle_timeout > 90
         limit = c["resources"]["limits"]["memory"]
         assert limit.endswith("Mi")
-        # Every connection idle (~62 KB) and every handshake place taken (~82 KiB, hack/bench_dos.py).
+        # Every connection idle (~62 KB) and every handshake place taken (~82 KiB, hack/benchmarks/dos.py).
         held = options.max_connections * 62 * 1024 + options.max_tls_handshakes * 82 * 1024
         assert held < int(limit[:-2]) * 1024 * 1024 // 4
 
@@ -660,7 +661,7 @@ def test_serve_refuses_a_body_budget_below_one_body(tmp_path: Path) -> None:
 
 
 def test_bench_connections_runs(tmp_path: Path) -> None:
-    """hack/bench_connections.py works (50 connections: a check that it runs, not the figure)."""
+    """hack/benchmarks/connections.py works (50 connections: a check that it runs, not the figure)."""
     import re
     import subprocess
     import sys
@@ -668,10 +669,11 @@ def test_bench_connections_runs(tmp_path: Path) -> None:
     from tests.http_helpers import REPO
 
     done = subprocess.run(
-        [sys.executable, str(REPO / "hack/bench_connections.py"), "--connections", "50"],
+        [sys.executable, "-m", "hack.benchmarks.connections", "--connections", "50"],
         capture_output=True,
         text=True,
         cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
         timeout=120,
         check=False,
     )

@@ -1,4 +1,4 @@
-"""A short differential run against KubeVirt's own expand (hack/diff_oracle.py): inputs composed from
+"""A short differential run against KubeVirt's own expand (hack/oracle/diff_expand.py): inputs composed from
 scratch and golden inputs mutated, through the oracle and through ours, with no difference beyond
 the known ones. Where the oracle binary is absent (CI) this skips; the long runs are the script's."""
 
@@ -25,7 +25,8 @@ def test_a_short_differential_run_finds_no_unknown_difference() -> None:
     proc = subprocess.run(
         [
             sys.executable,
-            str(REPO / "hack/diff_oracle.py"),
+            "-m",
+            "hack.oracle.diff_expand",
             "--composed",
             "150",
             "--mutated",
@@ -34,6 +35,7 @@ def test_a_short_differential_run_finds_no_unknown_difference() -> None:
             "18",
         ],
         capture_output=True,
+        cwd=REPO,
         text=True,
         timeout=900,
         check=False,
@@ -59,8 +61,9 @@ def test_a_name_no_object_can_have_is_a_known_difference(tmp_path: Path) -> None
     replay = tmp_path / "inputs.jsonl"
     replay.write_text(json.dumps({"vm": vm, "objects": []}) + "\n")
     proc = subprocess.run(
-        [sys.executable, str(REPO / "hack/diff_oracle.py"), "--replay", str(replay)],
+        [sys.executable, "-m", "hack.oracle.diff_expand", "--replay", str(replay)],
         capture_output=True,
+        cwd=REPO,
         text=True,
         timeout=300,
         check=False,

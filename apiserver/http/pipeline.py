@@ -18,7 +18,7 @@ synchronously (``admit_now``) and the endpoint has its answer at once (a current
 front layer only counts and logs it. A filter that cannot say synchronously turns that shortcut off, so
 no filter can be skipped.
 
-Measured gains (hack/bench.py, the switches of hack/benchmarks/switches.py, kept in
+Measured gains (hack/benchmarks/server.py, the switches of hack/benchmarks/switches.py, kept in
 docs/performance.md): the fast routes and the synchronous answer are what make a warm GET cost what it
 does; each is there for its figure.
 """

@@ -45,7 +45,7 @@ def return_freed() -> float:
 
     Why: after a relist in which every VM changed, the old items and VMs are freed, but glibc keeps the
     pages of what it had allocated outside Python's small-object arenas (item bodies and other objects
-    over 512 bytes), so RSS stayed at the relist's peak. At 30,000 VMs (hack/mem_collection.py --relist)
+    over 512 bytes), so RSS stayed at the relist's peak. At 30,000 VMs (hack/benchmarks/collection_memory.py --relist)
     this gives back 42 of the 111 MiB the relist had added, in 8 ms; the rest is in Python's own arenas,
     which are given back only once wholly empty.
     """

@@ -1,4 +1,4 @@
-"""hack/bench_tenancy.py runs end to end against a control plane of its own (tiny settings: this checks
+"""hack/benchmarks/tenancy.py runs end to end against a control plane of its own (tiny settings: this checks
 that it works and reports every figure, not how fast anything is)."""
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ def test_bench_tenancy_reports_both_servers_and_endpoints(tmp_path: Path) -> Non
     proc = subprocess.run(
         [
             sys.executable,
-            str(REPO / "hack/bench_tenancy.py"),
+            "-m",
+            "hack.benchmarks.tenancy",
             "--users=2",
             "--duration=0.5",
             "--rounds=1",
@@ -24,6 +25,7 @@ def test_bench_tenancy_reports_both_servers_and_endpoints(tmp_path: Path) -> Non
             f"--json={out}",
         ],
         capture_output=True,
+        cwd=REPO,
         text=True,
         timeout=600,
         check=False,

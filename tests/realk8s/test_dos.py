@@ -4,7 +4,7 @@ against the server as the Deployment runs it, registered behind the real kube-ap
 The floods are kept small (a 2-core machine shared with other work): the server runs with smaller limits
 than the Deployment's (64 connections, 8 TLS handshakes, an 8Mi body budget, a 3 s body timeout, one
 TokenReview a second per address with bursts of 5), so that a few dozen connections reach them. The big
-floods, with RSS and latency figures, are ``hack/bench_dos.py``.
+floods, with RSS and latency figures, are ``hack/benchmarks/dos.py``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """OpenAPI v2 (``/openapi/v2``) and v3 (``/openapi/v3``, one document per group-version).
 
 Both declare the request and response as KubeVirt's ``v1.VirtualMachine`` schema (generated from
-KubeVirt's swagger.json into ``openapi_defs.json`` by ``hack/gen_openapi_defs.py``), every error as a
+KubeVirt's swagger.json into ``openapi_defs.json`` by ``hack/generators/openapi_defs.py``), every error as a
 ``Status``, and the ``presets``/``validate`` query parameters, so generated clients get real types
 where virt-api declares a string. Documents are built once; ETags let the aggregator re-poll cheaply.
 """

@@ -133,7 +133,7 @@ _SHARED_BYTES = 1024
 def shared(value: Any, unique: bool = True) -> Any:
     """``value`` with the subtrees it has in common with objects stored before taken from them.
 
-    Why: a decoded VM of hack/load_vms.py (880 bytes of JSON) takes 4.2 KiB as Python dicts, most of
+    Why: a decoded VM of hack/benchmarks/load_vms.py (880 bytes of JSON) takes 4.2 KiB as Python dicts, most of
     it the containers every VM of a template has alike; sharing them takes it to 1.8 KiB (measured
     with tracemalloc over 10,000 VMs: 4,283 -> 1,783 bytes per VM; at 100,000 VMs ~240 MiB less).
     It costs about 25-35 us per VM on a list (one orjson encoding per container on the way down,
@@ -402,7 +402,7 @@ class WatchCache:
                 # Retry-After is followed when kube-apiserver throttles (429), not on a 503: while it
                 # starts it answers 503 "before all known HTTP paths have been installed" with
                 # Retry-After 5 until about when /readyz says ok; following it made VMs fresh 5.1 s
-                # after kube-apiserver was ready again (hack/bench_collection.py, restart at 1,000 VMs).
+                # after kube-apiserver was ready again (hack/benchmarks/collection.py, restart at 1,000 VMs).
                 await self._failed(err, unreachable=True, retry_after=err.retry_after if err.throttled else 1)
             except ValueError as err:
                 await self._failed(err)
@@ -455,7 +455,7 @@ class WatchCache:
             items = page.get("items") or ()
             for start in range(0, len(items), _STEP):
                 if start:
-                    # Taking in a page of 500 VMs at once held the loop for 80-100 ms (hack/mem_collection.py
+                    # Taking in a page of 500 VMs at once held the loop for 80-100 ms (hack/benchmarks/collection_memory.py
                     # --relist, 30,000 VMs); requests go in between.
                     await asyncio.sleep(0)
                 for item in items[start : start + _STEP]:

@@ -364,7 +364,7 @@ class RenderedStore:
         # sees half of it committed. Only this task changes the items and the log, so what a rendering is
         # compared with, and the log's next sequence number, are still so at the commit, which is then a
         # few dictionary writes an item. A relist of 30,000 VMs, every one changed, held the loop for
-        # 330-370 ms at a time (hack/mem_collection.py --sizes 30000 --relist), mostly sorting its keys,
+        # 330-370 ms at a time (hack/benchmarks/collection_memory.py --sizes 30000 --relist), mostly sorting its keys,
         # comparing, making the events and freeing what the batch replaced in one step; 41-75 ms now.
         renders: list[tuple[Key, Item | None, Item | None]] = []  # (key, new, old) where they differ
         unchanged: list[tuple[Item, Item]] = []

@@ -1,4 +1,4 @@
-"""The Go type graph the codec works from (generated ``gotypes.json``, see hack/gen_gotypes.py)."""
+"""The Go type graph the codec works from (generated ``gotypes.json``, see hack/generators/gotypes.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark the body reader (apiserver/documents/reader.py) against baselines measured in the same run.
 
-    .venv/bin/python hack/bench_reader.py [--quick]
+    .venv/bin/python -m hack.benchmarks.reader [--quick]
 
 Small bodies (the PUT hot path, microseconds, median of many calls):
   json       read_documents on the example VM as compact JSON vs orjson.loads alone: the cost of the
@@ -21,7 +21,6 @@ import argparse
 import contextlib
 import json
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -30,11 +29,9 @@ from typing import Any
 import orjson
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from apiserver.documents.reader import DocumentError, read_documents
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "vm-fedora.yaml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "vm-fedora.yaml"
 LIMIT = 3 * 1024 * 1024
 HEAD = "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata:\n  name: big\n"
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Memory of the VM cache and the rendered-VM collection per VM, in process, without a control plane.
 
-Usage: .venv/bin/python hack/mem_collection.py [--sizes 1000,10000,100000] [--tracemalloc] [--relist]
+Usage: .venv/bin/python -m hack.benchmarks.collection_memory [--sizes 1000,10000,100000] [--tracemalloc] [--relist]
                                                [--json FILE]
 
 For each size, in a fresh process: the cluster source with ``vm_cache`` over an in-memory Kubernetes
-API (list pages decoded from JSON as the real client decodes them; VMs shaped as hack/load_vms.py makes
+API (list pages decoded from JSON as the real client decodes them; VMs shaped as hack/benchmarks/load_vms.py makes
 them, with the metadata kube-apiserver adds), waits for the collection to be rendered, then reports RSS
 (and with ``--tracemalloc`` the Python heap by file) and the growth per VM against the smallest size of the
 same run. ``--relist`` then lists everything again as after a 410 Gone, every VM changed (new
@@ -31,11 +31,11 @@ from typing import Any
 
 import orjson
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from apiserver.sources.cluster import ClusterSource, kinds
+from hack.benchmarks import load_vms
 
-from apiserver.sources.cluster import ClusterSource, kinds  # noqa: E402
-from hack import load_vms  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
+
 
 PER_NAMESPACE = 500
 

@@ -7,7 +7,7 @@ bogus value, a list item doubled, a feature gate switched), asks KubeVirt (``exp
 (the oracle is built on a developer machine); tests/test_admission_oracle.py runs a small sample of it
 when the binary is there.
 
-    .venv/bin/python hack/diff_admission.py [--oracle PATH] [--per-case N] [--depth N] [--seed S] [--limit N]
+    .venv/bin/python -m hack.oracle.diff_admission [--oracle PATH] [--per-case N] [--depth N] [--seed S] [--limit N]
                                             [--out FILE]
 
 Verdicts are equal when both admit (with the same warnings), both refuse with the same causes in the same
@@ -29,12 +29,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from apiserver import ExpandError, expand
+from apiserver.render.admission import AdmissionDenied
+from apiserver.render.admission.featuregates import GATES
 
-from apiserver import ExpandError, expand  # noqa: E402
-from apiserver.render.admission import AdmissionDenied  # noqa: E402
-from apiserver.render.admission.featuregates import GATES  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
+
 
 # Where ../shared/oracle/build.sh put it on a developer machine (beside the repository), unless told.
 DEFAULT_ORACLE = os.environ.get("KUBEVIRT_EXPAND_ADMIT_ORACLE") or str(

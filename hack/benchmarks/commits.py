@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Warm throughput and latency of ``kubevirt-expand serve`` at two commits, measured in one run.
 
-Usage: .venv/bin/python hack/bench_commits.py BASE [HEAD] [--duration SECONDS] [--rounds N]
+Usage: .venv/bin/python -m hack.benchmarks.commits BASE [HEAD] [--duration SECONDS] [--rounds N]
                                               [--connections N] [--client auto|wrk|python]
                                               [--objects N] [--skip-cluster]
 
@@ -12,9 +12,9 @@ serve`` with the current directory and PYTHONPATH set to that export, with the p
 and the script checks before measuring that the export's ``apiserver`` is the one imported). Committed
 code only: uncommitted changes of the working tree are in neither export.
 
-Everything else is the same for both commits and comes from this working tree, through hack/bench.py:
+Everything else is the same for both commits and comes from this working tree, through hack/benchmarks/server.py:
 the TLS certificate, the served objects (examples/), the request body, the load generator, and the fake
-Kubernetes API of tests/fakekube (run in this process). The targets, as hack/bench.py runs them:
+Kubernetes API of tests/fakekube (run in this process). The targets, as hack/benchmarks/server.py runs them:
   * folder source (examples/), no authentication: GET expand-spec and PUT expand-vm-spec;
   * cluster source against the fake API with --vm-cache, every request authenticated with a bearer
     token (TokenReview and SubjectAccessReview answered by the fake, then cached by the server), the
@@ -46,12 +46,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-HACK = Path(__file__).resolve().parent
-ROOT = HACK.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(HACK))
+from hack.benchmarks import server as bench
 
-import bench  # noqa: E402
+HACK = Path(__file__).resolve().parents[1]
+ROOT = HACK.parent
+
 
 LoadRunner = Callable[[str, Path | None, int, float, str], Coroutine[Any, Any, bench.Load]]
 ENDPOINTS = (("GET expand-spec", "GET", bench.GET_PATH), ("PUT expand-vm-spec", "PUT", bench.PUT_PATH))
@@ -90,7 +89,7 @@ def resolve(rev: str) -> tuple[str, str]:
     try:
         sha = git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
     except subprocess.CalledProcessError:
-        raise SystemExit(f"bench_commits.py: {rev!r} is not a commit of {ROOT.name}") from None
+        raise SystemExit(f"hack.benchmarks.commits: {rev!r} is not a commit of {ROOT.name}") from None
     return sha, git("log", "-1", "--format=%s", sha)
 
 
@@ -118,7 +117,9 @@ def check_imports(commit: Commit) -> None:
     ).stdout.split()
     for path in out:
         if not Path(path).resolve().is_relative_to(commit.tree.resolve()):
-            raise SystemExit(f"bench_commits.py: {commit.label} imports {path}, not its export {commit.tree}")
+            raise SystemExit(
+                f"hack.benchmarks.commits: {commit.label} imports {path}, not its export {commit.tree}"
+            )
 
 
 # --- measurements ---------------------------------------------------------------------------------
@@ -325,7 +326,7 @@ async def amain(args: argparse.Namespace, work: Path, commits: list[Commit]) -> 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="hack/bench_commits.py",
+        prog="hack/benchmarks/commits.py",
         description=(__doc__ or "").split("\n\n")[0],
         epilog="Committed code only; see the module docstring for what is shared between the two runs.",
     )
@@ -352,14 +353,14 @@ def main(argv: list[str] | None = None) -> int:
         "--client",
         choices=["auto", "wrk", "python"],
         default="auto",
-        help="load generator: wrk, hack/bench.py's aiohttp client processes, or wrk when installed (default)",
+        help="load generator: wrk, hack/benchmarks/server.py's aiohttp client processes, or wrk when installed (default)",
     )
     parser.add_argument(
         "--objects",
         type=int,
         default=10_000,
         help="generated instancetypes and preferences the fake API holds beside examples/ for the "
-        "cluster target, as hack/bench.py runs it (default: 10000)",
+        "cluster target, as hack/benchmarks/server.py runs it (default: 10000)",
     )
     parser.add_argument(
         "--skip-cluster",

@@ -3,7 +3,7 @@
 Written from KubeVirt's code, independently of the golden cases: every ``StatusCause`` the webhook can
 return on a VM CREATE is a :class:`Check` (the KubeVirt function, the feature gate it depends on, the
 cause it gives); every area has a list of :class:`Variant` changes that break its checks, just miss
-them, or sit on their boundaries. ``hack/fuzz_admission.py`` applies them to a few base VMs, with the
+them, or sit on their boundaries. ``hack/oracle/fuzz_admission.py`` applies them to a few base VMs, with the
 relevant gates on and off, asks KubeVirt (the ``expand-admit`` oracle) and ``validate=True``, and diffs.
 It also writes docs/admission-rules.md from :data:`CHECKS`, with a break and a near-miss input per check
 taken from what the oracle answered.
@@ -4773,7 +4773,7 @@ check(
 
 def main() -> int:
     parser = argparse.ArgumentParser(
-        description="KubeVirt's VM webhook checks and the input variants hack/fuzz_admission.py runs "
+        description="KubeVirt's VM webhook checks and the input variants hack/oracle/fuzz_admission.py runs "
         "(a module it imports; run alone it counts them per area).",
     )
     parser.parse_args()

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Micro-benchmark of the Go JSON codec: median microseconds per call on a typical corpus VM.
 
-    .venv/bin/python hack/bench_gojson.py [case-file]
+    .venv/bin/python -m hack.benchmarks.gojson [case-file]
 
 Uses the expected output of a ``common-*`` vm-b (app-vm) case (disks, cdrom, interfaces, dataVolumeTemplates)
 unless a case file is given.
@@ -12,16 +12,15 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from apiserver.render.golang import gojson
 
-from apiserver.render.golang import gojson  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
+
 
 CASES = REPO.parent / "shared" / "conformance" / "cases"
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark the expand engine over the conformance corpus, in-process, against KubeVirt's Go in the same run.
 
-    .venv/bin/python hack/bench_expand.py [--limit N] [--ops N] [--trials K] [--no-go] [--profile] [--phases]
+    .venv/bin/python -m hack.benchmarks.engine [--limit N] [--ops N] [--trials K] [--no-go] [--profile] [--phases]
 
 Cases: ``--limit`` golden cases that expand and pass Strict field validation, spread over the corpus
 (27 by default). Per case, microseconds per call, timed as the oracle times Go (five rounds of
@@ -48,28 +48,26 @@ from typing import Any
 
 import orjson
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from apiserver import api  # noqa: E402
-from apiserver.render import ExpandError, ObjectIndex, expand  # noqa: E402
-from apiserver.render.defaults import (  # noqa: E402
+from apiserver import api
+from apiserver.render import ExpandError, ObjectIndex, expand
+from apiserver.render.defaults import (
     set_default_network_interface,
     set_default_volume_disks,
     set_vmi_spec_defaults,
 )
-from apiserver.render.expand import decode_vm  # noqa: E402
-from apiserver.render.golang import gojson  # noqa: E402
-from apiserver.render.golang.tree import child  # noqa: E402
-from apiserver.render.instancetype.apply_instancetype import apply_instancetype  # noqa: E402
-from apiserver.render.instancetype.apply_preference import apply_preference  # noqa: E402
-from apiserver.render.instancetype.find import clear_spec_cache, find_instancetype, find_preference  # noqa: E402
-from apiserver.render.instancetype.infer import infer_matchers  # noqa: E402
-from apiserver.render.virtconfig import cluster_config  # noqa: E402
-from tests.oracle import find_oracle  # noqa: E402
+from apiserver.render.expand import decode_vm
+from apiserver.render.golang import gojson
+from apiserver.render.golang.tree import child
+from apiserver.render.instancetype.apply_instancetype import apply_instancetype
+from apiserver.render.instancetype.apply_preference import apply_preference
+from apiserver.render.instancetype.find import clear_spec_cache, find_instancetype, find_preference
+from apiserver.render.instancetype.infer import infer_matchers
+from apiserver.render.virtconfig import cluster_config
+from hack.benchmarks.server import generated_objects
+from tests.oracle import find_oracle
 
-sys.path.insert(0, str(REPO / "hack"))
-from bench import generated_objects  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
+
 
 CASES = Path(REPO.parent / "shared" / "conformance" / "cases")
 # KubeVirt's Go, measured once on another 2-core machine over 27 corpus cases (median of the per-case

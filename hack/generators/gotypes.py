@@ -6,7 +6,7 @@ roots) and swagger.json (for the ``required`` lists), keeps only what the Go JSO
 a compact file into the package. The product never reads ../shared; rerun this script when the shared
 description changes:
 
-    .venv/bin/python hack/gen_gotypes.py
+    .venv/bin/python -m hack.generators.gotypes
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared" / "spec" / "kubevirt-types"
 OUT = REPO / "apiserver" / "render" / "golang" / "gojson" / "gotypes.json"
 
@@ -103,7 +103,7 @@ def main() -> int:
 
     out = {
         "format": "kubevirt-expand-gotypes/v1",
-        "generatedBy": "hack/gen_gotypes.py from shared/spec/kubevirt-types/{go-json-fields,swagger}.json",
+        "generatedBy": "hack/generators/gotypes.py from shared/spec/kubevirt-types/{go-json-fields,swagger}.json",
         "source": fields_doc["source"],
         "roots": fields_doc["roots"],
         "structs": structs,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What ``--authorize-references`` costs, measured against a real control plane (../shared/k8s).
 
-Usage: .venv/bin/python hack/bench_tenancy.py [--users N] [--duration SECONDS] [--concurrency N]
+Usage: .venv/bin/python -m hack.benchmarks.tenancy [--users N] [--duration SECONDS] [--concurrency N]
                                               [--json FILE]
 
 What it runs, all on 127.0.0.1:
@@ -42,11 +42,11 @@ from typing import Any
 
 import aiohttp
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from tests.realk8s.controlplane import CRDS_FILE, ControlPlane, unavailable
+from tests.realk8s.deployed import DeployedServer
 
-from tests.realk8s.controlplane import CRDS_FILE, ControlPlane, unavailable  # noqa: E402
-from tests.realk8s.deployed import DeployedServer  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
+
 
 GROUP = "subresources.kubevirt.io"
 IT_API = "instancetype.kubevirt.io/v1beta1"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Memory of idle TLS connections: how much each keep-alive connection costs the server.
 
-    .venv/bin/python hack/bench_connections.py [--connections 2000]
+    .venv/bin/python -m hack.benchmarks.connections [--connections 2000]
 
 Starts ``kubevirt-expand serve --manifests examples/`` as a subprocess (``--max-connections`` above the
 count), opens the connections from this process over TLS, sends one GET /livez on each and keeps them
@@ -15,15 +15,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ssl
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from tests.http_helpers import start_process
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def rss_kib(pid: int) -> int:

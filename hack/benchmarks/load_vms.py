@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Load N VirtualMachines (and the instancetypes and preferences they use) into a Kubernetes API server.
 
-Usage: .venv/bin/python hack/load_vms.py --kubeconfig FILE --vms N [--per-namespace K] [--shared M]
+Usage: .venv/bin/python -m hack.benchmarks.load_vms --kubeconfig FILE --vms N [--per-namespace K] [--shared M]
                                          [--concurrency C] [--prefix P] [--etcd URL]
 
 Puts K VMs in each namespace (``<prefix>-0``, ``<prefix>-1``, ...; VM i in namespace i // K, so a larger
 N only adds), each namespace with two instancetypes and a preference; the first M VMs (default 1,000) use one cluster instancetype (``<prefix>-shared``),
 so editing it changes M renderings at once. Objects are created with POSTs over C connections
 (an existing object is left as it is), so a control plane of ../shared/k8s (``up.sh``) takes 10,000 VMs
-in well under a minute. Used by hack/bench_collection.py; run it by hand to repeat a measurement.
+in well under a minute. Used by hack/benchmarks/collection.py; run it by hand to repeat a measurement.
 
 POSTs go at 60-75 VMs/s on a busy 2-core machine (kube-apiserver's admission and etcd writes), so
 100,000 VMs would take half an hour. ``--etcd URL`` (the control plane's etcd client URL, as

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """The rendered-VM collection at cluster sizes, against a real kube-apiserver measured in the same run.
 
-Usage: .venv/bin/python hack/bench_collection.py [--sizes 1000,10000] [--seconds S] [--json FILE]
+Usage: .venv/bin/python -m hack.benchmarks.collection [--sizes 1000,10000] [--seconds S] [--json FILE]
 
 Starts etcd and kube-apiserver of ../shared/k8s (KUBEBUILDER_ASSETS may name another folder), loads
-VMs with hack/load_vms.py (500 per namespace, the first 1,000 on one shared cluster instancetype), and
+VMs with hack/benchmarks/load_vms.py (500 per namespace, the first 1,000 on one shared cluster instancetype), and
 for each size runs ``kubevirt-expand serve --vm-cache`` against it, then measures:
   * list of the 500 rendered VMs of one namespace, beside kube-apiserver's list of the same 500 VMs
     from its watch cache (resourceVersion=0), median of repeated requests, and the ratio;
@@ -37,12 +37,12 @@ from typing import Any
 
 import aiohttp
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from devcluster.controlplane import ControlPlane, free_port, unavailable
+from devcluster.paths import CRDS_FILE
+from hack.benchmarks import load_vms
 
-from devcluster.controlplane import ControlPlane, free_port, unavailable  # noqa: E402
-from devcluster.paths import CRDS_FILE  # noqa: E402
-from hack import load_vms  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
+
 
 EVM = "/apis/expand.kubevirt-expand.io/v1"
 PER_NAMESPACE = 500
@@ -399,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--etcd",
         action="store_true",
-        help="load the VMs straight into etcd (hack/load_vms.py --etcd), for sizes POSTs take too long to load",
+        help="load the VMs straight into etcd (hack/benchmarks/load_vms.py --etcd), for sizes POSTs take too long to load",
     )
     args = parser.parse_args(argv)
     reason = unavailable()

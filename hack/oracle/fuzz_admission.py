@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """Differential test of ``validate=true`` against KubeVirt's VM webhook, from KubeVirt's checks outward.
 
-Independent of hack/diff_admission.py (which mutates the golden cases): the inputs come from
-hack/admission_checks.py (a variant per break, near miss and boundary of each check of the webhook's
+Independent of hack/oracle/diff_admission.py (which mutates the golden cases): the inputs come from
+hack/oracle/admission_checks.py (a variant per break, near miss and boundary of each check of the webhook's
 CREATE path, applied to four base VMs written for it, with the gates each check reads on and off), from
 KubeVirt's OpenAPI schema (wrong types, enums, null, missing required members, unknown members at every
 depth), and from random combinations of several variants (cause order, the ten-cause cut). Each input
 goes to KubeVirt (the ``expand-admit`` oracle, ../shared/oracle/README.md) and to ``validate=True``;
 every difference in verdict, causes (order included), message or warnings is reported.
 
-    .venv/bin/python hack/fuzz_admission.py [--oracle PATH] [--only checks,schema,combos] [--combos N] [--area A]
+    .venv/bin/python -m hack.oracle.fuzz_admission [--oracle PATH] [--only checks,schema,combos] [--combos N] [--area A]
                                             [--seed S] [--limit N] [--out FILE] [--families] [--table FILE]
 
 Exits 0 when nothing differs, 1 when something does, 2 without the oracle (it is built on a developer
@@ -35,14 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "hack"))
+from apiserver import ExpandError, expand
+from apiserver.render.admission import PREFIX, AdmissionDenied
+from hack.oracle import admission_checks as checks
 
-import admission_checks as checks  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
-from apiserver import ExpandError, expand  # noqa: E402
-from apiserver.render.admission import PREFIX, AdmissionDenied  # noqa: E402
 
 DEFAULT_ORACLE = os.environ.get("KUBEVIRT_EXPAND_ADMIT_ORACLE") or str(
     REPO.parent / "oracle" / "bin" / "expand-admit"
@@ -521,7 +519,7 @@ def main() -> int:
                     + "\n"
                 )
     if args.table:
-        import admission_table
+        from hack.oracle import admission_table
 
         args.table.write_text(admission_table.render(answered))
     return 1 if findings else 0

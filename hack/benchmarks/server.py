@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Throughput, latency, memory and upstream reads of ``kubevirt-expand serve``, beside a ceiling.
 
-Usage: .venv/bin/python hack/bench.py [--duration SECONDS] [--connections N] [--client auto|wrk|python]
+Usage: .venv/bin/python -m hack.benchmarks.server [--duration SECONDS] [--connections N] [--client auto|wrk|python]
                                       [--objects N] [--skip-cluster] [--json FILE]
                                       [--profile FILE] [--profile-cluster FILE] [--collection SIZES]
 
@@ -17,7 +17,7 @@ For GET expand-spec and PUT expand-vm-spec it prints requests per second, p50/p9
 ratio to the ceiling; then the server's memory with N cached instancetypes and preferences (growth
 per object), and the upstream reads per request, cold and warm.
 
-With ``--collection 1000,100000`` it then runs hack/bench_collection.py at those VM counts against the
+With ``--collection 1000,100000`` it then runs hack/benchmarks/collection.py at those VM counts against the
 real kube-apiserver of ../shared/k8s (the rendered-VM collection: lists beside kube-apiserver's, warm GET
 throughput and p99 per size, an instancetype edit's events, idle watchers, RSS per VM, a kube-apiserver
 restart under load) and prints its figures too; they go under "collection" in ``--json``.
@@ -44,7 +44,7 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SERVER_NAME = "kubevirt-expand.kubevirt-expand.svc"
 GROUP_PATH = "/apis/subresources.kubevirt.io/v1"
 VM_NAMESPACE, VM_NAME = "default", "fedora"
@@ -244,7 +244,7 @@ class Server:
     """A subprocess serving HTTPS on 127.0.0.1:port, stopped with SIGTERM.
 
     It runs in ``cwd`` (default: the log's folder) with ``env`` (default: this process's environment);
-    hack/bench_commits.py runs each commit's own server code this way."""
+    hack/benchmarks/commits.py runs each commit's own server code this way."""
 
     def __init__(
         self,
@@ -693,7 +693,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _, port, cert, key, get_file, put_file = argv
         ceiling_server(int(port), cert, key, get_file, put_file)
         return 0
-    parser = argparse.ArgumentParser(prog="hack/bench.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="hack/benchmarks/server.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=float, default=5.0, help="seconds per measured run (default: 5)")
     parser.add_argument("--connections", type=int, default=64, help="keep-alive connections (default: 64)")
     parser.add_argument(
@@ -716,7 +716,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="SIZES",
         default="",
         help="then the rendered-VM collection at these VM counts (e.g. 1000,100000) against the real "
-        "kube-apiserver of ../shared/k8s (hack/bench_collection.py; off by default: minutes per size)",
+        "kube-apiserver of ../shared/k8s (hack/benchmarks/collection.py; off by default: minutes per size)",
     )
     args = parser.parse_args(argv)
     if args.collection and not all(s.strip().isdigit() for s in args.collection.split(",")):
@@ -730,7 +730,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.profile_cluster:
         args.profile_cluster = str(Path(args.profile_cluster).resolve())
     os.chdir(ROOT)
-    sys.path.insert(0, str(ROOT))
     with tempfile.TemporaryDirectory(prefix="kubevirt-expand-bench-") as tmp:
         try:
             bench = asyncio.run(amain(args, Path(tmp)))
@@ -744,11 +743,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run_collection(sizes: str, duration: float) -> tuple[int, list[Any]]:
-    """hack/bench_collection.py at ``sizes``, its output shown as it comes: (exit code, figures)."""
+    """hack/benchmarks/collection.py at ``sizes``, its output shown as it comes: (exit code, figures)."""
     print(f"== rendered-VM collection against the real kube-apiserver ({sizes} VMs)", flush=True)
     with tempfile.TemporaryDirectory(prefix="kubevirt-expand-bench-") as tmp:
         out = Path(tmp) / "collection.json"
-        command = [sys.executable, str(ROOT / "hack/bench_collection.py"), f"--sizes={sizes}"]
+        command = [sys.executable, str(ROOT / "hack/benchmarks/collection.py"), f"--sizes={sizes}"]
         command += [f"--seconds={max(duration, 5.0):g}", f"--json={out}"]
         code = subprocess.run(command, check=False).returncode
         return code, json.loads(out.read_text()) if out.exists() else []

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Denial-of-service floods against ``kubevirt-expand serve``, each beside a baseline measured in the same run.
 
-    .venv/bin/python hack/bench_dos.py SCENARIO [options]
+    .venv/bin/python -m hack.benchmarks.dos SCENARIO [options]
 
 Scenarios (issue 15, items 5-9; run by hand, they are too big for the test suite):
 
@@ -48,11 +48,11 @@ from typing import Any
 
 import orjson
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from devcluster.objects import small_vm
+from tests.http_helpers import free_port, start_process
 
-from devcluster.objects import small_vm  # noqa: E402
-from tests.http_helpers import free_port, start_process  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
+
 
 EXAMPLES = ROOT / "examples"
 GROUP_PATH = "/apis/subresources.kubevirt.io/v1"
@@ -561,7 +561,7 @@ async def scenario_tokens(args: argparse.Namespace, tmp: Path) -> None:
 
     reason = unavailable()
     if reason:
-        raise SystemExit(f"bench_dos.py tokens: no real control plane here: {reason}")
+        raise SystemExit(f"hack.benchmarks.dos tokens: no real control plane here: {reason}")
     cluster = ControlPlane(tmp / "plane")
     server: DeployedServer | None = None
     try:
@@ -679,7 +679,7 @@ async def scenario_watches(args: argparse.Namespace, tmp: Path) -> None:
 
     reason = unavailable()
     if reason:
-        raise SystemExit(f"bench_dos.py watches: no real control plane here: {reason}")
+        raise SystemExit(f"hack.benchmarks.dos watches: no real control plane here: {reason}")
     cluster = ControlPlane(tmp / "plane")
     server: DeployedServer | None = None
     sessions: list[aiohttp.ClientSession] = []
@@ -759,7 +759,9 @@ async def scenario_watches(args: argparse.Namespace, tmp: Path) -> None:
                     code = await watch(user)
                     codes[code] += 1
                     if code not in (200, 429):
-                        raise SystemExit(f"bench_dos.py watches: a watch as {user} was answered {code}")
+                        raise SystemExit(
+                            f"hack.benchmarks.dos watches: a watch as {user} was answered {code}"
+                        )
                 per_user[user] = codes
                 print(f"  {user}: {dict(codes)} after {time.monotonic() - started:.1f} s", flush=True)
             opening = time.monotonic() - started

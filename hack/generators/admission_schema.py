@@ -8,7 +8,7 @@ validation reads (type, format, nullable, enum, required, which members have def
 additionalProperties). The product never reads ../shared; rerun this script when the shared description
 changes:
 
-    .venv/bin/python hack/gen_admission_schema.py
+    .venv/bin/python -m hack.generators.admission_schema
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared" / "spec" / "kubevirt-types"
 OUT = REPO / "apiserver" / "render" / "admission" / "openapi.json"
 ROOTS = ("v1.VirtualMachineSpec", "v1.VirtualMachineStatus")
@@ -72,7 +72,7 @@ def main() -> int:
         kept[name] = compact(definitions[name], pending)
     out = {
         "format": "kubevirt-expand-admission-openapi/v1",
-        "generatedBy": "hack/gen_admission_schema.py from shared/spec/kubevirt-types/swagger.json",
+        "generatedBy": "hack/generators/admission_schema.py from shared/spec/kubevirt-types/swagger.json",
         "roots": list(ROOTS),
         "definitions": dict(sorted(kept.items())),
     }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Differential test: the same inputs through KubeVirt's own expand (the oracle) and through ours.
 
-    .venv/bin/python hack/diff_oracle.py [--composed N] [--mutated N] [--corpus] [--seed S]
+    .venv/bin/python -m hack.oracle.diff_expand [--composed N] [--mutated N] [--corpus] [--seed S]
                                          [--oracle PATH] [--save DIR] [--replay FILE]
 
 Inputs come from three places: every golden case as it is (``--corpus``); golden inputs mutated at
@@ -55,14 +55,14 @@ from typing import Any
 
 import orjson
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from apiserver import ExpandError, expand
+from apiserver.render.golang.gojson.types import INT_RANGES, STRUCTS, resolve_root
+from apiserver.render.kubernetes.fieldvalidation import FieldValidationError
+from tests.conformance import case_files, error_matches, load
+from tests.oracle import find_oracle, where
 
-from apiserver import ExpandError, expand  # noqa: E402
-from apiserver.render.golang.gojson.types import INT_RANGES, STRUCTS, resolve_root  # noqa: E402
-from apiserver.render.kubernetes.fieldvalidation import FieldValidationError  # noqa: E402
-from tests.conformance import case_files, error_matches, load  # noqa: E402
-from tests.oracle import find_oracle, where  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
+
 
 JSON = dict[str, Any]
 IT = "instancetype.kubevirt.io/v1beta1"
