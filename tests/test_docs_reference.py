@@ -82,7 +82,7 @@ def test_the_reference_pages_are_up_to_date(tmp_path: Path) -> None:
 def test_the_admission_rules_table_lists_every_check(tmp_path: Path) -> None:
     """docs/reference/admission-rules.md comes from a differential run against KubeVirt's webhook (which
     needs the oracle); its check, KubeVirt function, gate, cause and function-here columns need none, and
-    must still be what hack/oracle/admission_checks.py and apiserver/render/admission give."""
+    must still be what hack/oracle/admission/ and apiserver/render/admission give."""
     table = REFERENCE / "admission-rules.md"
 
     def run(path: Path) -> subprocess.CompletedProcess[str]:

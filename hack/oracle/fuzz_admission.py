@@ -2,7 +2,7 @@
 """Differential test of ``validate=true`` against KubeVirt's VM webhook, from KubeVirt's checks outward.
 
 Independent of hack/oracle/diff_admission.py (which mutates the golden cases): the inputs come from
-hack/oracle/admission_checks.py (a variant per break, near miss and boundary of each check of the webhook's
+hack/oracle/admission/ (a variant per break, near miss and boundary of each check of the webhook's
 CREATE path, applied to four base VMs written for it, with the gates each check reads on and off), from
 KubeVirt's OpenAPI schema (wrong types, enums, null, missing required members, unknown members at every
 depth), and from random combinations of several variants (cause order, the ten-cause cut). Each input
@@ -37,7 +37,7 @@ from typing import Any
 
 from apiserver import ExpandError, expand
 from apiserver.render.admission import PREFIX, AdmissionDenied
-from hack.oracle import admission_checks as checks
+from hack.oracle import admission as checks
 
 REPO = Path(__file__).resolve().parents[2]
 
