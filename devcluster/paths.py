@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-# The same folder tests/shared.py reads: ../shared beside the repository, or where the variable points.
+# The same folder tests/support/shared.py reads: ../shared beside the repository, or where the variable points.
 SHARED_ENV = "KUBEVIRT_EXPAND_SHARED"
 SHARED_K8S = Path(os.environ.get(SHARED_ENV) or REPO.parent / "shared").absolute() / "k8s"
 ASSETS_ENV = "KUBEBUILDER_ASSETS"

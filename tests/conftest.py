@@ -1,4 +1,4 @@
-"""Suite-wide hooks: tests that read ``../shared`` skip with one reason without it (see tests/shared.py);
+"""Suite-wide hooks: tests that read ``../shared`` skip with one reason without it (see tests/support/shared.py);
 xdist work units; the fuzz profile and seeds in the terminal summary, so a run can be repeated."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests import shared
+from tests.support import shared
 
 # Tests per pytest-xdist work unit; see pytest_collection_modifyitems.
 CHUNK = 200
@@ -73,7 +73,7 @@ _FUZZ_RAN: dict[str, dict[str, tuple[int, int | str | None]]] = {}
 
 
 def _fuzz_snapshot() -> dict[str, tuple[int, int | str | None]] | None:
-    fuzzing = sys.modules.get("tests.fuzzing")
+    fuzzing = sys.modules.get("tests.support.fuzzing")
     if fuzzing is None:
         return None
     return {target: (n, fuzzing.seed_of(target)) for target, n in fuzzing.RAN.items() if n}
@@ -98,7 +98,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     ran = {target: figures for worker in _FUZZ_RAN.values() for target, figures in worker.items()}
     if not ran:
         return
-    profile = sys.modules["tests.fuzzing"].PROFILE if "tests.fuzzing" in sys.modules else "ci"
+    profile = sys.modules["tests.support.fuzzing"].PROFILE if "tests.support.fuzzing" in sys.modules else "ci"
     terminalreporter.write_line(f"fuzz: profile {profile} (KUBEVIRT_EXPAND_FUZZ_SEED=N repeats a seed)")
     for target, (n, seed) in sorted(ran.items()):
         terminalreporter.write_line(f"fuzz: {target}: {n} examples, seed {seed}")

@@ -7,7 +7,7 @@ selectors, continue tokens and watch parameters filter inside it. Here the same 
 * a :class:`Scope` is made only by :func:`apiserver.sources.grant.grant`, which only the authorization
   filter (:mod:`apiserver.http.filters.scoping`) imports, after the request's own SubjectAccessReview allowed
   it (import-linter keeps every other module of the server from importing it, and
-  ``tests/test_scope_construction.py`` from calling ``Scope(...)`` anywhere else);
+  ``tests/sources/test_scope.py`` from calling ``Scope(...)`` anywhere else);
 * everything that reads tenant data on a request's behalf takes a Scope and reads nothing it does not
   :meth:`~Scope.covers`: the rendered VMs' store (every read of ``RenderedStore`` takes one), the VM a
   GET expand-spec renders and the VM a rendering may render (:class:`apiserver.sources.reads.Reads`), the objects a rendering reads (the caller's :class:`~apiserver.sources.access.AccessGate`

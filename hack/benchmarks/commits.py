@@ -239,9 +239,9 @@ class Runner:
             await self.measure("folder", servers, token="")
 
     async def cluster(self) -> None:
-        from tests.fakekube import FakeKube
-        from tests.fakekube.reviews import Reviews, Rule
-        from tests.fakekube.testing import kubeconfig
+        from tests.support.fakekube import FakeKube
+        from tests.support.fakekube.reviews import Reviews, Rule
+        from tests.support.fakekube.testing import kubeconfig
 
         fake = FakeKube(bookmark_interval=5.0)
         reviews = Reviews.install(fake)

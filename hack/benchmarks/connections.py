@@ -18,7 +18,7 @@ import ssl
 import time
 from pathlib import Path
 
-from tests.http_helpers import start_process
+from tests.support.http_helpers import start_process
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -49,7 +49,7 @@ from typing import Any
 import orjson
 
 from devcluster.objects import small_vm
-from tests.http_helpers import free_port, start_process
+from tests.support.http_helpers import free_port, start_process
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -64,7 +64,7 @@ from apiserver.render.instancetype.find import clear_spec_cache, find_instancety
 from apiserver.render.instancetype.infer import infer_matchers
 from apiserver.render.virtconfig import cluster_config
 from hack.benchmarks.server import generated_objects
-from tests.oracle import find_oracle
+from tests.support.oracle import find_oracle
 
 REPO = Path(__file__).resolve().parents[2]
 

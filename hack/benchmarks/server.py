@@ -477,9 +477,9 @@ class Bench:
             print_profile(profile, "folder")
 
     async def cluster(self) -> None:
-        from tests.fakekube import FakeKube
-        from tests.fakekube.reviews import Reviews, Rule
-        from tests.fakekube.testing import kubeconfig
+        from tests.support.fakekube import FakeKube
+        from tests.support.fakekube.reviews import Reviews, Rule
+        from tests.support.fakekube.testing import kubeconfig
 
         fake = FakeKube(bookmark_interval=5.0)
         reviews = Reviews.install(fake)

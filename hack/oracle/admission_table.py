@@ -2,7 +2,7 @@
 with the function here that gives its cause and a break and a near-miss input from a run of
 hack/oracle/fuzz_admission.py (what KubeVirt answered for each). Written by ``fuzz_admission.py --table``, which
 needs the oracle; ``admission_table.py --check FILE`` needs none: it says whether FILE still lists every
-check, in order, with its KubeVirt function, gate, cause and the function here (tests/test_docs_reference.py).
+check, in order, with its KubeVirt function, gate, cause and the function here (tests/project/test_docs_reference.py).
 """
 
 from __future__ import annotations

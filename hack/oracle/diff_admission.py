@@ -4,7 +4,7 @@
 Generates near-miss VMs from the golden admission cases (a member removed, set to null, to a wrong or
 bogus value, a list item doubled, a feature gate switched), asks KubeVirt (``expand-admit``, see
 ../shared/oracle/README.md) and the renderer, and prints every input on which the verdicts differ. Not for CI
-(the oracle is built on a developer machine); tests/test_admission_oracle.py runs a small sample of it
+(the oracle is built on a developer machine); tests/render/admission/test_oracle.py runs a small sample of it
 when the binary is there.
 
     .venv/bin/python -m hack.oracle.diff_admission [--oracle PATH] [--per-case N] [--depth N] [--seed S] [--limit N]

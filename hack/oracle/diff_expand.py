@@ -58,8 +58,8 @@ import orjson
 from apiserver import ExpandError, expand
 from apiserver.render.golang.gojson.types import INT_RANGES, STRUCTS, resolve_root
 from apiserver.render.kubernetes.fieldvalidation import FieldValidationError
-from tests.conformance import case_files, error_matches, load
-from tests.oracle import find_oracle, where
+from tests.support.conformance import case_files, error_matches, load
+from tests.support.oracle import find_oracle, where
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.clusters import RESOURCES, Cluster, FakeCluster, RealCluster, shared_control_plane
-from tests.fakekube import FakeKube
 from tests.realk8s.controlplane import CRDS_FILE, ControlPlane
-from tests.shared import needs_control_plane, needs_shared
+from tests.support.clusters import RESOURCES, Cluster, FakeCluster, RealCluster, shared_control_plane
+from tests.support.fakekube import FakeKube
+from tests.support.shared import needs_control_plane, needs_shared
 
 REAL_GROUP = "realk8s"  # tests/realk8s/conftest.py's group: one worker holds the control plane
 

@@ -19,9 +19,9 @@ from apiserver.render.objects import ObjectRef
 from apiserver.sources.base import SourceUnavailable
 from apiserver.sources.cluster import ClusterSource
 from apiserver.sources.cluster.rbac import RULES, rules_for
-from tests.clusters import Cluster
-from tests.fakekube import FLAVOR_RESOURCES
-from tests.fakekube.testing import eventually, obj
+from tests.support.clusters import Cluster
+from tests.support.fakekube import FLAVOR_RESOURCES
+from tests.support.fakekube.testing import eventually, obj
 
 IT = "instancetype.kubevirt.io/v1beta1"
 # No progress probes (a quorum list of each quiet kind every ~5 s): they would count as reads in the

@@ -20,11 +20,11 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.clusters import LIMIT_RANGES, RESOURCES, Cluster, FakeCluster, RealCluster
-from tests.fakekube import FakeKube
-from tests.fakekube.reviews import Reviews
-from tests.fakekube.testing import obj
 from tests.realk8s.controlplane import ControlPlane
+from tests.support.clusters import LIMIT_RANGES, RESOURCES, Cluster, FakeCluster, RealCluster
+from tests.support.fakekube import FakeKube
+from tests.support.fakekube.reviews import Reviews
+from tests.support.fakekube.testing import obj
 
 IT = "instancetype.kubevirt.io/v1beta1"
 IT_PATH = "/apis/instancetype.kubevirt.io/v1beta1"

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from tests.clusters import shared_control_plane
 from tests.realk8s.controlplane import CRDS_FILE, ControlPlane, tail, unavailable
 from tests.realk8s.deployed import DeployedServer
-from tests.shared import needs_control_plane, needs_shared
+from tests.support.clusters import shared_control_plane
+from tests.support.shared import needs_control_plane, needs_shared
 
 HERE = Path(__file__).parent
 GROUP_MARK = "realk8s"

@@ -9,8 +9,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from tests.conformance import CASES_DIR, Case, load
 from tests.realk8s.controlplane import ControlPlane
+from tests.support.conformance import CASES_DIR, Case, load
 
 CLUSTER_KINDS = {"VirtualMachineClusterInstancetype", "VirtualMachineClusterPreference"}
 # Set by the API server; a create that carries them is refused or has them replaced.

@@ -11,9 +11,9 @@ import pytest
 
 from apiserver import expand_vm
 from devcluster.objects import small_vm
-from tests.patience import patience
 from tests.realk8s.controlplane import ControlPlane
 from tests.realk8s.deployed import DeployedServer
+from tests.support.patience import patience
 
 GROUP = "subresources.kubevirt.io"
 EXPAND_RULES = [

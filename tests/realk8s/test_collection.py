@@ -1,6 +1,6 @@
 """expandedvirtualmachines through the real aggregator, with kubectl as the client: get, -A, -l,
 -o wide, -o yaml, --chunk-size, -w (an instancetype edit shows), explain, RBAC refused and granted.
-The same behaviour against the fake API server: tests/test_collection.py."""
+The same behaviour against the fake API server: tests/http/endpoints/test_expandedvms.py."""
 
 from __future__ import annotations
 

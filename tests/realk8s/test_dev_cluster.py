@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from devcluster.controlplane import KUBECTL, assets_dir
-from tests.test_readme_recipes import Recipe, recipes
-from tests.test_suite import clean_env, project_copy
+from tests.project.test_readme_recipes import Recipe, recipes
+from tests.project.test_suite import clean_env, project_copy
 
 TIMEOUT = 300  # up starts etcd, kube-apiserver and the server on a loaded machine
 

@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from tests.patience import patience
 from tests.realk8s.controlplane import KUBECTL, ControlPlane, Credentials
 from tests.realk8s.deployed import DeployedServer
 from tests.realk8s.test_auth import binding, expand_vm_spec, expander_role, store_vm, user
 from tests.realk8s.test_collection import RESOURCE, instancetype, modified_rows, populate, wait_listed
+from tests.support.patience import patience
 
 GROUP = "subresources.kubevirt.io"
 MIB = 1024 * 1024

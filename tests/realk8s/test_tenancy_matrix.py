@@ -3,7 +3,7 @@ the server's OpenAPI documents list x every query parameter it takes (and those 
 may be sent) x five callers, through kube-apiserver's aggregator as users call it (impersonated by the
 admin), plus discovery, OpenAPI, /version, /metrics and the probes straight to the server as the
 aggregator sends them, and every request again from a peer without credentials that forges the identity
-headers. The requests and the judging are tests/tenancy_matrix.py; no answer, header, watch event or log
+headers. The requests and the judging are tests/support/tenancy_matrix.py; no answer, header, watch event or log
 line may carry a mark its caller may not read, and nothing may answer 500.
 
 While the matrix runs, the VMs of both namespaces keep changing, so that every watch sees events of the
@@ -26,11 +26,11 @@ from typing import Any
 
 import pytest
 
-from tests import tenancy_matrix as m
 from tests.realk8s.controlplane import ControlPlane, poll
 from tests.realk8s.deployed import DeployedServer
 from tests.realk8s.test_auth import EXPAND_RULES
 from tests.realk8s.test_collection import RESOURCE, ROLE
+from tests.support import tenancy_matrix as m
 
 COLLECTION_GROUP, COLLECTION_VERSION = "expand.kubevirt-expand.io", "v1"
 RBAC = "rbac.authorization.k8s.io"

@@ -1,0 +1,221 @@
+"""The tenancy model over the collection's store (apiserver/sources/access.py Reviews): the store renders
+every VM with the server's account, inferFromVolume included, and each caller is shown an item, or GET
+expand-spec's answer from the store, only after the same SubjectAccessReviews a rendering for them
+would have asked (the same cached reviews). Over the fake API server with the real auth middleware;
+the same behind kube-apiserver's aggregator: tests/realk8s/test_tenancy.py."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from apiserver.auth.config import TrustOptions
+from apiserver.auth.options import AuthOptions
+from apiserver.http.endpoints.expandedvms import REDACTED_MESSAGE
+from apiserver.sources import reads
+from apiserver.sources.access import Read
+from apiserver.sources.cluster import ClusterSource
+from tests.support.auth_fixtures import GROUP, AuthEnv, auth_env
+from tests.support.fakekube import FakeKube
+from tests.support.fakekube.testing import instancetype, kubeconfig, obj, preference, synced
+from tests.support.patience import patience
+
+NS, OTHER = "ns-a", "ns-b"
+SECRET = "top-secret-pvc-label"
+ITEMS = "/apis/expand.kubevirt-expand.io/v1/namespaces/ns-a/expandedvirtualmachines"
+PVC_READ = Read("get", "", "persistentvolumeclaims", OTHER, "secret-pvc")
+
+
+def expand_path(name: str) -> str:
+    return f"/apis/{GROUP}/v1/namespaces/{NS}/virtualmachines/{name}/expand-spec"
+
+
+def vm(name: str, **spec: Any) -> dict[str, Any]:
+    template = spec.pop("template", {"spec": {"domain": {"devices": {}}}})
+    return obj("VirtualMachine", name, NS, api="kubevirt.io/v1", spec={"template": template, **spec})
+
+
+PLAIN = vm(
+    "plain",
+    instancetype={"kind": "VirtualMachineInstancetype", "name": "it-a"},
+    preference={"kind": "VirtualMachinePreference", "name": "pref-a"},
+)
+INFERRING = vm(
+    "inferring",
+    instancetype={"inferFromVolume": "root"},
+    template={
+        "spec": {"domain": {"devices": {}}, "volumes": [{"name": "root", "dataVolume": {"name": "dv"}}]}
+    },
+    dataVolumeTemplates=[
+        {"metadata": {"name": "dv"}, "spec": {"source": {"pvc": {"namespace": OTHER, "name": "secret-pvc"}}}}
+    ],
+)
+# The PVC's labels name the instancetype; the mark shows if anything of the PVC leaks.
+PVC = obj(
+    "PersistentVolumeClaim",
+    "secret-pvc",
+    OTHER,
+    api="v1",
+    metadata={
+        "labels": {
+            "instancetype.kubevirt.io/default-instancetype": "it-a",
+            "instancetype.kubevirt.io/default-instancetype-kind": "VirtualMachineInstancetype",
+            "mark": SECRET,
+        }
+    },
+)
+
+
+@asynccontextmanager
+async def served(tmp_path: Path, *, all_references: bool = False) -> AsyncIterator[tuple[AuthEnv, Any]]:
+    """The auth middleware over a ClusterSource with the VM cache (the Deployment's flags), its store
+    rendered; SubjectAccessReviews answered by ``env.reviews`` rules the test adds."""
+    async with FakeKube() as data:
+        for item in (instancetype("it-a", NS, cpus=2), preference("pref-a", NS), PVC, PLAIN, INFERRING):
+            data.create(item)
+        source = ClusterSource(  # type: ignore[arg-type]
+            kubeconfig=kubeconfig(data, tmp_path / "kc"), vm_cache=True, backoff=(0.02, 0.2), read_timeout=2.0
+        )
+        options = AuthOptions(trust=TrustOptions(), authorize_references=all_references)
+        async with auth_env(tmp_path, options=options, source=source) as env:
+            await synced(source, data)
+            assert source.rendered is not None
+            await asyncio.wait_for(source.rendered.ready.wait(), patience(5))
+            yield env, source.rendered
+
+
+async def call(env: AuthEnv, user: str, path: str, **kw: Any) -> tuple[int, Any]:
+    headers = [("X-Remote-User", user), ("Content-Type", "application/json")]
+    code, _, body = await env.call(path, cert=env.pki.aggregator, headers=headers, **kw)
+    return code, body
+
+
+def allow_expand_and_list(env: AuthEnv, user: str) -> None:
+    env.reviews.allow(user=user, resource="virtualmachines", subresource="expand-spec", namespace=NS)
+    env.reviews.allow(user=user, resource="expand-vm-spec", namespace=NS)
+    env.reviews.allow(user=user, resource="expandedvirtualmachines", namespace=NS)
+
+
+def by_name(listing: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {i["metadata"]["name"]: i for i in listing["items"]}
+
+
+async def test_the_store_renders_inferfromvolume_with_its_own_account_and_shows_it_per_caller(
+    tmp_path: Path,
+) -> None:
+    """The store's rendering of a VM whose instancetype comes from a PVC succeeds (it is the server's
+    cache); alice, who may not get that PVC, gets the item without the rendering (Rendered=Unknown,
+    Forbidden), nothing of the PVC in it; carol, who may, gets it whole. A VM that reads only its
+    instancetype and preference is whole for both."""
+    async with served(tmp_path) as (env, store):
+        item = store._items[(NS, "inferring")]
+        assert item.error is None and item.rendered is not None
+        assert item.reviews.model == (PVC_READ,)
+        assert store._items[(NS, "plain")].reviews.model == ()
+        for user in ("alice", "carol"):
+            allow_expand_and_list(env, user)
+        env.reviews.allow(user="carol", resource="persistentvolumeclaims", namespace=OTHER, name="secret-pvc")
+
+        code, listing = await call(env, "alice", ITEMS)
+        assert code == 200, listing
+        items = by_name(listing)
+        assert items["plain"] == json.loads(store._items[(NS, "plain")].body)
+        hidden = items["inferring"]
+        assert "virtualMachine" not in hidden and "cpu" not in hidden["summary"]
+        [condition] = hidden["status"]["conditions"]
+        assert (condition["type"], condition["status"], condition["reason"]) == (
+            "Rendered",
+            "Unknown",
+            "Forbidden",
+        )
+        assert condition["message"] == REDACTED_MESSAGE  # the same whatever was read, or exists
+        assert SECRET not in json.dumps(listing) and "secret-pvc" not in condition["message"]
+        asked = [
+            r["spec"]["resourceAttributes"]
+            for r in env.reviews.access_reviews
+            if r["spec"]["user"] == "alice"
+        ]
+        assert {
+            "namespace": OTHER,
+            "verb": "get",
+            "resource": "persistentvolumeclaims",
+            "name": "secret-pvc",
+        } in asked
+
+        code, listing = await call(env, "carol", ITEMS)
+        assert code == 200 and by_name(listing)["inferring"] == json.loads(item.body)
+        # One item (GET on the collection) follows the same rule.
+        code, one = await call(env, "alice", f"{ITEMS}/inferring")
+        assert code == 200 and "virtualMachine" not in one and SECRET not in json.dumps(one)
+        code, one = await call(env, "carol", f"{ITEMS}/inferring")
+        assert code == 200 and one == json.loads(item.body)
+
+
+async def test_get_expand_spec_of_an_inferring_vm_needs_the_pvc_review_as_a_fresh_rendering_does(
+    tmp_path: Path,
+) -> None:
+    """GET expand-spec never hands out the store's rendering of an inferFromVolume VM: alice gets the
+    403 for the PVC read that a rendering for her meets (the same as PUT of the same VM, which renders
+    on request), every time (the dispatcher's shortcut included); carol gets the rendering."""
+    async with served(tmp_path) as (env, store):
+        for user in ("alice", "carol"):
+            allow_expand_and_list(env, user)
+        env.reviews.allow(user="carol", resource="persistentvolumeclaims", namespace=OTHER, name="secret-pvc")
+        put_code, put_body = await call(
+            env, "alice", f"/apis/{GROUP}/v1/namespaces/{NS}/expand-vm-spec", method="PUT", body=INFERRING
+        )
+        assert put_code == 403, put_body
+        assert put_body["message"].startswith(
+            'persistentvolumeclaims "secret-pvc" is forbidden: User "alice"'
+        )
+        for _ in range(3):
+            code, body = await call(env, "alice", expand_path("inferring"))
+            assert (code, body) == (put_code, put_body)
+            assert SECRET not in json.dumps(body)
+        code, body = await call(env, "carol", expand_path("inferring"))
+        assert code == 200 and body == json.loads(store._items[(NS, "inferring")].rendered)
+
+
+async def test_authorize_references_reviews_the_store_served_get_and_each_list_item(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With --authorize-references the store still answers GET expand-spec (nothing is rendered for
+    the request), but only after the caller passes the review of each object the rendering read, in
+    the order a rendering for them would ask: bob, who may not get the instancetype, gets its 403 on
+    every GET (never the store's answer from the dispatcher's shortcut) and the item without the
+    rendering in a list; dave, who may get everything, gets the store's answer."""
+    async with served(tmp_path, all_references=True) as (env, store):
+        item = store._items[(NS, "plain")]
+        assert [r.resource for r in item.reviews.every] == [
+            "virtualmachineinstancetypes",
+            "virtualmachinepreferences",
+        ]
+
+        async def no_rendering(*_a: Any, **_k: Any) -> Any:
+            raise AssertionError("GET expand-spec rendered instead of answering from the store")
+
+        monkeypatch.setattr(reads, "render_and_record", no_rendering)
+        for user in ("bob", "dave"):
+            allow_expand_and_list(env, user)
+        env.reviews.allow(user="dave", namespace=NS)
+        env.reviews.allow(user="bob", resource="virtualmachinepreferences", namespace=NS)
+        for _ in range(3):
+            code, body = await call(env, "bob", expand_path("plain"))
+            assert code == 403, body
+            assert body["message"].startswith(
+                'virtualmachineinstancetypes.instancetype.kubevirt.io "it-a" is forbidden: User "bob" cannot get'
+            )
+        code, body = await call(env, "dave", expand_path("plain"))
+        assert code == 200 and body == json.loads(item.rendered or b"")
+        code, listing = await call(env, "bob", ITEMS)
+        hidden = by_name(listing)["plain"]
+        assert "virtualMachine" not in hidden and hidden["status"]["conditions"][0]["reason"] == "Forbidden"
+        assert "source" not in hidden["summary"]["instancetype"]
+        code, listing = await call(env, "dave", ITEMS)
+        assert by_name(listing)["plain"] == json.loads(item.body)

@@ -1,0 +1,263 @@
+"""The tenancy model as the renderer's object reads see it (apiserver/sources/access.py, gather.py):
+what is reviewed, when (before the read, or after it for revisions), and that a refusal looks the same
+whether the object exists or not. The caller's side is a recording stand-in here; the real one (the
+cluster's SubjectAccessReviews) is tested in test_auth_http.py and against kube-apiserver in
+tests/realk8s/test_tenancy.py."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from apiserver.render.kubernetes.errors import status
+from apiserver.sources.access import AccessGate, AccessRefused, Read
+from apiserver.sources.folder import FolderSource
+from apiserver.sources.gather import Rendered, render_and_record
+from tests.support.http_helpers import MemorySource
+
+NS = "ns-a"
+OTHER = "ns-b"
+IT_GROUP = "instancetype.kubevirt.io"
+INFER_LABELS = {"instancetype.kubevirt.io/default-instancetype": "top-secret-label-value"}
+
+
+class Access:
+    """A caller whose answers are given by ``allowed`` (resource -> namespaces); records every review."""
+
+    def __init__(self, allowed: Mapping[str, Sequence[str]] | None = None) -> None:
+        self.allowed = dict(allowed or {})
+        self.asked: list[Read] = []
+
+    async def review(self, read: Read) -> Mapping[str, Any] | None:
+        self.asked.append(read)
+        if read.namespace in self.allowed.get(read.resource, ()):
+            return None
+        return status(403, "Forbidden", f"{read.resource} {read.name!r} is forbidden for this caller")
+
+
+def obj(
+    kind: str, name: str, ns: str | None = NS, api: str = f"{IT_GROUP}/v1beta1", **rest: Any
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if ns:
+        meta["namespace"] = ns
+    meta.update(rest.pop("meta", {}))
+    return {"apiVersion": api, "kind": kind, "metadata": meta, **rest}
+
+
+IT = obj("VirtualMachineInstancetype", "it-a", spec={"cpu": {"guest": 2}, "memory": {"guest": "1Gi"}})
+CIT = obj(
+    "VirtualMachineClusterInstancetype",
+    "cit",
+    ns=None,
+    spec={"cpu": {"guest": 1}, "memory": {"guest": "1Gi"}},
+)
+PREF = obj("VirtualMachinePreference", "pref-a", spec={"cpu": {"preferredCPUTopology": "cores"}})
+IT_REVISION = obj("ControllerRevision", "vm-it-a-rev", api="apps/v1", data=IT, revision=1)
+STS_REVISION = obj(
+    "ControllerRevision",
+    "sts-rev-a",
+    api="apps/v1",
+    revision=1,
+    data={
+        "spec": {"template": {"spec": {"containers": [{"env": [{"name": "PW", "value": "hunter2-ns-a"}]}]}}}
+    },
+)
+SECRET_PVC = obj("PersistentVolumeClaim", "secret-pvc", ns=OTHER, api="v1", meta={"labels": INFER_LABELS})
+PRESET = obj(
+    "VirtualMachineInstancePreset",
+    "preset",
+    api="kubevirt.io/v1",
+    spec={
+        "selector": {"matchLabels": {"app": "x"}},
+        "domain": {"firmware": {"serial": "SECRET-SERIAL-ns-a"}},
+    },
+)
+OBJECTS = [IT, CIT, PREF, IT_REVISION, STS_REVISION, SECRET_PVC, PRESET]
+
+
+def vm(**spec: Any) -> dict[str, Any]:
+    template = spec.pop("template", {"spec": {"domain": {"devices": {}}}})
+    return {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachine",
+        "metadata": {"name": "vm", "namespace": NS},
+        "spec": {"template": template, **spec},
+    }
+
+
+def inferring(pvc_namespace: str, pvc_name: str) -> dict[str, Any]:
+    machine = vm(
+        instancetype={"inferFromVolume": "root"},
+        template={
+            "spec": {"domain": {"devices": {}}, "volumes": [{"name": "root", "dataVolume": {"name": "dv"}}]}
+        },
+    )
+    source = {"pvc": {"namespace": pvc_namespace, "name": pvc_name}}
+    machine["spec"]["dataVolumeTemplates"] = [{"metadata": {"name": "dv"}, "spec": {"source": source}}]
+    return machine
+
+
+@pytest.fixture(params=["folder", "memory"])
+def source(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """Both kinds of source: one answers from its cache synchronously (peek), one only by awaiting."""
+    if request.param == "memory":
+        return MemorySource(OBJECTS)
+    (tmp_path / "objects.yaml").write_text(yaml.safe_dump_all(OBJECTS))
+    return FolderSource(tmp_path, watch=False)
+
+
+async def render(source: Any, machine: dict[str, Any], access: Access, **kw: Any) -> Rendered:
+    if isinstance(source, FolderSource) and not source._read:
+        await source.start()
+        await source.close()
+    return await render_and_record(
+        source, machine, gate=AccessGate(access, kw.pop("all_references", False)), **kw
+    )
+
+
+def pvc_read(ns: str, name: str) -> Read:
+    return Read("get", "", "persistentvolumeclaims", ns, name)
+
+
+async def test_instancetypes_preferences_and_their_revisions_need_no_review(source: Any) -> None:
+    access = Access()
+    machine = vm(
+        instancetype={"kind": "VirtualMachineInstancetype", "name": "it-a", "revisionName": "vm-it-a-rev"},
+        preference={"kind": "VirtualMachinePreference", "name": "pref-a"},
+    )
+    rendered = await render(source, machine, access)
+    assert rendered.error is None and access.asked == [] and rendered.reviews == ()
+    rendered = await render(source, vm(instancetype={"name": "cit"}), access)
+    assert rendered.error is None and access.asked == []
+
+
+@pytest.mark.parametrize("name", ["secret-pvc", "etcd-backup2"])
+async def test_a_volume_is_read_only_after_the_callers_review_and_refused_looks_like_missing(
+    source: Any, name: str
+) -> None:
+    access = Access()
+    with pytest.raises(AccessRefused) as refused:
+        await render(source, inferring(OTHER, name), access)
+    assert access.asked == [pvc_read(OTHER, name)]
+    assert refused.value.status["code"] == 403
+    assert refused.value.status["message"] == f"persistentvolumeclaims {name!r} is forbidden for this caller"
+    assert "top-secret" not in str(refused.value.status)
+
+
+async def test_a_volume_the_caller_may_read_is_used_and_missing_is_kubevirts_not_found(source: Any) -> None:
+    access = Access({"persistentvolumeclaims": [OTHER]})
+    rendered = await render(source, inferring(OTHER, "secret-pvc"), access)
+    assert rendered.error is not None  # the label names an instancetype that does not exist
+    assert (
+        rendered.error.message
+        == 'virtualmachineclusterinstancetypes.instancetype.kubevirt.io "top-secret-label-value" not found'
+    )
+    assert rendered.reviews == (pvc_read(OTHER, "secret-pvc"),)
+    rendered = await render(source, inferring(OTHER, "etcd-backup2"), access)
+    assert rendered.error is not None
+    assert rendered.error.message == 'persistentvolumeclaims "etcd-backup2" not found'
+
+
+@pytest.mark.parametrize("name", ["sts-rev-a", "no-such-rev"])
+async def test_a_revision_holding_no_instancetype_or_missing_is_reviewed(source: Any, name: str) -> None:
+    access = Access()
+    machine = vm(instancetype={"name": "it-a", "kind": "VirtualMachineInstancetype", "revisionName": name})
+    with pytest.raises(AccessRefused) as refused:
+        await render(source, machine, access)
+    assert access.asked == [Read("get", "apps", "controllerrevisions", NS, name)]
+    assert refused.value.status["message"] == f"controllerrevisions {name!r} is forbidden for this caller"
+
+
+async def test_a_revision_the_caller_may_read_fails_without_quoting_its_data(source: Any) -> None:
+    access = Access({"controllerrevisions": [NS]})
+    machine = vm(
+        instancetype={"name": "it-a", "kind": "VirtualMachineInstancetype", "revisionName": "sts-rev-a"}
+    )
+    rendered = await render(source, machine, access)
+    assert rendered.error is not None
+    assert rendered.error.message == (
+        "failed to decode object in ControllerRevision: Object 'Kind' is missing in the revision's data"
+    )
+    assert "hunter2" not in str(rendered.error.status)
+
+
+async def test_presets_need_a_list_review(source: Any) -> None:
+    machine = vm(instancetype={"name": "cit"})
+    machine["spec"]["template"]["metadata"] = {"labels": {"app": "x"}}
+    access = Access()
+    with pytest.raises(AccessRefused):
+        await render(source, machine, access, presets=True)
+    assert access.asked == [Read("list", "kubevirt.io", "virtualmachineinstancepresets", NS)]
+    access = Access({"virtualmachineinstancepresets": [NS]})
+    rendered = await render(source, machine, access, presets=True)
+    assert rendered.result is not None
+    assert "SECRET-SERIAL-ns-a" in str(rendered.result.vm)
+    # Without ?presets=true nothing is listed, nothing reviewed.
+    access = Access()
+    assert (await render(source, machine, access)).result is not None and access.asked == []
+
+
+def it_read(name: str) -> Read:
+    return Read("get", IT_GROUP, "virtualmachineinstancetypes", NS, name)
+
+
+@pytest.mark.parametrize(
+    "machine",
+    [
+        vm(instancetype={"kind": "VirtualMachineInstancetype", "name": "it-a"}),
+        # A conflict with the forbidden object would tell which fields it sets.
+        vm(
+            instancetype={"kind": "VirtualMachineInstancetype", "name": "it-a"},
+            template={"spec": {"domain": {"devices": {}, "cpu": {"sockets": 2}, "memory": {"guest": "2Gi"}}}},
+        ),
+    ],
+    ids=["ok", "conflict"],
+)
+async def test_all_references_decides_before_anything_of_the_object_shows(
+    source: Any, machine: dict[str, Any]
+) -> None:
+    access = Access()
+    with pytest.raises(AccessRefused):
+        await render(source, machine, access, all_references=True)
+    assert access.asked == [it_read("it-a")]
+
+
+async def test_all_references_forbidden_and_missing_are_the_same_403(source: Any) -> None:
+    statuses = []
+    for name in ("it-a", "nope-it"):
+        with pytest.raises(AccessRefused) as refused:
+            await render(
+                source,
+                vm(instancetype={"kind": "VirtualMachineInstancetype", "name": name}),
+                Access(),
+                all_references=True,
+            )
+        statuses.append(
+            {**refused.value.status, "message": refused.value.status["message"].replace(name, "X")}
+        )
+    assert statuses[0] == statuses[1]
+
+
+async def test_all_references_reviews_cluster_kinds_and_every_revision_in_order(source: Any) -> None:
+    access = Access(
+        {
+            "virtualmachineclusterinstancetypes": [""],
+            "controllerrevisions": [NS],
+            "virtualmachinepreferences": [NS],
+        }
+    )
+    machine = vm(
+        instancetype={"name": "cit"},
+        preference={"kind": "VirtualMachinePreference", "name": "pref-a", "revisionName": "vm-it-a-rev"},
+    )
+    rendered = await render(source, machine, access, all_references=True)
+    assert rendered.error is not None  # an instancetype revision named as the preference's
+    assert rendered.reviews == (
+        Read("get", IT_GROUP, "virtualmachineclusterinstancetypes", "", "cit"),
+        Read("get", "apps", "controllerrevisions", NS, "vm-it-a-rev"),
+    )

@@ -1,0 +1,71 @@
+"""Object builders and helpers shared by the tests that run against the fake."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from apiserver.sources.cluster import ClusterSource
+from tests.support.fakekube import FakeKube
+from tests.support.patience import patience
+
+IT = "instancetype.kubevirt.io/v1beta1"
+
+
+def obj(kind: str, name: str, ns: str | None = "default", api: str = IT, **fields: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if ns is not None:
+        meta["namespace"] = ns
+    meta.update(fields.pop("metadata", {}))
+    return {"apiVersion": api, "kind": kind, "metadata": meta, **fields}
+
+
+def instancetype(
+    name: str, ns: str | None = "default", cpus: int = 1, *, cluster: bool = False
+) -> dict[str, Any]:
+    kind = "VirtualMachineClusterInstancetype" if cluster else "VirtualMachineInstancetype"
+    return obj(kind, name, None if cluster else ns, spec={"cpu": {"guest": cpus}, "memory": {"guest": "1Gi"}})
+
+
+def preference(name: str, ns: str | None = "default", *, cluster: bool = False) -> dict[str, Any]:
+    kind = "VirtualMachineClusterPreference" if cluster else "VirtualMachinePreference"
+    return obj(kind, name, None if cluster else ns, spec={"cpu": {"preferredCPUTopology": "cores"}})
+
+
+def kubeconfig(fake: FakeKube, path: Path, token: str | None = None) -> str:
+    user: dict[str, Any] = {"token": token} if token else {}
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "fake", "cluster": {"server": fake.url}}],
+        "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "u"}}],
+        "current-context": "fake",
+    }
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+async def eventually(check: Callable[[], bool], within: float = 5.0) -> float:
+    """Poll ``check`` until it holds (TimeoutError after ``within`` seconds, scaled for the machine's load);
+    return how long it took."""
+    start, within = time.monotonic(), patience(within)
+    while not check():
+        if time.monotonic() - start > within:
+            raise TimeoutError(f"condition not met within {within:.1f}s")
+        await asyncio.sleep(0.005)
+    return time.monotonic() - start
+
+
+async def synced(source: ClusterSource, fake: FakeKube) -> None:
+    """Every cache of ``source`` listed and its watch open on ``fake``."""
+    async with asyncio.timeout(patience(5)):
+        await source.wait_synced()
+    await eventually(
+        lambda: fake.open_watches == sum(1 for c in source.caches.values() if c.missing is False)
+    )
