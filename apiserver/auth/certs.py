@@ -115,7 +115,9 @@ def _check(cert: x509.Certificate, bundle: CABundle, now: datetime.datetime) -> 
 
 
 # (certificate, bundle) by identity -> the answer and its window: the signature check is the costly part
-# of every request from the aggregator, whose certificate and the bundle objects stay the same.
+# of every request from the aggregator, whose certificate and the bundle objects stay the same: 199 us
+# against 1.4 us remembered (timed in process), about a whole warm request's CPU, on every request whose
+# admission is not remembered (hack/benchmarks/switches.py repeats its requests: 1.0x there).
 _CHECKS: dict[tuple[int, int], tuple[x509.Certificate, CABundle, str | None, Window]] = {}
 _CHECKS_MAX = 1024
 

@@ -74,18 +74,6 @@ def _no_answer_now() -> None:
     pipeline.admits_now = lambda filters: None  # type: ignore[assignment]
 
 
-def _no_route_memo() -> None:
-    from apiserver.http.routing import RouteTable
-
-    init = RouteTable.__init__
-
-    def forgetting(self: RouteTable, routes: Iterable[Any]) -> None:
-        init(self, routes)
-        self._matched = NeverKeeps()
-
-    RouteTable.__init__ = forgetting  # type: ignore[method-assign]
-
-
 def _no_remembered_admissions() -> None:
     from apiserver.auth.gate import AuthGate
 
@@ -125,12 +113,6 @@ def _no_spec_memo() -> None:
     find._REFS = NeverKeeps()
 
 
-def _headers_cloned() -> None:
-    from apiserver.http.filters import authentication
-
-    authentication.IN_PLACE = False
-
-
 def _no_response_cache() -> None:
     from apiserver.http.endpoints.respcache import ResponseCache
 
@@ -151,7 +133,6 @@ SWITCHES = {
         Switch("response-cache", "the response cache (http/endpoints/respcache.py)", _no_response_cache),
         Switch("fast-routes", "expand routes matched ahead of aiohttp's router (http/routing.py)", _no_fast_routes),
         Switch("answer-now", "the synchronous answer, filters not run as coroutines (http/pipeline.py)", _no_answer_now),
-        Switch("route-memo", "RouteTable._matched: request target -> route", _no_route_memo),
         Switch("negotiation-memo", "media._NEGOTIATED: Accept header -> media type", _forget("apiserver.http.media", "_NEGOTIATED")),
         Switch("peekable-memo", "gather._PEEKABLE: source class -> Peekable", _forget("apiserver.sources.gather", "_PEEKABLE")),
         Switch("open-scope-memo", "scoping._PATH_ATTRIBUTES: path -> attributes", _forget("apiserver.http.filters.scoping", "_PATH_ATTRIBUTES")),
@@ -162,7 +143,6 @@ SWITCHES = {
         Switch("certificate-memos", "gate._CERTIFICATES, certs._CHECKS: DER -> certificate, check", _forget("apiserver.auth.gate", "_CERTIFICATES"), True),
         Switch("certificate-check-memo", "certs._CHECKS: (certificate, bundle) -> verdict", _forget("apiserver.auth.certs", "_CHECKS"), True),
         Switch("stripped-headers-memo", "authentication._STRIPPED: headers -> headers without identity", _forget("apiserver.http.filters.authentication", "_STRIPPED"), True),
-        Switch("headers-in-place", "identity headers removed in place, not by Request.clone", _headers_cloned, True),
         Switch("interned-reviews", "access._INTERNED: reads -> Reviews", _forget("apiserver.sources.access", "_INTERNED"), True),
     )
 }  # fmt: skip
