@@ -89,14 +89,13 @@ def names_cm(pki: PKI, *names: str) -> dict[str, object]:
 async def test_a_warm_server_reads_nothing_while_nothing_changes(tmp_path: Path) -> None:
     async with watched(tmp_path) as env:
         assert env.allowed_names() == ("front-proxy-client",)
-        await asyncio.sleep(0.5)  # ten bookmarks
-        assert env.reads() == ["list"]
         (query,) = env.watches()
         assert query["fieldSelector"] == f"metadata.name={CONFIGMAP_NAME}"
         assert query["allowWatchBookmarks"] == "true"
         assert query["resourceVersion"] == str(env.fake.current_rv)
         assert 300 <= int(query["timeoutSeconds"]) < 600
-        # Another ConfigMap in kube-system changing is not this watch's business.
+        # Another ConfigMap in kube-system changing is not this watch's business, but moves it on by a
+        # bookmark: once the watcher has its version, it has seen the change and applied nothing.
         env.fake.update(
             {
                 "apiVersion": "v1",
@@ -104,7 +103,12 @@ async def test_a_warm_server_reads_nothing_while_nothing_changes(tmp_path: Path)
                 "metadata": {"name": "other", "namespace": "kube-system"},
             }
         )
-        await asyncio.sleep(0.1)
+        await wait_for(lambda: env.watched_version() == str(env.fake.current_rv))
+        assert len(env.applied) == 1
+        # Time passing over a live watch is what is tested: bookmarks come every 0.05 s, a watcher that
+        # polled, or re-watched on each, would read in this half second.
+        await asyncio.sleep(0.5)
+        assert env.reads() == ["list"] and len(env.watches()) == 1
         assert len(env.applied) == 1
 
 
@@ -123,6 +127,8 @@ async def test_a_missing_configmap_is_watched_for_and_applied_when_created(tmp_p
         ready, _ = env.trust.readiness()
         assert ready  # as before: no ConfigMap means no front-proxy or client-CA trust, not "not ready"
         assert env.allowed_names() is None
+        # Time passing over the open watch (the fixture waited for it) is what is tested: a watcher that
+        # polled for the missing ConfigMap would read in this window.
         await asyncio.sleep(0.3)
         assert env.reads() == ["list"]  # no polling while it is missing
         env.fake.create(env.pki.configmap())
@@ -133,7 +139,8 @@ async def test_a_missing_configmap_is_watched_for_and_applied_when_created(tmp_p
 async def test_a_deleted_configmap_keeps_the_last_settings_until_it_returns(tmp_path: Path) -> None:
     async with watched(tmp_path) as env:
         env.fake.delete("v1", "ConfigMap", CONFIGMAP_NAME, CONFIGMAP_NAMESPACE)
-        await asyncio.sleep(0.2)
+        # The watcher has the deletion's event (its version) before the settings are looked at.
+        await wait_for(lambda: env.watched_version() == str(env.fake.current_rv))
         assert env.allowed_names() == ("front-proxy-client",)
         env.fake.create(names_cm(env.pki, "back"))
         await wait_for(lambda: env.allowed_names() == ("back",), 1.0)
@@ -171,7 +178,8 @@ async def test_errors_back_off_and_recover(tmp_path: Path) -> None:
     async with watched(tmp_path, present=True) as env:
         env.fake.fail(500, count=fake_errors, verbs=["watch"])
         env.fake.drop_watches()
-        await asyncio.sleep(0.05)
+        # The change is made while the watches fail: after the first refusal.
+        await wait_for(lambda: any(r.verb == "watch" and r.status == 500 for r in env.fake.log))
         env.fake.update(names_cm(env.pki, "recovered"))
         await wait_for(lambda: env.allowed_names() == ("recovered",), 3.0)
         failed = [r for r in env.fake.log if r.verb == "watch" and r.status == 500]

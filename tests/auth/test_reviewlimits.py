@@ -26,6 +26,7 @@ from apiserver.auth.reviewlimits import ReviewLimiter, ReviewLimits, ReviewThrot
 from apiserver.http.transport import connections
 from tests.support.auth_fixtures import AuthEnv, auth_env
 from tests.support.patience import patience
+from tests.support.waiting import eventually
 
 
 async def call_from(env: AuthEnv, address: str, token: str, path: str = "/metrics") -> tuple[int, str | None]:
@@ -104,9 +105,9 @@ async def test_reviews_under_way_are_capped_and_the_queue_is_short() -> None:
         return "reviewed"
 
     first = asyncio.ensure_future(review("first"))
-    await asyncio.sleep(0)
-    second = asyncio.ensure_future(review("second"))  # waits for the slot
-    await asyncio.sleep(0)
+    await eventually(lambda: entered == ["first"])  # in the one slot
+    second = asyncio.ensure_future(review("second"))
+    await eventually(lambda: limiter._waiting == 1)  # waits for the slot
     third = await review("third")  # nobody else may wait
     assert third == "throttled: 1 TokenReviews under way and 1 waiting"
     assert entered == ["first"]
@@ -223,6 +224,7 @@ async def test_a_peer_flooding_refused_credentials_is_cut_off_and_refused_at_acc
         # Another peer is not held to it.
         assert await call_from(env, "127.0.0.3", "good-token") == (200, None)
         assert time.monotonic() - penalized_at < penalty, "too slow to see the penalty: raise it"
+        # The penalty running out is the behaviour under test: past it, the peer is served again.
         await asyncio.sleep(penalty - (time.monotonic() - penalized_at) + 0.1)
         assert await call_from(env, "127.0.0.2", "good-token") == (200, None)
         assert await call_from(env, "127.0.0.2", "invented-0") == (401, None)  # remembered: no review

@@ -97,7 +97,7 @@ async def test_review_cache_counts_and_the_metrics_export_it() -> None:
     async def review() -> bool:
         nonlocal asked
         asked += 1
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)  # a review takes time: the other two ask while it is under way
         return True
 
     await asyncio.gather(*(cache.get("k", review) for _ in range(3)))  # one review, two share it

@@ -61,7 +61,7 @@ async def test_refusals_never_come_from_the_shortcut(tmp_path: Path) -> None:
         assert (await env.call(vm_path(), cert=env.pki.wrong_cn, headers=ALICE))[0] == 401
         # The cluster changes its mind: once the allow has expired, alice is refused.
         env.reviews.rules[:] = [Rule("deny", user="alice")]
-        await asyncio.sleep(0.6)
+        await asyncio.sleep(0.6)  # the allow's TTL (0.5 s) running out is the behaviour under test
         assert (await env.call(vm_path(), cert=env.pki.aggregator, headers=ALICE))[0] == 403
         assert dispatcher(env).answered_at_once == at_once
 

@@ -212,7 +212,7 @@ async def test_missing_revision_is_not_remembered_for_long(cluster: Cluster, sou
     assert await source.get(r) is None  # within the negative TTL: no second request
     assert requests(source, "get") == before + 1
     await cluster.create(revision("later", cluster.namespace, {}))
-    await asyncio.sleep(0.35)
+    await asyncio.sleep(0.35)  # the negative answer's TTL (0.3 s) running out: the behaviour under test
     assert await source.get(r) is not None
     assert requests(source, "get") == before + 2
 
@@ -304,7 +304,9 @@ async def test_readiness_and_the_kinds_not_installed(
     caplog.set_level(logging.INFO, "apiserver.sources.cluster")
     source = await started(cluster, recheck_missing=0.05)
     try:
-        await asyncio.sleep(0.3)  # several rechecks
+        # Several rechecks: three more discovery reads for each of the two kinds not installed.
+        discovered = requests(source, "discovery")
+        await eventually(lambda: requests(source, "discovery") >= discovered + 2 * 3)
         checks = {c.name: c for c in source.checks()}
         assert all(c.ok for c in checks.values()), checks
         assert checks.keys() == {
@@ -472,8 +474,8 @@ async def test_silent_watches_are_resumed_quietly(
     try:
         watching = [c for c in source.caches.values() if c.synced.is_set()]
         assert len(watching) == 6
-        await asyncio.sleep(3.5 * idle)
-        await eventually(lambda: all(c.watches >= 3 for c in watching), 5)  # a loaded machine is slower
+        # Each watch ended by the idle bound twice and resumed (a third watch request).
+        await eventually(lambda: all(c.watches >= 3 for c in watching), 3.5 * idle + 5)
         assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
         assert all(check.ok and "error" not in check.message for check in source.checks()), source.checks()
         assert all(c.lists == 1 and c.watches >= 3 for c in watching), [

@@ -68,11 +68,18 @@ class Side:
                 resp.status, resp.headers.get("Content-Type", ""), dict(resp.headers), await resp.read()
             )
 
-    async def watch(self, path: str, params: dict[str, str], seconds: float) -> tuple[Answer, list[Any]]:
-        """The events of one watch, read for at most ``seconds`` (the server's ``timeoutSeconds`` ends it)."""
+    async def watch(
+        self, path: str, params: dict[str, str], seconds: float, opened: asyncio.Event | None = None
+    ) -> tuple[Answer, list[Any]]:
+        """The events of one watch, read for at most ``seconds`` (the server's ``timeoutSeconds`` ends it);
+        ``opened`` is set once its answer's head is in: both servers send it once the watch is registered
+        (kube-apiserver's watch handler writes it after the watch cache took the watcher; the fake after
+        adding its watch), so a change made after that is a live event of the watch."""
         events: list[Any] = []
         async with self.http.get(self.url + path, params={**params, "watch": "true"}) as resp:
             head = Answer(resp.status, resp.headers.get("Content-Type", ""), dict(resp.headers), b"")
+            if opened is not None:
+                opened.set()
             deadline = time.monotonic() + seconds
             while (left := deadline - time.monotonic()) > 0:
                 try:
@@ -329,8 +336,10 @@ async def test_a_watch_sees_create_change_and_delete_with_rising_versions(
         path = f"{IT_PATH}/namespaces/{side.ns}/virtualmachineinstancetypes"
         listed = (await side.call("GET", path)).json()["metadata"]["resourceVersion"]
 
+        opened = asyncio.Event()
+
         async def write() -> None:
-            await asyncio.sleep(0.3)
+            await opened.wait()  # the changes are live events of the watch
             await side.cluster.create(json.loads(json.dumps(instancetype("a")).replace("{ns}", side.ns)))
             changed = json.loads(json.dumps(instancetype("a")).replace("{ns}", side.ns))
             changed["spec"]["cpu"]["guest"] = 2
@@ -338,7 +347,7 @@ async def test_a_watch_sees_create_change_and_delete_with_rising_versions(
             await side.cluster.delete(IT, "VirtualMachineInstancetype", "a", side.ns)
 
         (_, seen), _ = await asyncio.gather(
-            side.watch(path, {"resourceVersion": listed, "timeoutSeconds": "2"}, 4), write()
+            side.watch(path, {"resourceVersion": listed, "timeoutSeconds": "2"}, 4, opened), write()
         )
         rvs = [int(e["object"]["metadata"]["resourceVersion"]) for e in seen]
         after = int((await side.call("GET", path)).json()["metadata"]["resourceVersion"])
@@ -403,18 +412,20 @@ async def bookmark_cases(side: Side) -> dict[str, Any]:
     spec = {"limits": [{"type": "Container", "max": {"cpu": "1"}}]}
     params = {"allowWatchBookmarks": "true", "timeoutSeconds": "3"}
 
-    async def watch(rv: str) -> list[tuple[str, str, str]]:
-        _, events = await side.watch(path, {**params, "resourceVersion": rv}, 5)
+    async def watch(rv: str, opened: asyncio.Event | None = None) -> list[tuple[str, str, str]]:
+        _, events = await side.watch(path, {**params, "resourceVersion": rv}, 5, opened)
         return [(e["type"], e["object"]["kind"], e["object"]["metadata"]["resourceVersion"]) for e in events]
 
+    opened = asyncio.Event()
+
     async def create_soon() -> str:
-        await asyncio.sleep(0.3)
+        await opened.wait()  # made while the "live" watch is open
         made = await side.cluster.create(obj("LimitRange", "lr", side.ns, api="v1", spec=spec))
         return str(made["metadata"]["resourceVersion"])
 
     listed = (await side.call("GET", path)).json()["metadata"]["resourceVersion"]
     quiet = await watch(listed)
-    live, rv = await asyncio.gather(watch(listed), create_soon())
+    live, rv = await asyncio.gather(watch(listed, opened), create_soon())
     since, replayed = await asyncio.gather(watch(rv), watch(listed))
 
     def neutral(events: list[tuple[str, str, str]]) -> list[tuple[str, str, bool]]:

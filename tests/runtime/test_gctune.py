@@ -19,7 +19,7 @@ from apiserver.runtime.gctune import GCTuner
 from apiserver.sources.base import Check
 from apiserver.sources.folder import FolderSource
 from tests.support.http_helpers import start_process
-from tests.support.patience import patience
+from tests.support.waiting import eventually, poll
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -57,6 +57,7 @@ class SlowSource:
     def __init__(self) -> None:
         self.ready = False
         self.objects = [cached_object(i) for i in range(100)]
+        self.looked = 0  # how often its readiness was asked
 
     async def start(self) -> None:
         pass
@@ -77,6 +78,7 @@ class SlowSource:
         return None
 
     def checks(self) -> Sequence[Check]:
+        self.looked += 1
         return [Check("cache-things", self.ready, "synced" if self.ready else "not synced yet")]
 
 
@@ -96,14 +98,12 @@ async def test_the_source_objects_are_frozen_once_it_is_ready() -> None:
     del cycle
     task = asyncio.create_task(tuner.run(source, poll=0.01))
     try:
-        await asyncio.sleep(0.1)
+        # The tuner has found the source not ready a few times: nothing frozen for it.
+        await eventually(lambda: source.looked >= 3)
         assert not frozen(source.objects[0])
         assert gc.get_freeze_count() == 0
         source.ready = True
-        deadline = time.monotonic() + patience(5)
-        while not tuner.stats.freezes:
-            assert time.monotonic() < deadline, "never frozen"
-            await asyncio.sleep(0.01)
+        await eventually(lambda: tuner.stats.freezes, what="a freeze")
         assert tuner.stats.freezes == 1
         assert all(frozen(obj) for obj in source.objects)
         # Garbage is collected first, not frozen (where nothing could free it) with the live objects.
@@ -127,10 +127,7 @@ async def test_a_folder_is_frozen_once_it_has_been_read() -> None:
     task = asyncio.create_task(tuner.run(source, poll=0.0005))
     try:
         await source.start()
-        deadline = time.monotonic() + patience(5)
-        while not tuner.stats.freezes:
-            assert time.monotonic() < deadline, "never frozen"
-            await asyncio.sleep(0.01)
+        await eventually(lambda: tuner.stats.freezes, what="a freeze")
         vm = source.peek_vm("default", "fedora")
         assert vm is not None
         assert frozen(vm)
@@ -199,12 +196,11 @@ def test_fast_full_collections_and_young_collections_freeze_nothing() -> None:
 
 
 def _wait_for(proc: Any, text: str, seconds: float = 10) -> bool:
-    deadline = time.monotonic() + patience(seconds)
-    while time.monotonic() < deadline:
-        if text in proc.log():
-            return True
-        time.sleep(0.05)
-    return False
+    try:
+        poll(repr(text), proc.log, lambda log: text in log, seconds)
+    except AssertionError:
+        return False
+    return True
 
 
 def test_serve_freezes_the_heap_once_the_folder_is_read(tmp_path: Path) -> None:
@@ -221,7 +217,9 @@ def test_serve_no_gc_freeze_leaves_the_collector_alone(tmp_path: Path) -> None:
     proc = start_process(tmp_path, "--manifests", str(EXAMPLES), "--no-gc-freeze", "--log-level", "debug")
     try:
         assert _wait_for(proc, "serving on")
-        time.sleep(1.0)  # the freeze follows readiness within a poll (0.2 s) when it is on
+        assert _wait_for(proc, f"read {EXAMPLES}: "), proc.log()  # the source is ready: a freeze would be due
+        # With the tuner on, the freeze follows readiness within its poll (0.2 s): a window of five polls.
+        time.sleep(1.0)
     finally:
         assert proc.stop() == 0
     assert "garbage collector" not in proc.log()

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import os
 import shutil
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +16,7 @@ from apiserver.sources.base import ReportsCacheStats, Source
 from apiserver.sources.folder import FolderSource
 from tests.support.http_helpers import EXAMPLES, running_server, vm_path
 from tests.support.patience import patience
+from tests.support.waiting import eventually
 
 VM_YAML = """\
 apiVersion: kubevirt.io/v1
@@ -76,14 +77,6 @@ async def folder(tmp_path: Path) -> AsyncIterator[tuple[Path, FolderSource]]:
     await source.close()
 
 
-async def wait_for(condition: Callable[[], bool], within: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + patience(within)
-    while not condition():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached")
-        await asyncio.sleep(0.02)
-
-
 async def cpu_of(source: FolderSource) -> object:
     obj = await source.get(ObjectRef("VirtualMachineClusterInstancetype", "", "small"))
     return None if obj is None else obj["spec"]["cpu"]["guest"]
@@ -122,7 +115,7 @@ async def test_reload_on_change_and_new_file(folder: tuple[Path, FolderSource]) 
         '{"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", '
         '"metadata": {"name": "vm2", "namespace": "default"}, "spec": {}}'
     )
-    await wait_for(lambda: source.reloads >= 2 and source._snapshot.vms.get(("default", "vm2")) is not None)
+    await eventually(lambda: source.reloads >= 2 and source._snapshot.vms.get(("default", "vm2")) is not None)
     assert await cpu_of(source) == 4
     assert await source.get_vm("default", "vm2") is not None
 
@@ -139,14 +132,14 @@ async def test_broken_file_keeps_last_good_objects_and_warns(
 ) -> None:
     directory, source = folder
     bump(directory / "types.yaml", "kind: VirtualMachineClusterInstancetype\nmetadata: [unclosed\n")
-    await wait_for(lambda: warned(source))
+    await eventually(lambda: warned(source))
     (check,) = source.checks()
     assert check.name == "manifests"
     assert "types.yaml" in check.message and "line" in check.message
     assert await cpu_of(source) == 1  # still served from before
     # Fixing the file replaces the kept objects.
     bump(directory / "types.yaml", INSTANCETYPE_YAML.format(cpu=2))
-    await wait_for(lambda: not warned(source))
+    await eventually(lambda: not warned(source))
     assert await cpu_of(source) == 2
 
 
@@ -156,7 +149,7 @@ async def test_broken_new_file_serves_nothing_from_it(
     caplog.set_level(logging.INFO, "apiserver.sources.folder")
     directory, source = folder
     (directory / "bad.yaml").write_text("- just\n- a list\n")
-    await wait_for(lambda: warned(source))
+    await eventually(lambda: warned(source))
     assert "bad.yaml" in source.checks()[0].message
     assert await source.get_vm("default", "vm1") is not None
     # The log does not claim objects "read from it before" for a file never read.
@@ -178,7 +171,7 @@ async def test_hostile_file_is_reported_and_the_rest_served(
 ) -> None:
     directory, source = folder
     (directory / "bad.yaml").write_text(text)
-    await wait_for(lambda: warned(source))
+    await eventually(lambda: warned(source))
     assert "bad.yaml" in source.checks()[0].message and fragment in source.checks()[0].message
     assert await source.get_vm("default", "vm1") is not None
 
@@ -186,7 +179,7 @@ async def test_hostile_file_is_reported_and_the_rest_served(
 async def test_deleted_file_removes_its_objects(folder: tuple[Path, FolderSource]) -> None:
     directory, source = folder
     (directory / "vm.yaml").unlink()
-    await wait_for(lambda: source._snapshot.vms.get(("default", "vm1")) is None)
+    await eventually(lambda: source._snapshot.vms.get(("default", "vm1")) is None)
     assert await source.get_vm("default", "vm1") is None
     assert await cpu_of(source) == 1
 
@@ -194,9 +187,9 @@ async def test_deleted_file_removes_its_objects(folder: tuple[Path, FolderSource
 async def test_deleting_a_broken_file_clears_its_error(folder: tuple[Path, FolderSource]) -> None:
     directory, source = folder
     (directory / "bad.yaml").write_text("{")
-    await wait_for(lambda: warned(source))
+    await eventually(lambda: warned(source))
     (directory / "bad.yaml").unlink()
-    await wait_for(lambda: not warned(source))
+    await eventually(lambda: not warned(source))
 
 
 async def test_cache_stats_count_hits_and_misses(folder: tuple[Path, FolderSource]) -> None:
@@ -222,9 +215,9 @@ async def test_watchfiles_notices_a_change_quickly(tmp_path: Path) -> None:
         while source.reloads == reloads:
             assert loop.time() < deadline, "the watcher never noticed a change"
             bump(directory / "probe.yaml", "# probe\n")
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.1)  # a probe loop (a change each round), bounded by the deadline above
         (directory / "vm.yaml").write_text(VM_YAML.format(name="late"))
-        await wait_for(lambda: ("default", "late") in source._snapshot.vms, within=5)
+        await eventually(lambda: ("default", "late") in source._snapshot.vms, within=5)
     finally:
         await source.close()
 
@@ -258,9 +251,9 @@ async def test_a_broken_file_after_a_good_read_is_reported_and_the_server_stays_
         assert (await srv.get("/readyz")).status == 200
         assert source_errors((await srv.get("/metrics")).body) == "0.0"
         bump(broken, "kind: VirtualMachineInstancetype\nmetadata: [unclosed\n")
-        await wait_for(lambda: warned(source))
+        await eventually(lambda: warned(source))
         scans = source.scans
-        await wait_for(lambda: source.scans >= scans + 10)  # polled again and again, unchanged
+        await eventually(lambda: source.scans >= scans + 10)  # polled again and again, unchanged
         ready = await srv.get("/readyz")
         verbose = await srv.get("/readyz?verbose")
         one = await srv.get("/readyz/manifests?verbose")
@@ -268,7 +261,7 @@ async def test_a_broken_file_after_a_good_read_is_reported_and_the_server_stays_
         metrics = (await srv.get("/metrics")).body
         errors_logged = logged(caplog, str(broken))
         bump(broken, good)
-        await wait_for(lambda: not warned(source))
+        await eventually(lambda: not warned(source))
         fixed = await srv.get("/readyz?verbose")
         fixed_metrics = (await srv.get("/metrics")).body
     assert (ready.status, ready.body) == (200, b"ok")
@@ -297,14 +290,14 @@ async def test_a_folder_broken_from_the_start_is_unready_until_one_good_read(tmp
     bad.write_text("- just\n- a list\n")
     source = FolderSource(directory, poll_interval=0.02, watch=False)
     async with running_server(source, tmp_path) as srv:
-        await wait_for(lambda: source.scans > 0)
+        await eventually(lambda: source.scans > 0)
         unready = await srv.get("/readyz?verbose")
         metrics = (await srv.get("/metrics")).body
         bump(bad, INSTANCETYPE_YAML.format(cpu=1))
-        await wait_for(lambda: source.checks()[0].ok)
+        await eventually(lambda: source.checks()[0].ok)
         ready = await srv.get("/readyz")
         bump(bad, "{")
-        await wait_for(lambda: warned(source))
+        await eventually(lambda: warned(source))
         still = await srv.get("/readyz?verbose")
     assert unready.status == 500
     assert verbose_line(unready.body).startswith(f"[-]manifests failed: {bad}: document 1: not a Kubernetes")
@@ -320,7 +313,7 @@ async def test_a_missing_folder_is_unready_and_one_gone_after_a_good_read_warns(
     directory = tmp_path / "later"
     source = FolderSource(directory, poll_interval=0.02, watch=False)
     async with running_server(source, tmp_path) as srv:
-        await wait_for(lambda: source.scans > 0)
+        await eventually(lambda: source.scans > 0)
         unready = await srv.get("/readyz?verbose")
         # The folder appears whole, as a mounted volume does: a poll between a mkdir and the file's write
         # would read it empty (and good), and the test would go on before the VM was ever read.
@@ -328,10 +321,10 @@ async def test_a_missing_folder_is_unready_and_one_gone_after_a_good_read_warns(
         staged.mkdir()
         (staged / "vm.yaml").write_text(VM_YAML.format(name="vm1"))
         staged.rename(directory)
-        await wait_for(lambda: source.checks()[0].ok)
+        await eventually(lambda: source.checks()[0].ok)
         ready = await srv.get("/readyz")
         directory.rename(tmp_path / "elsewhere")
-        await wait_for(lambda: warned(source))
+        await eventually(lambda: warned(source))
         gone = await srv.get("/readyz?verbose")
         metrics = (await srv.get("/metrics")).body
         vm = await source.get_vm("default", "vm1")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import ssl
@@ -23,7 +22,7 @@ from apiserver.http.filters.authentication import Authentication
 from tests.support.fakekube import FakeKube
 from tests.support.fakekube.reviews import Reviews
 from tests.support.http_helpers import MemorySource, RunningServer, running_server
-from tests.support.patience import patience
+from tests.support.waiting import eventually
 
 GROUP = "subresources.kubevirt.io"
 
@@ -130,11 +129,8 @@ class AuthEnv:
 
 
 async def wait_for(predicate: Callable[[], bool], seconds: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + patience(seconds)
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.02)
+    """tests/support/waiting.eventually, under the name the authentication tests use."""
+    await eventually(predicate, seconds)
 
 
 @asynccontextmanager

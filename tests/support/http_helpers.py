@@ -140,6 +140,21 @@ class RunningServer:
     async def put(self, path: str, **kw: Any) -> Reply:
         return await self.request("PUT", path, **kw)
 
+    async def metric(self, sample: str) -> float:
+        """A sample of the server's /metrics, by its name with any labels as exported
+        (``kubevirt_expand_watches_held``); 0 when it is not exported (a counter not yet incremented)."""
+        return metric_in((await self.get("/metrics")).body.decode(), sample)
+
+
+def metric_in(exposition: str, sample: str) -> float:
+    """The value of ``sample`` (a name with any labels, as written) in a Prometheus text exposition; 0 when
+    absent."""
+    for line in exposition.splitlines():
+        name, _, value = line.rpartition(" ")
+        if name == sample:
+            return float(value)
+    return 0.0
+
 
 def client_ssl(ca_file: Path) -> ssl.SSLContext:
     return ssl.create_default_context(cafile=str(ca_file))

@@ -18,6 +18,7 @@ from tests.support.fakekube import FakeKube
 from tests.support.fakekube.testing import eventually, instancetype, kubeconfig, obj, preference, synced
 from tests.support.http_helpers import RunningServer, running_server
 from tests.support.patience import patience
+from tests.support.waiting import eventually_value
 
 FAST = {"backoff": (0.02, 0.2), "read_timeout": 2.0}
 BASE = "/apis/expand.kubevirt-expand.io/v1"
@@ -193,7 +194,8 @@ async def test_watch_instancetype_edit(fake: FakeKube, server: tuple[RunningServ
     events: list[dict[str, Any]] = []
     stop = asyncio.Event()
     task = asyncio.create_task(_watch(srv, f"resourceVersion={rv}", events, stop))
-    await asyncio.sleep(0.2)
+    # The watch holds its place (its starting point fixed) before the edit it is to see.
+    await eventually_value(lambda: srv.metric("kubevirt_expand_watches_held"), lambda held: held == 1)
     fake.update(instancetype("small", cpus=4))
     await eventually(lambda: len(events) >= 5)
     assert sorted(e["object"]["metadata"]["name"] for e in events) == [f"vm-{i}" for i in range(5)]
@@ -213,15 +215,17 @@ async def test_watch_instancetype_edit(fake: FakeKube, server: tuple[RunningServ
         t.cancel()
     # unchanged re-renders make no events
     assert source.rendered is not None
-    before = len(source.rendered._events)
+    rendered = source.rendered
+    before, unchanged = len(rendered._events), rendered.unchanged
     fake.update(
         {
             **instancetype("small", cpus=4),
             "metadata": {"name": "small", "namespace": "default", "labels": {"x": "y"}},
         }
     )
-    await asyncio.sleep(0.3)
-    assert len(source.rendered._events) == before
+    # The four VMs left (vm-0 is deleted) rendered again and found the same, the change worked through...
+    await eventually(lambda: rendered.unchanged == unchanged + 4 and not rendered.pending)
+    assert len(rendered._events) == before  # ...and no event
 
 
 async def test_watch_too_old_and_bad_version(server: tuple[RunningServer, ClusterSource]) -> None:
@@ -347,9 +351,19 @@ async def test_a_relist_that_changes_many_vms_is_one_event_each_in_key_order(
         events: list[dict[str, Any]] = []
         stop = asyncio.Event()
         task = asyncio.create_task(_watch(srv, f"resourceVersion={rv}", events, stop))
+        rendered = source.rendered
         try:
             await eventually(lambda: len(events) >= 550 + 25 + 20, 10)
-            await asyncio.sleep(0.2)
+            # The watch has sent the collection's whole log: the event it sent last is the log's last
+            # (its version is that change's own), and no change is still being worked through. Any
+            # further event would be of a later change.
+            await eventually(
+                lambda: (
+                    not rendered.pending
+                    and events[-1]["object"]["metadata"]["resourceVersion"] == rendered._events[-1].version
+                    and events[-1]["object"]["metadata"]["name"] == rendered._events[-1].item.key[1]
+                )
+            )
         finally:
             stop.set()
             task.cancel()

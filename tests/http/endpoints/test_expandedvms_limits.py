@@ -128,7 +128,9 @@ async def test_an_idle_watch_outlasts_every_timeout_and_is_never_let_go_for_anot
                     assert await asyncio.to_thread(livez, srv) == 200
                     rounds += 1
                     assert site.table.displaced == rounds
-                    await asyncio.sleep(TIMEOUT)
+                    await asyncio.sleep(
+                        TIMEOUT
+                    )  # the watch idling past every timeout: the behaviour under test
                 assert rounds >= 3 and len(events) == 3 and not reader.done()
                 fake.update(instancetype("small", cpus=4))
                 await eventually(lambda: len(events) == 6)

@@ -9,14 +9,12 @@ Raw TLS sockets from chosen loopback addresses (each a caller of its own: no aut
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import socket
 import ssl
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
 import pytest
@@ -31,9 +29,9 @@ from tests.support.http_helpers import (
     put_path,
     running_server,
 )
+from tests.support.waiting import eventually_value
 
 OBJECTS = [obj for _, obj in read_manifest_paths([str(EXAMPLES)])]
-T = TypeVar("T")
 
 
 @pytest.fixture
@@ -97,17 +95,6 @@ def reply_of(tls: ssl.SSLSocket) -> tuple[int, dict[str, str], bytes]:
     return int(lines[0].split()[1]), headers, body
 
 
-async def eventually(read: Callable[[], Awaitable[T]], accept: Callable[[T], bool], within: float) -> T:
-    """What ``read`` returns once ``accept`` takes it, or after ``within`` seconds."""
-    deadline = time.monotonic() + within
-    for _ in itertools.count():
-        value = await read()
-        if accept(value) or time.monotonic() > deadline:
-            return value
-        await asyncio.sleep(0.05)
-    raise AssertionError("unreachable")
-
-
 async def held_bytes(server: RunningServer) -> float:
     """kubevirt_expand_body_bytes_held, as /metrics exports it."""
     reply = await server.get("/metrics")
@@ -154,7 +141,7 @@ async def test_a_body_arriving_too_slowly_is_cut_off_with_a_408_status(
             with connect(server, "127.0.0.2") as tls:
                 tls.sendall(head(3000) + body[:1000])
                 for part in (body[1000:2000], body[2000:]):
-                    time.sleep(0.3)
+                    time.sleep(0.3)  # the slow sender is the behaviour under test
                     tls.sendall(part)
                 return reply_of(tls)[0]
 
@@ -194,22 +181,19 @@ async def test_one_caller_holding_its_share_does_not_429_another(
 
         holders = [await asyncio.to_thread(hold, "127.0.0.2") for _ in range(2)]
         try:
-            await asyncio.sleep(0.3)
-            assert await held() == 2000
+            await eventually_value(held, lambda n: n == 2000)  # both bodies counted
             code, headers = await asyncio.to_thread(put, "127.0.0.2")  # a third: over its share
             assert (code, headers["retry-after"], headers["connection"]) == (429, "1", "close")
             assert (await asyncio.to_thread(put, "127.0.0.3"))[0] == 200  # another caller
             holders.append(await asyncio.to_thread(hold, "127.0.0.4"))
-            await asyncio.sleep(0.3)
-            assert await held() == 3000
+            await eventually_value(held, lambda n: n == 3000)  # 127.0.0.4's body counted too
             # 127.0.0.4 holds some: the last quarter is not for it. 127.0.0.5 holds none: it is.
             assert (await asyncio.to_thread(put, "127.0.0.4"))[0] == 429
             assert (await asyncio.to_thread(put, "127.0.0.5"))[0] == 200
         finally:
             for tls in holders:
                 tls.close()
-        await asyncio.sleep(0.3)
-        assert await held() == 0
+        await eventually_value(held, lambda n: n == 0)  # all given back as the connections close
 
 
 async def test_an_answer_counts_until_written_and_a_client_not_reading_it_is_cut_off(
@@ -230,10 +214,10 @@ async def test_an_answer_counts_until_written_and_a_client_not_reading_it_is_cut
         tls = await asyncio.to_thread(connect, server, "127.0.0.2", rcvbuf=4096)
         try:
             await asyncio.to_thread(tls.sendall, head(len(body)) + body)
-            held = await eventually(lambda: held_bytes(server), bool, within=10)
+            held = await eventually_value(lambda: held_bytes(server), bool, within=10)
             assert held >= len(body)  # the answer is as large as the body, or larger
             started = time.monotonic()
-            assert await eventually(lambda: held_bytes(server), lambda held: held == 0, within=15) == 0
+            assert await eventually_value(lambda: held_bytes(server), lambda held: held == 0, within=15) == 0
             waited = time.monotonic() - started
             assert await asyncio.to_thread(closed_after_some, tls)
             print(f"\nthe unread answer's connection was closed {waited:.1f}s after it was counted")

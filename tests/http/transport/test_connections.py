@@ -15,13 +15,14 @@ import os
 import socket
 import ssl
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from apiserver.http.keys import PIPELINE
 from apiserver.http.logging import BatchingStreamHandler, TextFormatter, escape
 from apiserver.sources.base import Check
 from tests.support.http_helpers import (
@@ -34,6 +35,7 @@ from tests.support.http_helpers import (
     vm_path,
 )
 from tests.support.patience import patience
+from tests.support.waiting import eventually, eventually_value, poll
 
 
 def _connect(server: RunningServer, source: str = "127.0.0.1") -> ssl.SSLSocket:
@@ -115,7 +117,7 @@ async def test_partial_headers_are_cut_off_after_the_header_timeout(
         def slow_but_in_time() -> bytes:
             with _connect(server) as tls:
                 tls.sendall(b"GET /livez HTTP/1.1\r\n")
-                time.sleep(0.1)
+                time.sleep(0.1)  # headers arriving slowly, but within the timeout: the behaviour under test
                 tls.sendall(b"Host: x\r\n\r\n")
                 return _read_reply(tls)
 
@@ -166,28 +168,31 @@ async def test_a_connection_over_the_cap_is_closed_before_tls(source: MemorySour
         async with running_server(source, tmp_path, max_connections=2) as server:
             first = await asyncio.to_thread(_connect, server)
             second = await asyncio.to_thread(_connect, server)
+            dispatcher = server.server.app[PIPELINE]
+            dispatched = dispatcher.dispatched
             try:
                 for tls in (first, second):  # a request under way on each: half a body sent
                     await asyncio.to_thread(tls.sendall, (head + "{").encode())
-                await asyncio.sleep(0.2)
+                # Both requests being handled: neither connection may give its place up.
+                await eventually(lambda: dispatcher.dispatched == dispatched + 2)
                 with pytest.raises((ConnectionError, ssl.SSLError)):
                     await asyncio.to_thread(_connect, server)  # the handshake meets a closed connection
                 await asyncio.to_thread(first.sendall, b"}")
                 assert (await asyncio.to_thread(_read_reply, first)).startswith(b"HTTP/1.1 422")  # no spec
             finally:
                 first.close()
+
             # Once one closes, a new connection is admitted again.
-            deadline = time.monotonic() + 10
-            while True:
+            def livez_again() -> bytes:
                 try:
-                    with await asyncio.to_thread(_connect, server) as again:
-                        reply = await asyncio.to_thread(_get_livez, again)
+                    with _connect(server) as again:
+                        return _get_livez(again)
                 except (ConnectionError, ssl.SSLError):
-                    reply = b""
-                if reply.startswith(b"HTTP/1.1 200"):
-                    break
-                assert time.monotonic() < deadline, reply
-                await asyncio.sleep(0.05)
+                    return b""
+
+            await eventually_value(
+                lambda: asyncio.to_thread(livez_again), lambda reply: reply.startswith(b"HTTP/1.1 200"), 10
+            )
             second.close()
             assert server.server.site is not None and server.server.site.table.refused >= 1
     warnings = [line for line in log.getvalue().splitlines() if "refused" in line]
@@ -205,13 +210,6 @@ def _silent(port: int, count: int, source: str) -> list[socket.socket]:
     return socks
 
 
-async def _until(predicate: Callable[[], bool], within: float = 10) -> None:
-    deadline = time.monotonic() + within
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached"
-        await asyncio.sleep(0.02)
-
-
 async def test_connections_count_from_their_accept_and_silent_ones_end_with_the_handshake_timeout(
     source: MemorySource, tmp_path: Path
 ) -> None:
@@ -226,7 +224,7 @@ async def test_connections_count_from_their_accept_and_silent_ones_end_with_the_
         table = site.table
         socks = await asyncio.to_thread(_silent, server.server.port, 8, "127.0.0.2")
         try:
-            await _until(lambda: table.refused >= 2)  # the two beyond the six places
+            await eventually(lambda: table.refused >= 2, 10)  # the two beyond the six places
             waiting = [c for c in table.queue if c.queued]
             assert (table.open, table.handshakes.size, len(waiting)) == (6, 3, 3)
             assert table.connections.held_by("127.0.0.2") == 6
@@ -237,7 +235,7 @@ async def test_connections_count_from_their_accept_and_silent_ones_end_with_the_
             assert table.displaced == 1
             # The silent ones are closed once their handshake time is up, in a handshake or not.
             started = time.monotonic()
-            await _until(lambda: table.open == 0, within=5)
+            await eventually(lambda: table.open == 0, 5)
             assert all(await asyncio.to_thread(lambda: [_closed_raw(s) for s in socks]))
             print(
                 f"\nsilent connections closed {time.monotonic() - started:.2f}s later (--tls-handshake-timeout 1s)"
@@ -611,7 +609,9 @@ async def test_bodies_over_the_bytes_in_flight_get_429(source: MemorySource, tmp
         holder = await asyncio.to_thread(_connect, server)
         try:
             await asyncio.to_thread(holder.sendall, head + b"{")  # 1000 bytes declared, one sent
-            await asyncio.sleep(0.2)
+            await eventually_value(  # its 1000 bytes counted
+                lambda: server.metric("kubevirt_expand_body_bytes_held"), lambda held: held == 1000
+            )
 
             def second() -> bytes:
                 with _connect(server) as tls:
@@ -686,19 +686,22 @@ async def test_a_body_sent_late_does_not_start_a_header_timer(source: MemorySour
     connection then idles past the header timeout and is still served."""
     async with running_server(source, tmp_path, header_timeout=0.5, idle_timeout=10) as server:
         vm = (EXAMPLES / "vm-fedora.yaml").read_bytes()
+        dispatcher = server.server.app[PIPELINE]
 
         def put_then_idle() -> tuple[bytes, bytes]:
+            dispatched = dispatcher.dispatched
             with _connect(server) as tls:
                 tls.sendall(
                     f"PUT {put_path()} HTTP/1.1\r\nHost: x\r\nContent-Type: application/yaml\r\n"
                     f"Content-Length: {len(vm)}\r\n\r\n".encode()
                 )
-                time.sleep(0.2)
+                # The request is being handled before any of its body arrives.
+                poll("the PUT dispatched", lambda: dispatcher.dispatched, lambda n: n > dispatched)
                 tls.sendall(vm[:10])
-                time.sleep(0.2)
+                time.sleep(0.2)  # the body arriving late, in parts: the behaviour under test
                 tls.sendall(vm[10:])
                 first = _read_reply(tls)
-                time.sleep(1.2)
+                time.sleep(1.2)  # idle past the header timeout (0.5 s): the behaviour under test
                 return first, _get_livez(tls)
 
         first, second = await asyncio.to_thread(put_then_idle)

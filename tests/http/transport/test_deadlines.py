@@ -10,6 +10,7 @@ from typing import Any
 from apiserver.http.transport.deadlines import Deadlines
 from tests.support.http_helpers import MemorySource, running_server, vm_path
 from tests.support.patience import patience
+from tests.support.waiting import eventually
 
 VM: dict[str, Any] = {
     "apiVersion": "kubevirt.io/v1",
@@ -47,8 +48,7 @@ async def test_overdue_request_is_cancelled_at_its_deadline_and_others_finish() 
     assert await slow == "timeout"
     assert 1.95 * unit <= time.monotonic() - began < 10 * unit
     assert slow.cancelling() == 0  # the timeout's cancellation was withdrawn, as asyncio.timeout does
-    await asyncio.sleep(0)
-    assert len(deadlines) == 0  # finished and expired records are gone
+    await eventually(lambda: len(deadlines) == 0)  # finished and expired records are gone
     deadlines.close()
 
 
@@ -56,7 +56,7 @@ async def test_each_request_has_its_own_deadline() -> None:
     unit = patience(0.1)
     deadlines = Deadlines(3 * unit, period=unit / 2)
     first = asyncio.create_task(_guarded(deadlines, 50 * unit))
-    await asyncio.sleep(2 * unit)
+    await asyncio.sleep(2 * unit)  # the second starts later: its deadline is later (what is tested)
     second = asyncio.create_task(_guarded(deadlines, 2 * unit))  # due at 5 units, done at 4
     began = time.monotonic()
     assert await first == "timeout"  # at 3 units, not at the second's deadline
@@ -68,7 +68,7 @@ async def test_each_request_has_its_own_deadline() -> None:
 async def test_a_cancellation_from_elsewhere_is_not_a_timeout() -> None:
     deadlines = Deadlines(5)
     task = asyncio.create_task(_guarded(deadlines, 5))
-    await asyncio.sleep(0.01)
+    await eventually(lambda: len(deadlines) == 1)  # the request has begun
     task.cancel()
     try:
         await task
@@ -82,13 +82,13 @@ async def test_a_cancellation_from_elsewhere_is_not_a_timeout() -> None:
 async def test_finished_records_behind_a_stuck_request_are_dropped() -> None:
     deadlines = Deadlines(30, period=0.01)
     stuck = asyncio.create_task(_guarded(deadlines, 30))
-    await asyncio.sleep(0)
+    await eventually(lambda: len(deadlines) == 1)  # the stuck request has begun
     for _ in range(5000):  # requests that start and end without the loop running in between
         entry = deadlines.start()
         assert entry is not None and entry.finish() is False
     assert len(deadlines) == 5001
-    await asyncio.sleep(0.05)
-    assert len(deadlines) == 1  # compacted although the oldest request still runs
+    # Compacted (every period, 0.01 s) although the oldest request still runs.
+    await eventually(lambda: len(deadlines) == 1)
     assert not stuck.done()
     stuck.cancel()
     deadlines.close()

@@ -126,8 +126,9 @@ async def test_api_server_down_and_back(fake: FakeKube, source: ClusterSource) -
         await source.get(ObjectRef("VirtualMachineInstancetype", "default", "uncached"))
     assert not err.value.timeout and time.monotonic() - start < patience(0.5)
     assert await source.get(IT_REF) is not None  # served from the cache while down
-    await asyncio.sleep(0.5)  # the watches keep failing and back off
-    await eventually(lambda: bool(source.caches["VirtualMachineInstancetype"].last_error))
+    # The watches keep failing and back off, to the backoff's cap (0.02 s doubled four times is past 0.2).
+    cache = source.caches["VirtualMachineInstancetype"]
+    await eventually(lambda: cache.backoff.failures >= 4 and cache.last_error)
     fake.create(instancetype("while-down"))
     await fake.start()
     back = time.monotonic()
@@ -144,7 +145,12 @@ async def test_source_started_while_api_server_is_down(fake: FakeKube, tmp_path:
     s = ClusterSource(kubeconfig=path, **FAST)  # type: ignore[arg-type]
     await s.start()
     try:
-        await asyncio.sleep(0.3)
+        # It has tried the API server and failed (the instancetypes' cache says why).
+        await eventually(
+            lambda: (
+                "VirtualMachineInstancetype" in s.caches and s.caches["VirtualMachineInstancetype"].last_error
+            )
+        )
         assert not any(c.ok for c in s.checks())
         with pytest.raises(SourceUnavailable):
             await s.kubevirt()

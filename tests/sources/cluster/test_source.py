@@ -76,7 +76,8 @@ async def test_readiness_waits_for_the_caches(fake: FakeKube, tmp_path: Path) ->
     assert not any(c.ok for c in source.checks())
     await source.start()
     try:
-        await asyncio.sleep(0.1)
+        # The instancetypes' list is under way (held 0.4 s by the fake): the cache cannot be synced yet.
+        await eventually(lambda: fake.count("list", resource="virtualmachineinstancetypes"))
         checks = {c.name: c for c in source.checks()}
         assert not checks["cache-virtualmachineinstancetypes"].ok
         assert checks["cache-virtualmachineinstancetypes"].message == "not synced yet"

@@ -1,10 +1,9 @@
-"""Object builders and helpers shared by the tests that run against the fake."""
+"""Object builders and helpers shared by the tests that run against the fake (``eventually``: from
+tests/support/waiting.py, importable from here too)."""
 
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import yaml
 from apiserver.sources.cluster import ClusterSource
 from tests.support.fakekube import FakeKube
 from tests.support.patience import patience
+from tests.support.waiting import eventually as eventually  # re-exported: the fake's tests import it here
 
 IT = "instancetype.kubevirt.io/v1beta1"
 
@@ -49,17 +49,6 @@ def kubeconfig(fake: FakeKube, path: Path, token: str | None = None) -> str:
     }
     path.write_text(yaml.safe_dump(doc))
     return str(path)
-
-
-async def eventually(check: Callable[[], bool], within: float = 5.0) -> float:
-    """Poll ``check`` until it holds (TimeoutError after ``within`` seconds, scaled for the machine's load);
-    return how long it took."""
-    start, within = time.monotonic(), patience(within)
-    while not check():
-        if time.monotonic() - start > within:
-            raise TimeoutError(f"condition not met within {within:.1f}s")
-        await asyncio.sleep(0.005)
-    return time.monotonic() - start
 
 
 async def synced(source: ClusterSource, fake: FakeKube) -> None:
