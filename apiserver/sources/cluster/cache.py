@@ -212,12 +212,21 @@ def slim(obj: JSONDict, resource: Resource) -> JSONDict:
 
 
 def deployed(crs: Sequence[JSONDict]) -> JSONDict | None:
-    """The KubeVirt CR in charge: the deployed one, else the first by namespace and name."""
+    """The KubeVirt CR virt-api takes its configuration from (KubeVirt's GetConfigFromKubeVirtCR): one with
+    a ``status.phase`` that is not being deleted; the Deployed one where there are several, else the first
+    by namespace and name. None where there is none: virt-api then renders with its built-in
+    configuration, whatever a CR without a phase (not yet seen by virt-operator) configures."""
     ordered = sorted(crs, key=lambda cr: (cr["metadata"].get("namespace", ""), cr["metadata"]["name"]))
-    for cr in ordered:
-        if (cr.get("status") or {}).get("phase") == "Deployed":
+    read = [cr for cr in ordered if _phase(cr) and not cr["metadata"].get("deletionTimestamp")]
+    for cr in read:
+        if _phase(cr) == "Deployed":
             return cr
-    return ordered[0] if ordered else None
+    return read[0] if read else None
+
+
+def _phase(cr: JSONDict) -> Any:
+    status = cr.get("status")
+    return status.get("phase") if isinstance(status, dict) else None
 
 
 class Backoff:
@@ -336,7 +345,7 @@ class WatchCache:
         return found
 
     def deployed(self) -> JSONDict | None:
-        """The KubeVirt CR in charge: the deployed one, else the first by namespace and name."""
+        """:func:`deployed` of the cached CRs."""
         memo = self._memo.get(("deployed", ""))
         if memo is not None and memo[0] == self.generation:
             return memo[1]  # type: ignore[no-any-return]
