@@ -185,7 +185,9 @@ def kept(obj: JSONDict, resource: Resource) -> JSONDict:
 def slim(obj: JSONDict, resource: Resource) -> JSONDict:
     """Fill in kind/apiVersion (list items of built-in types lack them) and drop what nobody reads.
 
-    Every object loses metadata.managedFields. Instancetypes, preferences and ControllerRevisions keep
+    VMs are kept whole: GET expand-spec answers with the VM as virt-api reads it from kube-apiserver,
+    ``metadata.managedFields`` included (docs/performance.md gives what that costs). Every other object
+    loses managedFields: only rendering reads them. Instancetypes, preferences and ControllerRevisions keep
     only what rendering reads (see ``_KEEP``): no annotations (kubectl's last-applied copy doubles an
     object), no status, no timestamps or owner references. Idempotent; never changes a stored object.
     """
@@ -194,7 +196,7 @@ def slim(obj: JSONDict, resource: Resource) -> JSONDict:
     meta = obj.get("metadata")
     keep = _KEEP.get(resource.kind)
     if keep is None or not isinstance(meta, dict):
-        if isinstance(meta, dict):
+        if isinstance(meta, dict) and resource.kind != o.VIRTUAL_MACHINE:
             meta.pop("managedFields", None)
         return obj
     slim_meta = {key: _compact(meta[key]) for key in _KEEP_META if key in meta and key != "labels"}
