@@ -433,7 +433,9 @@ class ControlPlane:
         )
 
     def get_json(self, *args: str, kubeconfig: Path | None = None) -> Any:
-        return json.loads(self.kubectl("get", *args, "-o", "json", kubeconfig=kubeconfig).stdout)
+        """Objects as kube-apiserver stores them (kubectl hides managedFields unless asked)."""
+        read = ("get", *args, "-o", "json", "--show-managed-fields")
+        return json.loads(self.kubectl(*read, kubeconfig=kubeconfig).stdout)
 
     def token(self, service_account: str, namespace: str, duration: str = "2h") -> str:
         return self.kubectl(

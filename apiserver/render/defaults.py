@@ -67,7 +67,7 @@ def _nonzero(resources: JSON, group: str, name: str) -> bool:
 
 
 def set_vmi_spec_defaults(config: ClusterConfig, tspec: JSON) -> None:
-    if not tspec.get("architecture"):
+    if not tspec.get("architecture") and config.default_architecture:
         tspec["architecture"] = config.default_architecture
     domain = child(tspec, "domain")
     machine = child(domain, "machine")

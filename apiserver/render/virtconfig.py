@@ -156,10 +156,21 @@ def _build(kubevirt: Mapping[str, Any]) -> ClusterConfig:
     if conf.get("evictionStrategy") is not None:
         values["eviction_strategy"] = conf["evictionStrategy"]
 
-    # virt-operator publishes the default architecture in the CR status: the configured one, else its
-    # own build architecture (amd64 on every supported install of this server).
-    is_cr = isinstance(kubevirt.get("spec"), Mapping) or kubevirt.get("kind") == "KubeVirt"
-    status_arch = _dig(kubevirt, "status", "defaultArchitecture") if is_cr else None
-    configured_arch = arch_conf.get("defaultArchitecture")
-    values["default_architecture"] = status_arch or configured_arch or "amd64"
+    values["default_architecture"] = _default_architecture(kubevirt, arch_conf)
     return ClusterConfig(**values)
+
+
+def _default_architecture(kubevirt: Mapping[str, Any], arch_conf: Mapping[str, Any]) -> str:
+    """KubeVirt's setConfigFromKubeVirt: the CR's ``status.defaultArchitecture``, as it is. virt-api reads
+    only a CR with a ``status.phase`` (GetConfigFromKubeVirtCR); virt-operator fills the architecture in
+    once it deploys, so a CR with a phase and no architecture yet gives none (the VM gets no
+    ``architecture`` and the amd64 machine type). A bare configuration or a CR written by hand without a
+    status (the folder source, the command line) is read as virt-operator would publish it: the
+    configured architecture, else amd64 (virt-operator's build architecture on every supported install)."""
+    is_cr = isinstance(kubevirt.get("spec"), Mapping) or kubevirt.get("kind") == "KubeVirt"
+    status = kubevirt.get("status") if is_cr else None
+    if isinstance(status, Mapping) and status.get("phase"):
+        arch = status.get("defaultArchitecture")
+        return arch if isinstance(arch, str) else ""
+    status_arch = _dig(kubevirt, "status", "defaultArchitecture") if is_cr else None
+    return status_arch or arch_conf.get("defaultArchitecture") or "amd64"

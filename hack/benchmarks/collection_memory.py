@@ -2,7 +2,7 @@
 """Memory of the VM cache and the rendered-VM collection per VM, in process, without a control plane.
 
 Usage: .venv/bin/python -m hack.benchmarks.collection_memory [--sizes 1000,10000,100000] [--tracemalloc] [--relist]
-                                               [--json FILE]
+                                               [--managed-fields kept|none|both] [--json FILE]
 
 For each size, in a fresh process: the cluster source with ``vm_cache`` over an in-memory Kubernetes
 API (list pages decoded from JSON as the real client decodes them; VMs shaped as hack/benchmarks/load_vms.py makes
@@ -50,8 +50,9 @@ def rss_mib() -> float:
 class MemoryKube:
     """The part of :class:`~apiserver.sources.cluster.client.KubeClient` the caches use, over dicts."""
 
-    def __init__(self, objects: list[dict[str, Any]]) -> None:
+    def __init__(self, objects: list[dict[str, Any]], *, managed_fields: bool = True) -> None:
         self.revision = 1000
+        self.managed_fields = managed_fields
         self.by_path: dict[str, list[dict[str, Any]]] = {}
         for obj in objects:
             self.add(obj)
@@ -69,16 +70,8 @@ class MemoryKube:
         meta.setdefault("creationTimestamp", "2024-05-01T10:00:00Z")
         meta.setdefault("generation", 1)
         meta["resourceVersion"] = str(self.revision)
-        meta["managedFields"] = [
-            {
-                "apiVersion": obj["apiVersion"],
-                "fieldsType": "FieldsV1",
-                "fieldsV1": {"f:metadata": {"f:labels": {".": {}}}, "f:spec": {".": {}}},
-                "manager": "load_vms",
-                "operation": "Update",
-                "time": "2024-05-01T10:00:00Z",
-            }
-        ]
+        if self.managed_fields:
+            meta["managedFields"] = managed_fields(obj, self.revision)
         self.by_path.setdefault(self.resource_of(obj).path(), []).append(obj)
 
     def touch_all(self, kind: str) -> None:
@@ -118,13 +111,50 @@ class MemoryKube:
         return None
 
 
+def fields_v1(value: Any, root: bool = True) -> Any:
+    """The FieldsV1 set kube-apiserver records for a manager that wrote ``value``: every member of every
+    object (``f:name``), ``.`` for each object but the root, lists atomic (as KubeVirt's CRDs declare
+    them)."""
+    if not isinstance(value, dict):
+        return {}
+    out: dict[str, Any] = {} if root else {".": {}}
+    for key, member in value.items():
+        out[f"f:{key}"] = fields_v1(member, False)
+    return out
+
+
+def managed_fields(obj: Mapping[str, Any], revision: int) -> list[dict[str, Any]]:
+    """What ``kubectl apply`` leaves on a VM it created: one entry of the client-side apply manager, the
+    fields it set (labels, the last-applied annotation, spec), its time to the second (a bulk load
+    writes ~200 objects a second, so times repeat)."""
+    meta = obj["metadata"]
+    written = {
+        "metadata": {
+            "annotations": {"kubectl.kubernetes.io/last-applied-configuration": ""},
+            **({"labels": meta["labels"]} if meta.get("labels") else {}),
+        },
+        "spec": obj.get("spec", {}),
+    }
+    second = revision // 200
+    return [
+        {
+            "apiVersion": obj["apiVersion"],
+            "fieldsType": "FieldsV1",
+            "fieldsV1": fields_v1(written),
+            "manager": "kubectl-client-side-apply",
+            "operation": "Update",
+            "time": f"2024-05-01T{10 + second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}Z",
+        }
+    ]
+
+
 def objects(size: int) -> list[dict[str, Any]]:
     refs, vms = load_vms.objects(size, PER_NAMESPACE, min(1000, size), "bench")
     return [r for r in refs if r["kind"] != "Namespace"] + vms
 
 
-async def measure(size: int, trace: bool, relist: bool) -> dict[str, Any]:
-    kube = MemoryKube(objects(size))
+async def measure(size: int, trace: bool, relist: bool, managed: bool = True) -> dict[str, Any]:
+    kube = MemoryKube(objects(size), managed_fields=managed)
     gc.collect()
     base_rss = rss_mib()
     if trace:
@@ -134,7 +164,11 @@ async def measure(size: int, trace: bool, relist: bool) -> dict[str, Any]:
     await source.start()
     assert source.rendered is not None
     await asyncio.wait_for(source.rendered.ready.wait(), 3600)
-    out: dict[str, Any] = {"vms": size, "ready_seconds": round(time.monotonic() - started, 1)}
+    out: dict[str, Any] = {
+        "vms": size,
+        "managed_fields": managed,
+        "ready_seconds": round(time.monotonic() - started, 1),
+    }
     gc.collect()
     out["rss_mib"] = round(rss_mib() - base_rss, 1)
     if trace:
@@ -198,31 +232,51 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tracemalloc", action="store_true", help="also the traced Python heap by line")
     parser.add_argument("--relist", action="store_true", help="also a relist with every VM changed")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--managed-fields",
+        choices=["kept", "none", "both"],
+        default="kept",
+        help="VMs with the managedFields kubectl apply leaves (kept, as the cache keeps them), without any "
+        "(none: what the cache held when it dropped them), or both, and the difference per VM (default: kept)",
+    )
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a child process: one size
+    parser.add_argument("--no-managed-fields", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
-        print(json.dumps(asyncio.run(measure(args.one, args.tracemalloc, args.relist))))
+        found = asyncio.run(measure(args.one, args.tracemalloc, args.relist, not args.no_managed_fields))
+        print(json.dumps(found))
         return 0
     print(f"load before: {os.getloadavg()}", flush=True)
-    results = []
+    variants = {"kept": [True], "none": [False], "both": [True, False]}[args.managed_fields]
+    results: dict[bool, list[dict[str, Any]]] = {managed: [] for managed in variants}
     for size in (int(s) for s in args.sizes.split(",")):
-        command = [sys.executable, __file__, f"--one={size}"]
-        command += ["--tracemalloc"] if args.tracemalloc else []
-        command += ["--relist"] if args.relist else []
-        found = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
-        found["load"] = os.getloadavg()
-        print(json.dumps(found), flush=True)
-        results.append(found)
-    if len(results) >= 2:
-        a = results[0]
-        for b in results[1:]:
+        for managed in variants:
+            command = [sys.executable, "-m", "hack.benchmarks.collection_memory", f"--one={size}"]
+            command += ["--tracemalloc"] if args.tracemalloc else []
+            command += ["--relist"] if args.relist else []
+            command += [] if managed else ["--no-managed-fields"]
+            done = subprocess.run(command, check=True, capture_output=True, text=True, cwd=ROOT)
+            found = json.loads(done.stdout)
+            found["load"] = os.getloadavg()
+            print(json.dumps(found), flush=True)
+            results[managed].append(found)
+    for managed, runs in results.items():
+        label = "with managedFields" if managed else "without managedFields"
+        a = runs[0]
+        for b in runs[1:]:
             per_vm = (b["rss_mib"] - a["rss_mib"]) * 1024 / (b["vms"] - a["vms"])
-            print(f"RSS per VM between {a['vms']} and {b['vms']} VMs: {per_vm:.2f} KiB")
+            print(f"{label}: RSS per VM between {a['vms']} and {b['vms']} VMs: {per_vm:.2f} KiB")
             if "traced_mib" in a:
                 traced = (b["traced_mib"] - a["traced_mib"]) * 1024 / (b["vms"] - a["vms"])
-                print(f"traced heap per VM between {a['vms']} and {b['vms']} VMs: {traced:.2f} KiB")
+                print(f"{label}: traced heap per VM between {a['vms']} and {b['vms']} VMs: {traced:.2f} KiB")
+    if len(results) == 2:
+        for kept, dropped in zip(results[True], results[False], strict=True):
+            more = kept["rss_mib"] - dropped["rss_mib"]
+            print(
+                f"{kept['vms']} VMs: managedFields cost {more:.1f} MiB RSS ({more * 1024 / kept['vms']:.2f} KiB per VM)"
+            )
     if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+        args.json.write_text(json.dumps([r for runs in results.values() for r in runs], indent=2))
     return 0
 
 

@@ -67,7 +67,9 @@ def store(cluster: ControlPlane, source: Case, namespace: str, suffix: str) -> S
     items = [*objects, vm]
     listing = json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
     cluster.kubectl("apply", "-f", "-", stdin=listing)
-    got = json.loads(cluster.kubectl("get", "-f", "-", "-o", "json", stdin=listing).stdout)
+    # Whole, as virt-api reads a VM: kubectl hides managedFields unless asked.
+    read = ("get", "-f", "-", "-o", "json", "--show-managed-fields")
+    got = json.loads(cluster.kubectl(*read, stdin=listing).stdout)
     stored = got["items"] if got["kind"] == "List" else [got]
     kubevirts = cluster.get_json("kubevirts.kubevirt.io", "--all-namespaces")["items"]
     return StoredCase(stored[-1], stored[:-1], kubevirts[0] if kubevirts else None)

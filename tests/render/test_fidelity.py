@@ -231,6 +231,38 @@ def test_invalid_configuration_ignores_the_status_architecture() -> None:
     assert config.default_architecture == "amd64" and config.invalid
 
 
+def _cr(status: dict[str, Any] | None, arch: str | None = None) -> dict[str, Any]:
+    conf = {"architectureConfiguration": {"defaultArchitecture": arch}} if arch else {}
+    cr: dict[str, Any] = {"apiVersion": "kubevirt.io/v1", "kind": "KubeVirt", "spec": {"configuration": conf}}
+    if status is not None:
+        cr["status"] = status
+    return cr
+
+
+@pytest.mark.parametrize(
+    ("kubevirt", "architecture"),
+    [
+        # issue 29: virt-api reads the status as it is once the CR has a phase; before virt-operator fills
+        # the architecture in, the VM gets none (and the amd64 machine type)
+        (_cr({"phase": "Deploying"}), None),
+        (_cr({"phase": "Deployed"}, arch="arm64"), None),  # the status decides, not the spec
+        (_cr({"phase": "Deployed", "defaultArchitecture": "s390x"}, arch="arm64"), "s390x"),
+        # written by hand, no status (the folder source, --kubevirt): as virt-operator would publish it
+        (_cr(None, arch="arm64"), "arm64"),
+        (_cr(None), "amd64"),
+        ({"architectureConfiguration": {"defaultArchitecture": "arm64"}}, "arm64"),  # a bare configuration
+        (None, "amd64"),
+    ],
+)
+def test_default_architecture_as_virt_api_reads_the_cr(kubevirt: Any, architecture: str | None) -> None:
+    objects = [cluster_instancetype({"cpu": {"guest": 2}, "memory": {"guest": "1Gi"}})]
+    result = render(vm(instancetype={"name": "it"}), objects, kubevirt)
+    template = result.vm["spec"]["template"]["spec"]
+    assert template.get("architecture") == architecture
+    machine = {"arm64": "virt", "s390x": "s390-ccw-virtio"}.get(architecture or "", "q35")
+    assert domain_of(result)["machine"] == {"type": machine}
+
+
 _RULES = st.fixed_dictionaries(
     {},
     optional={

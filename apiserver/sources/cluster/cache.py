@@ -185,7 +185,9 @@ def kept(obj: JSONDict, resource: Resource) -> JSONDict:
 def slim(obj: JSONDict, resource: Resource) -> JSONDict:
     """Fill in kind/apiVersion (list items of built-in types lack them) and drop what nobody reads.
 
-    Every object loses metadata.managedFields. Instancetypes, preferences and ControllerRevisions keep
+    VMs are kept whole: GET expand-spec answers with the VM as virt-api reads it from kube-apiserver,
+    ``metadata.managedFields`` included (docs/performance.md gives what that costs). Every other object
+    loses managedFields: only rendering reads them. Instancetypes, preferences and ControllerRevisions keep
     only what rendering reads (see ``_KEEP``): no annotations (kubectl's last-applied copy doubles an
     object), no status, no timestamps or owner references. Idempotent; never changes a stored object.
     """
@@ -194,7 +196,7 @@ def slim(obj: JSONDict, resource: Resource) -> JSONDict:
     meta = obj.get("metadata")
     keep = _KEEP.get(resource.kind)
     if keep is None or not isinstance(meta, dict):
-        if isinstance(meta, dict):
+        if isinstance(meta, dict) and resource.kind != o.VIRTUAL_MACHINE:
             meta.pop("managedFields", None)
         return obj
     slim_meta = {key: _compact(meta[key]) for key in _KEEP_META if key in meta and key != "labels"}
@@ -212,12 +214,21 @@ def slim(obj: JSONDict, resource: Resource) -> JSONDict:
 
 
 def deployed(crs: Sequence[JSONDict]) -> JSONDict | None:
-    """The KubeVirt CR in charge: the deployed one, else the first by namespace and name."""
+    """The KubeVirt CR virt-api takes its configuration from (KubeVirt's GetConfigFromKubeVirtCR): one with
+    a ``status.phase`` that is not being deleted; the Deployed one where there are several, else the first
+    by namespace and name. None where there is none: virt-api then renders with its built-in
+    configuration, whatever a CR without a phase (not yet seen by virt-operator) configures."""
     ordered = sorted(crs, key=lambda cr: (cr["metadata"].get("namespace", ""), cr["metadata"]["name"]))
-    for cr in ordered:
-        if (cr.get("status") or {}).get("phase") == "Deployed":
+    read = [cr for cr in ordered if _phase(cr) and not cr["metadata"].get("deletionTimestamp")]
+    for cr in read:
+        if _phase(cr) == "Deployed":
             return cr
-    return ordered[0] if ordered else None
+    return read[0] if read else None
+
+
+def _phase(cr: JSONDict) -> Any:
+    status = cr.get("status")
+    return status.get("phase") if isinstance(status, dict) else None
 
 
 class Backoff:
@@ -336,7 +347,7 @@ class WatchCache:
         return found
 
     def deployed(self) -> JSONDict | None:
-        """The KubeVirt CR in charge: the deployed one, else the first by namespace and name."""
+        """:func:`deployed` of the cached CRs."""
         memo = self._memo.get(("deployed", ""))
         if memo is not None and memo[0] == self.generation:
             return memo[1]  # type: ignore[no-any-return]
