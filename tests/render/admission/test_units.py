@@ -342,3 +342,97 @@ def test_schema_a_null_is_checked_against_the_type_and_the_enum() -> None:
         'spec.template.spec.dnsPolicy in body must be of type string: "null"',
         "spec.template.spec.dnsPolicy in body should be one of [ClusterFirst ClusterFirstWithHostNet Default None]",
     ]
+
+
+# --- Go's quantities change under Cmp (issue 29) -----------------------------------------------------
+
+
+def _instancetype(spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "instancetype.kubevirt.io/v1beta1",
+        "kind": "VirtualMachineInstancetype",
+        "metadata": {"name": "it", "namespace": "default"},
+        "spec": spec,
+    }
+
+
+def _preference(spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "instancetype.kubevirt.io/v1beta1",
+        "kind": "VirtualMachinePreference",
+        "metadata": {"name": "pref", "namespace": "default"},
+        "spec": spec,
+    }
+
+
+def _memory_vm(
+    memory: dict[str, Any], *, instancetype: bool = False, preference: bool = False
+) -> dict[str, Any]:
+    body = vm()
+    domain = body["spec"]["template"]["spec"]["domain"]
+    del domain["resources"]
+    if memory:
+        domain["memory"] = memory
+    if instancetype:
+        body["spec"]["instancetype"] = {"name": "it", "kind": "VirtualMachineInstancetype"}
+    if preference:
+        body["spec"]["preference"] = {"name": "pref", "kind": "VirtualMachinePreference"}
+    return body
+
+
+def test_live_update_memory_reads_the_guest_as_cmp_left_it() -> None:
+    # Guest.Cmp(*maxGuest) promotes the int64 10E to an inf.Dec; its Value() then wraps: not 2Mi aligned.
+    err = refusal(_memory_vm({"guest": "10E", "maxGuest": "18446744073709551616"}))
+    assert err.code == 422
+    assert err.causes == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": "Guest memory must be 2Mi aligned",
+            "field": "spec.template.spec.domain.memory.guest",
+        }
+    ]
+
+
+def test_live_update_memory_of_two_int64_amounts_keeps_the_int64_value() -> None:
+    err = refusal(_memory_vm({"guest": "10E", "maxGuest": "20E"}))
+    assert [c["message"] for c in err.causes] == [
+        "Memory hotplug is only available for VMs with at least 1Gi of guest memory"
+    ]
+
+
+def test_a_memory_requirement_promotes_the_guest_the_later_rules_read() -> None:
+    # requirements.checkMemory compares through a pointer to the applied guest; the hugepages rule then
+    # reads 100E's wrapped Dec value, which is no multiple of 2Mi.
+    objects = [
+        _instancetype({"cpu": {"guest": 1}, "memory": {"guest": "100E", "hugepages": {"pageSize": "2Mi"}}}),
+        _preference({"requirements": {"memory": {"guest": "9.223372036854775807e18"}}}),
+    ]
+    err = refusal(_memory_vm({}, instancetype=True, preference=True), objects)
+    assert err.code == 422 and err.verdict.stage == "spec"
+    path = "spec.template.spec.domain.resources.requests.memory"
+    assert err.causes == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": f"{path} '0' is not a multiple of the page size "
+            "spec.template.spec.domain.memory.hugepages.pageSize '2Mi'",
+            "field": path,
+        }
+    ]
+    # with an int64 requirement the guest stays an int64 amount, whose Value() is 0: admitted
+    objects[1] = _preference({"requirements": {"memory": {"guest": "1Mi"}}})
+    expand(_memory_vm({}, instancetype=True, preference=True), objects, validate=True)
+
+
+def test_a_memory_requirement_promotes_the_vms_own_guest() -> None:
+    body = _memory_vm({"guest": "100E"}, preference=True)
+    body["spec"]["template"]["spec"]["domain"]["resources"] = {"limits": {"memory": "1Gi"}}
+    objects = [_preference({"requirements": {"memory": {"guest": "9.223372036854775807e18"}}})]
+    err = refusal(body, objects, kubevirt={"vmRolloutStrategy": "Stage"})
+    assert err.causes == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": "spec.template.spec.domain.memory.guest '100E' must be equal to or less than the memory "
+            "limit spec.template.spec.domain.resources.limits.memory '1Gi'",
+            "field": "spec.template.spec.domain.memory.guest",
+        }
+    ]
