@@ -32,29 +32,39 @@ _ZERO_MI = parse_quantity("0Mi")
 
 
 def spread_causes(instancetype: JSON | None, preference: JSON | None) -> list[Cause]:
-    """``CheckSpreadCPUTopology``: the instancetype's vCPUs must divide over the preferred spread."""
+    """``CheckSpreadCPUTopology``: the instancetype's vCPUs must divide over the preferred spread.
+
+    Go computes with ``uint32`` and ``%``, in the order written: a ratio of 0 divides by zero (KubeVirt
+    panics) only where a ``%`` by it runs, so across ``SocketsCoresThreads`` an odd vCPU count fails on
+    the threads first and is refused with the ratio of 0 in the message.
+    """
     if instancetype is None or preference is None or preferred_topology(preference) not in SPREAD:
         return []
     guest = int((instancetype.get("cpu") or {}).get("guest") or 0)
     ratio, across = spread_options(preference)
     message = None
-    if ratio == 0 and across in (ACROSS_SOCKETS_CORES, ACROSS_CORES_THREADS, ACROSS_SOCKETS_CORES_THREADS):
-        raise KubeVirtPanic(f"{guest} vCPUs cannot be spread with a ratio of 0: integer divide by zero")
-    if across == ACROSS_SOCKETS_CORES and guest % ratio:
+    if across == ACROSS_SOCKETS_CORES and _go_rem(guest, ratio):
         message = (
             f"{guest} vCPUs provided by the instance type are not divisible by the {_RATIO_TEXT} of {ratio} "
             "provided by the preference"
         )
-    elif across == ACROSS_CORES_THREADS and guest % ratio:
+    elif across == ACROSS_CORES_THREADS and _go_rem(guest, ratio):
         message = f"{guest} vCPUs provided by the instance type are not divisible by the number of threads per core {ratio}"
     elif across == ACROSS_SOCKETS_CORES_THREADS and (
-        guest % THREADS_PER_CORE or (guest // THREADS_PER_CORE) % ratio
+        guest % THREADS_PER_CORE or _go_rem(guest // THREADS_PER_CORE, ratio)
     ):
         message = (
             f"{guest} vCPUs provided by the instance type are not divisible by the number of threads per core "
             f"{THREADS_PER_CORE} and {_RATIO_TEXT} of {ratio}"
         )
     return [Cause(_GUEST_PATH, message, CAUSE_INVALID)] if message else []
+
+
+def _go_rem(count: int, ratio: int) -> int:
+    """Go's ``count % ratio`` on ``uint32``: a ratio of 0 is KubeVirt's panic."""
+    if ratio == 0:
+        raise KubeVirtPanic("a spread ratio of 0: integer divide by zero")
+    return count % ratio
 
 
 def requirement_causes(instancetype: JSON | None, preference: JSON | None, tspec: JSON) -> list[Cause]:

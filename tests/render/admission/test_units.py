@@ -436,3 +436,35 @@ def test_a_memory_requirement_promotes_the_vms_own_guest() -> None:
             "field": "spec.template.spec.domain.memory.guest",
         }
     ]
+
+
+# --- the spread check divides only where Go does -----------------------------------------------------
+
+SPREAD_ZERO = {
+    "cpu": {"preferredCPUTopology": "spread", "spreadOptions": {"across": "SocketsCoresThreads", "ratio": 0}}
+}
+
+
+def test_an_odd_vcpu_count_fails_on_threads_before_a_ratio_of_0_divides() -> None:
+    objects = [_instancetype({"cpu": {"guest": 5}, "memory": {"guest": "1Gi"}}), _preference(SPREAD_ZERO)]
+    err = refusal(_memory_vm({}, instancetype=True, preference=True), objects)
+    assert err.code == 422 and not err.verdict.panic
+    assert err.causes == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": "5 vCPUs provided by the instance type are not divisible by the number of threads per "
+            "core 2 and Spec.PreferSpreadSocketToCoreRatio or Spec.CPU.PreferSpreadOptions.Ratio of 0",
+            "field": "instancetype.spec.cpu.guest",
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    ("guest", "across"),
+    [(4, "SocketsCoresThreads"), (0, "SocketsCoresThreads"), (5, "SocketsCores"), (5, "CoresThreads")],
+)
+def test_a_ratio_of_0_panics_where_go_divides_by_it(guest: int, across: str) -> None:
+    preference = {"cpu": {**SPREAD_ZERO["cpu"], "spreadOptions": {"across": across, "ratio": 0}}}
+    objects = [_instancetype({"cpu": {"guest": guest}, "memory": {"guest": "1Gi"}}), _preference(preference)]
+    err = refusal(_memory_vm({}, instancetype=True, preference=True), objects)
+    assert err.verdict.panic and err.causes == []
