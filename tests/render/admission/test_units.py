@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from apiserver import expand
+from apiserver import ExpandError, expand
 from apiserver.render import ObjectIndex, ObjectRef
 from apiserver.render import expand as render_expand
-from apiserver.render.admission import AdmissionDenied
+from apiserver.render.admission import PREFIX, AdmissionDenied
 from apiserver.render.admission.clusterconfig import admission_config
 from apiserver.render.admission.disks import validate_path
 from apiserver.render.admission.firmware import validate_emulated_machine
@@ -468,3 +468,60 @@ def test_a_ratio_of_0_panics_where_go_divides_by_it(guest: int, across: str) -> 
     objects = [_instancetype({"cpu": {"guest": guest}, "memory": {"guest": "1Gi"}}), _preference(preference)]
     err = refusal(_memory_vm({}, instancetype=True, preference=True), objects)
     assert err.verdict.panic and err.causes == []
+
+
+# --- the webhook's own decode (json.Unmarshal after the schema check) ---------------------------------
+
+
+def test_a_number_with_a_fraction_in_an_integer_field_is_the_webhooks_bare_400() -> None:
+    # The schema takes 1.0 as an integer; Go's decoder of the uint does not: ToAdmissionResponseError.
+    body = vm()
+    body["spec"]["template"]["spec"]["domain"]["devices"]["disks"] = [{"name": "root", "bootOrder": 1.0}]
+    err = refusal(body)
+    assert err.code == 400 and err.causes == [] and err.verdict.stage == "decode"
+    assert err.message == PREFIX + (
+        "json: cannot unmarshal number 1.0 into Go struct field VMISpecAlias.domain.devices.disks.0.bootOrder "
+        "of type uint"
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        (
+            ("spec", "template", "spec", "domain", "cpu"),
+            {"cores": 4294967296},
+            "json: cannot unmarshal number 4294967296 into Go struct field VMISpecAlias.domain.cpu.cores "
+            "of type uint32",
+        ),
+        (
+            ("spec", "template", "spec", "terminationGracePeriodSeconds"),
+            30.0,
+            "json: cannot unmarshal number 30.0 into Go struct field VMISpecAlias.terminationGracePeriodSeconds "
+            "of type int64",
+        ),
+        (
+            ("spec", "template", "metadata", "generation"),
+            1.0,
+            "json: cannot unmarshal number 1.0 into Go struct field VirtualMachine.spec.template.metadata.generation "
+            "of type int64",
+        ),
+    ],
+)
+def test_integer_fields_decode_as_go_decodes_them(path: tuple[str, ...], value: Any, message: str) -> None:
+    body = vm()
+    cur = body
+    for key in path[:-1]:
+        cur = cur[key]
+    cur[path[-1]] = value
+    err = refusal(body)
+    assert (err.code, err.causes, err.message) == (400, [], PREFIX + message)
+
+
+def test_without_validate_a_decode_error_stays_the_expand_error() -> None:
+    body = vm()
+    body["spec"]["template"]["spec"]["domain"]["devices"]["disks"] = [{"name": "root", "bootOrder": 1.0}]
+    with pytest.raises(ExpandError) as err:
+        expand(body, field_validation="Ignore")
+    assert not isinstance(err.value, AdmissionDenied) and err.value.code == 422
+    assert err.value.message.startswith("Can not unmarshal Request body to struct")
