@@ -49,13 +49,19 @@ class ExpandResult:
     presets: Any = None
 
 
-def decode_vm(vm: Mapping[str, Any], *, exact_names: bool = False) -> JSON:
-    """Decode a VirtualMachine as Go's json.Unmarshal would; a wrong type is a 422 naming the field."""
+def decode_vm(vm: Mapping[str, Any], *, exact_names: bool = False, webhook: str | None = None) -> JSON:
+    """Decode a VirtualMachine as Go's json.Unmarshal would; a wrong type is a 422 naming the field.
+
+    ``webhook`` (the VM's name as sent) decodes for ``validate``: KubeVirt's webhook decodes the VM
+    before anything else looks at it, and its failure is the webhook's bare 400 with Go's error text
+    (:func:`apiserver.render.admission.refuse_undecodable`)."""
     if type(vm) is not dict and not isinstance(vm, Mapping):  # the ABC check costs ~0.1 us
         raise ExpandError.bad_request("the VirtualMachine must be a JSON object")
     try:
         decoded: JSON = gojson.decode(vm, "VirtualMachine", exact_names=exact_names)
     except gojson.GoDecodeError as err:
+        if webhook is not None:
+            raise admission.refuse_undecodable(err.unmarshal_message, webhook) from None
         message = f"Can not unmarshal Request body to struct, error: {err}"
         raise ExpandError.invalid(message, Cause(err.path, str(err), CAUSE_TYPE_INVALID)) from None
     return decoded
@@ -91,13 +97,15 @@ def expand(
     Raises :class:`~apiserver.render.kubernetes.errors.ExpandError` with the Status to send, or
     :class:`~apiserver.render.objects.LookupPending` when ``lookup`` must fetch an object first.
     """
+    webhook: str | None = None  # under validate: the VM's name as sent, for the webhook's refusals
     if validate and isinstance(vm, Mapping):
         # The webhook's first stage reads the VM as sent, before anything decodes it.
         raw_meta = vm.get("metadata")
         raw_name = raw_meta.get("name") if isinstance(raw_meta, Mapping) else None
-        admission.check_schema(vm, raw_name if isinstance(raw_name, str) else "")
+        webhook = raw_name if isinstance(raw_name, str) else ""
+        admission.check_schema(vm, webhook)
     warnings = admit(vm, field_validation, duplicates, fingerprint=fingerprints.get(id(vm)))
-    decoded = decode_vm(vm, exact_names=exact_names)
+    decoded = decode_vm(vm, exact_names=exact_names, webhook=webhook)
     meta = decoded.get("metadata") or {}
     name = meta.get("name", "")
     namespace = meta.get("namespace", "")

@@ -71,6 +71,8 @@ def ours(inp: dict[str, Any]) -> dict[str, Any]:
     except AdmissionDenied as err:
         if err.verdict.panic:
             return {"panic": err.verdict.panic}
+        if err.verdict.error:
+            return {"allowed": False, "error": err.verdict.error, "stage": err.verdict.stage}
         return {"allowed": False, "causes": err.causes, "stage": err.verdict.stage}
     except ExpandError as err:
         return {"renderError": err.message}
@@ -98,6 +100,8 @@ def agree(mine: dict[str, Any], theirs: dict[str, Any]) -> bool | None:
             key = json.dumps
             return sorted(map(key, mine.get("causes", []))) == sorted(map(key, theirs["causes"]))
         return mine.get("causes") == theirs["causes"]
+    if "error" in mine:  # the webhook's bare error (its decode): the same text
+        return bool(mine["error"] == (theirs.get("result") or {}).get("message"))
     return mine.get("allowed") is False or "renderError" in mine
 
 

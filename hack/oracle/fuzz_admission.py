@@ -97,6 +97,8 @@ def ours(inp: JSON) -> JSON:
     except AdmissionDenied as err:
         if err.verdict.panic:
             return {"allowed": False, "panic": err.verdict.panic}
+        if err.verdict.error:
+            return {"allowed": False, "error": err.verdict.error, "stage": err.verdict.stage}
         causes = [c.to_dict() for c in err.verdict.causes]
         return {"allowed": False, "causes": causes, "message": err.message, "stage": err.verdict.stage}
     except ExpandError as err:
@@ -136,7 +138,11 @@ def judge(mine: JSON, theirs: JSON) -> str:
     if mine.get("allowed"):
         return "kubevirt refuses, we admit"
     if "causes" not in theirs:
-        return ""  # a bare error (decode, defaults): any refusal
+        # A bare error (decode, defaults): any refusal, and where ours is one too (the webhook's decode),
+        # the same text.
+        if "error" in mine and mine["error"] != (theirs.get("result") or {}).get("message"):
+            return "bare error"
+        return ""
     if "causes" not in mine:
         return "kubevirt gives causes, we " + ("panic" if "panic" in mine else "give a rendering error")
     theirs_causes, mine_causes = theirs["causes"], mine["causes"]

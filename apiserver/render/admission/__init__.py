@@ -9,6 +9,7 @@ KubeVirt (package: function)                            here
 ======================================================  ==================================================
 virt-api/.../admitters: ``VMsAdmitter.Admit``           :func:`.pipeline.admit`
 util/webhooks: ``ValidateSchema``; util/openapi         :func:`.schema.validate_schema`
+admitters: ``json.Unmarshal`` of the VM (bare error)    :func:`refuse_undecodable`
 util/webhooks: ``ToAdmissionResponse`` (10 causes)      :func:`denial_status`
 instancetype/webhooks/vm: ``ApplyToVM``                 :func:`.pipeline.admit` (stage 3)
 instancetype/preference/validation: ``CheckSpread...``  :func:`.instancetype.spread_causes`
@@ -60,7 +61,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from apiserver.render.admission.clusterconfig import AdmissionConfig, admission_config
-from apiserver.render.admission.pipeline import Verdict, admit, schema_verdict
+from apiserver.render.admission.pipeline import Verdict, admit, decode_verdict, schema_verdict
 from apiserver.render.kubernetes.errors import ExpandError, invalid_status, status
 
 __all__ = [
@@ -71,6 +72,7 @@ __all__ = [
     "admit",
     "check_schema",
     "denial_status",
+    "refuse_undecodable",
 ]
 
 PREFIX = "admission webhook would deny the VirtualMachine: "
@@ -89,7 +91,16 @@ def webhook_message(verdict: Verdict) -> str:
 
 
 def denial_status(verdict: Verdict, name: str = "") -> dict[str, Any]:
-    """The Status for a refusal: 422 with the webhook's message and its (at most ten) causes."""
+    """The Status for a refusal: 422 with the webhook's message and its (at most ten) causes; for a bare
+    error (``ToAdmissionResponseError``), 400 with its message and no causes."""
+    if verdict.error:
+        details = {"name": name} if name else {}
+        return status(
+            400,
+            "BadRequest",
+            PREFIX + verdict.error,
+            details={**details, "group": "kubevirt.io", "kind": "VirtualMachine"},
+        )
     if verdict.panic:
         message = f"{PREFIX}KubeVirt's webhook panics on this VirtualMachine ({verdict.panic}); virt-api drops the request"
         details = {"name": name} if name else {}
@@ -114,3 +125,9 @@ def check_schema(raw_vm: Mapping[str, Any], name: str = "") -> None:
     verdict = schema_verdict(raw_vm)
     if verdict is not None:
         raise AdmissionDenied(verdict, name if isinstance(name, str) else "")
+
+
+def refuse_undecodable(unmarshal_error: str, name: str = "") -> AdmissionDenied:
+    """The refusal when the webhook's ``json.Unmarshal`` of the VM fails (after the schema check, before
+    anything else): 400 with Go's error text, no causes."""
+    return AdmissionDenied(decode_verdict(unmarshal_error), name)

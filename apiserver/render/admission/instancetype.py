@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from apiserver.render.admission._go import KubeVirtPanic
+from apiserver.render.admission._go import KubeVirtPanic, obj, quantity
 from apiserver.render.instancetype.topology import (
     ACROSS_CORES_THREADS,
     ACROSS_SOCKETS_CORES,
@@ -21,39 +21,50 @@ from apiserver.render.instancetype.topology import (
     spread_options,
 )
 from apiserver.render.kubernetes.errors import CAUSE_INVALID, CAUSE_NOT_FOUND, Cause
-from apiserver.render.kubernetes.quantity import parse_quantity
+from apiserver.render.kubernetes.quantity import QuantityText, cmp_and_promote, parse_quantity
 
 JSON = dict[str, Any]
 
 _GUEST_PATH = "instancetype.spec.cpu.guest"
 _RATIO_TEXT = "Spec.PreferSpreadSocketToCoreRatio or Spec.CPU.PreferSpreadOptions.Ratio"
 _CPU = "spec.template.spec.domain.cpu"
+_ZERO_MI = parse_quantity("0Mi")
 
 
 def spread_causes(instancetype: JSON | None, preference: JSON | None) -> list[Cause]:
-    """``CheckSpreadCPUTopology``: the instancetype's vCPUs must divide over the preferred spread."""
+    """``CheckSpreadCPUTopology``: the instancetype's vCPUs must divide over the preferred spread.
+
+    Go computes with ``uint32`` and ``%``, in the order written: a ratio of 0 divides by zero (KubeVirt
+    panics) only where a ``%`` by it runs, so across ``SocketsCoresThreads`` an odd vCPU count fails on
+    the threads first and is refused with the ratio of 0 in the message.
+    """
     if instancetype is None or preference is None or preferred_topology(preference) not in SPREAD:
         return []
     guest = int((instancetype.get("cpu") or {}).get("guest") or 0)
     ratio, across = spread_options(preference)
     message = None
-    if ratio == 0 and across in (ACROSS_SOCKETS_CORES, ACROSS_CORES_THREADS, ACROSS_SOCKETS_CORES_THREADS):
-        raise KubeVirtPanic(f"{guest} vCPUs cannot be spread with a ratio of 0: integer divide by zero")
-    if across == ACROSS_SOCKETS_CORES and guest % ratio:
+    if across == ACROSS_SOCKETS_CORES and _go_rem(guest, ratio):
         message = (
             f"{guest} vCPUs provided by the instance type are not divisible by the {_RATIO_TEXT} of {ratio} "
             "provided by the preference"
         )
-    elif across == ACROSS_CORES_THREADS and guest % ratio:
+    elif across == ACROSS_CORES_THREADS and _go_rem(guest, ratio):
         message = f"{guest} vCPUs provided by the instance type are not divisible by the number of threads per core {ratio}"
     elif across == ACROSS_SOCKETS_CORES_THREADS and (
-        guest % THREADS_PER_CORE or (guest // THREADS_PER_CORE) % ratio
+        guest % THREADS_PER_CORE or _go_rem(guest // THREADS_PER_CORE, ratio)
     ):
         message = (
             f"{guest} vCPUs provided by the instance type are not divisible by the number of threads per core "
             f"{THREADS_PER_CORE} and {_RATIO_TEXT} of {ratio}"
         )
     return [Cause(_GUEST_PATH, message, CAUSE_INVALID)] if message else []
+
+
+def _go_rem(count: int, ratio: int) -> int:
+    """Go's ``count % ratio`` on ``uint32``: a ratio of 0 is KubeVirt's panic."""
+    if ratio == 0:
+        raise KubeVirtPanic("a spread ratio of 0: integer divide by zero")
+    return count % ratio
 
 
 def requirement_causes(instancetype: JSON | None, preference: JSON | None, tspec: JSON) -> list[Cause]:
@@ -126,17 +137,25 @@ def _check_cpu(instancetype: JSON | None, preference: JSON, tspec: JSON) -> tupl
 
 
 def _check_memory(instancetype: JSON | None, preference: JSON, tspec: JSON) -> tuple[list[str], str] | None:
-    required = preference["requirements"]["memory"].get("guest") or "0"
-    path, source, provided = "spec.template.spec.domain.memory", "VirtualMachine", "0"
+    """``checkMemory``. Its ``providedMemory.Cmp(requirement)`` runs on a pointer to the template's guest
+    (or the instancetype's), so a requirement held as an ``inf.Dec`` promotes that guest for good
+    (:func:`~apiserver.render.kubernetes.quantity.cmp_and_promote`), and the webhook's later rules read the
+    promoted guest: it is stored back into ``tspec``, the webhook's copy of the VM."""
+    required = quantity(preference["requirements"]["memory"].get("guest"))
+    path, source, provided = "spec.template.spec.domain.memory", "VirtualMachine", _ZERO_MI
     if instancetype is not None:
         path, source = "spec.instancetype", "instance type"
-        provided = (instancetype.get("memory") or {}).get("guest") or "0"
-    vm_guest = ((tspec.get("domain") or {}).get("memory") or {}).get("guest")
+        provided = quantity((instancetype.get("memory") or {}).get("guest"))
+    memory = obj(tspec, "domain", "memory")
+    vm_guest = memory.get("guest") if memory is not None else None
     if vm_guest is not None:
-        provided = vm_guest
-    if parse_quantity(provided) < parse_quantity(required):
+        provided = quantity(vm_guest)
+    order, promoted = cmp_and_promote(provided, required)
+    if memory is not None and vm_guest is not None and promoted is not provided:
+        memory["guest"] = QuantityText(promoted)
+    if order < 0:
         return [path], (
-            f"insufficient Memory resources of {parse_quantity(provided).canonical()} provided by {source}, "
-            f"preference requires {parse_quantity(required).canonical()}"
+            f"insufficient Memory resources of {provided.canonical()} provided by {source}, "
+            f"preference requires {required.canonical()}"
         )
     return None

@@ -11,7 +11,14 @@ from typing import Any
 from apiserver.render.admission import featuregates as fg
 from apiserver.render.admission._go import Causes, KubeVirtPanic, invalid, obj, qtext, quantity, resource
 from apiserver.render.admission.clusterconfig import AdmissionConfig
-from apiserver.render.kubernetes.quantity import Quantity, QuantityError, cmp, format_int, parse_quantity
+from apiserver.render.kubernetes.quantity import (
+    Quantity,
+    QuantityError,
+    cmp,
+    cmp_and_promote,
+    format_int,
+    parse_quantity,
+)
 
 _ONE_M = parse_quantity("1M")
 _BLOCK_ALIGNMENT = 0x200000
@@ -184,7 +191,12 @@ def validate_reserved_overhead_memlock(
 
 
 def live_update_memory_error(spec: Mapping[str, Any], max_guest: Any) -> str | None:
-    """``memory.ValidateLiveUpdateMemory``: the error text, or None."""
+    """``memory.ValidateLiveUpdateMemory``: the error text, or None.
+
+    ``Guest.Cmp(*maxGuest)`` promotes the guest to an ``inf.Dec`` when either is one (a maxGuest beyond
+    int64, say), and the ``Guest.Value()`` calls after it read that form: ``10E`` is then the wrapped
+    ``10**19 - 2**64``, not aligned, where its int64 form gave 0. The guest changed is the webhook's copy of
+    the VM, and no rule reads it after this one."""
     domain = obj(spec, "domain") or {}
     cpu = obj(domain, "cpu")
     if cpu is not None and cpu.get("realtime") is not None:
@@ -201,9 +213,9 @@ def live_update_memory_error(spec: Mapping[str, Any], max_guest: Any) -> str | N
         return "Guest memory must be configured when memory hotplug is enabled"
     if max_guest is None:
         return "Max guest memory must be configured when memory hotplug is enabled"
-    guest: Quantity = quantity(memory["guest"])
     maximum: Quantity = quantity(max_guest)
-    if cmp(guest, maximum) > 0:
+    order, guest = cmp_and_promote(quantity(memory["guest"]), maximum)
+    if order > 0:
         return "Guest memory is greater than the configured maxGuest memory"
     if _go_mod(guest.value_ceil(), alignment) != 0:
         return f"Guest memory must be {format_int(alignment, 'BinarySI')} aligned"

@@ -2,7 +2,8 @@
 
 Each stage returns on its first non-empty list of causes, as KubeVirt's does:
 
-1. ``schema``: the OpenAPI schema check of the VM as sent (:mod:`.schema`);
+1. ``schema``: the OpenAPI schema check of the VM as sent (:mod:`.schema`), then ``decode``: Go's
+   ``json.Unmarshal`` of it (a failure is a bare 400, :func:`decode_verdict`; the caller decodes);
 2. a VM being deleted is admitted;
 3. ``instancetype``: find the instancetype and preference (a missing one is ignored, as KubeVirt logs and
    ignores it), the spread-topology check, then apply both to a copy of the template (conflicts refuse);
@@ -55,6 +56,8 @@ class Verdict:
     stage: str = ""
     # KubeVirt's code panicked (virt-api drops the call): refused without causes.
     panic: str = ""
+    # KubeVirt answered with a bare error (``ToAdmissionResponseError``): 400, this message, no causes.
+    error: str = ""
 
 
 def _refused(stage: str, causes: list[Cause]) -> Verdict:
@@ -81,6 +84,13 @@ def admit(
         return _admit(raw_vm, vm, lookup, config, namespace, schema_checked)
     except KubeVirtPanic as panic:
         return Verdict(False, stage="panic", panic=str(panic))
+
+
+def decode_verdict(unmarshal_error: str) -> Verdict:
+    """The refusal when ``json.Unmarshal(raw, &vm)`` fails: ``ToAdmissionResponseError(err)``, the error's
+    text with no causes (the text as :attr:`~apiserver.render.golang.gojson.GoDecodeError.unmarshal_message`
+    words it)."""
+    return Verdict(False, stage="decode", error=unmarshal_error)
 
 
 def schema_verdict(raw_vm: Mapping[str, Any]) -> Verdict | None:

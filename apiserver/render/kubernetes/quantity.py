@@ -9,12 +9,18 @@ A value is held as ``mantissa * 10**exponent`` (mantissa without trailing zeros)
 integer, so a hostile ``1e2000000000`` costs nothing. Next to the value we keep what Go keeps in the struct
 (the int64 amount or the fact that the slow ``inf.Dec`` path was taken, the format and the cached text),
 because KubeVirt's preset code compares quantities with Go ``!=`` on that representation.
+
+Go's Quantity is mutable and some of its methods change the receiver's form: ``Cmp`` against a value held
+as an ``inf.Dec`` calls ``AsDec()`` on the receiver, which moves an int64 amount into an ``inf.Dec`` for
+good, and a later ``Value()`` of a value beyond int64 then wraps where the int64 form gave 0. Ours stays
+immutable: :meth:`Quantity.as_dec` and :func:`cmp_and_promote` return the quantity as Go holds it
+afterwards, and the caller keeps that one where KubeVirt's code reads the same struct field again.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from functools import lru_cache
 
@@ -27,6 +33,7 @@ __all__ = [
     "QuantityText",
     "canonical",
     "cmp",
+    "cmp_and_promote",
     "format_int",
     "parse_quantity",
     "parse_quantity_text",
@@ -96,8 +103,8 @@ class Quantity:
 
     ``mantissa * 10**exponent`` is the value (mantissa has no trailing zeros; zero is ``0, 0``).
     ``internal`` is Go's ``int64Amount`` ``(value, scale)`` when the parser's fast path produced it, or
-    ``None`` when the value lives in an ``inf.Dec`` pointer (slow path). ``kept`` is the text Go caches and
-    writes back verbatim.
+    ``None`` when the value lives in an ``inf.Dec`` pointer (slow path, or promoted: see ``dec``). ``kept``
+    is the text Go caches and writes back verbatim.
 
     ``==``/``<``/hash compare the value only (``Cmp``); :meth:`go_equal` models Go struct ``!=``.
     """
@@ -109,6 +116,9 @@ class Quantity:
     internal: tuple[int, int] | None = None
     # A slow-path BinarySI value beyond int64, capped at +-(2**63-1): Go's Dec then has scale 0, not 9.
     capped: bool = False
+    # The inf.Dec's (unscaled, scale) of an int64 amount promoted by AsDec (see as_dec); None otherwise
+    # (a parsed slow-path Dec holds the value at scale 9, or capped at scale 0).
+    dec: tuple[int, int] | None = None
 
     # --- value ---------------------------------------------------------------------------------------
 
@@ -135,6 +145,8 @@ class Quantity:
         """
         if self.internal is not None:
             return _amount_scaled(self.internal[0], self.internal[1], scale)
+        if self.dec is not None:
+            return _scaled_value(self.dec[0], self.dec[1], -scale)
         if self.capped:
             return _capped_scaled(self.mantissa, scale)
         return _dec_scaled(self.mantissa, self.exponent, scale)
@@ -146,6 +158,20 @@ class Quantity:
     def milli_value_ceil(self) -> int:
         """Go ``MilliValue()``: ``ScaledValue(-3)``."""
         return self.scaled_value(-3)
+
+    def as_dec(self) -> Quantity:
+        """This quantity as Go holds it after ``q.AsDec()`` (or ``ToDec()``): an int64 amount ``(v, s)``
+        becomes the ``inf.Dec`` with unscaled ``v`` and scale ``-s``; a Dec stays as it is.
+
+        The value, format and cached text do not change, so neither does ``String()``; ``ScaledValue``
+        does where the int64 form overflowed: ``10E`` (``10 * 10**18``) gives 0 as an int64 amount and
+        the wrapped ``10**19 - 2**64`` as a Dec, and ``-1500m`` gives -2 and 0 (apimachinery's Dec path
+        adds one to any inexact quotient, negative or not).
+        """
+        if self.internal is None:
+            return self
+        value, scale = self.internal
+        return replace(self, internal=None, dec=(value, -scale))
 
     # --- text ------------------------------------------------------------------------------------------
 
@@ -223,6 +249,19 @@ def cmp(a: Quantity, b: Quantity) -> int:
     return r if sa > 0 else -r
 
 
+def cmp_and_promote(q: Quantity, y: Quantity) -> tuple[int, Quantity]:
+    """Go ``q.Cmp(y)`` with its side effect: the result, and ``q`` as Go leaves it.
+
+    Two int64 amounts compare as they are; otherwise Go compares ``q.AsDec()`` with ``y.AsDec()``, which
+    promotes the receiver ``q`` in place (:meth:`Quantity.as_dec`; ``y`` is passed by value, so only a copy
+    of it changes). Callers store the returned quantity where KubeVirt reads the same field again.
+    """
+    result = cmp(q, y)
+    if q.internal is not None and y.internal is not None:
+        return result, q
+    return result, q.as_dec()
+
+
 _MASK64 = (1 << 64) - 1
 # The int64Amount multiplications apimachinery writes out (scale 1, 2, 3, 6, 9) return the wrapped
 # product on overflow; the loop it uses for other scales returns 0.
@@ -270,6 +309,27 @@ def _amount_scaled(value: int, own: int, scale: int) -> int:
         return 0
     product = value * 10**shift
     return product if _INT64_MIN <= product <= _INT64_MAX else 0
+
+
+def _scaled_value(unscaled: int, scale: int, new_scale: int) -> int:
+    """apimachinery's ``scaledValue(unscaled, scale, newScale)`` for an ``inf.Dec`` with a small unscaled
+    value (a promoted int64 amount): rescaled, rounded up by one when inexact, wrapped to int64 as Go's
+    arithmetic wraps."""
+    dif = scale - new_scale
+    if dif == 0:
+        return _wrap64(unscaled)
+    if dif < 0:
+        # unscaled.Int64() * int64(math.Pow10(-dif)); the conversion of 1e19 and beyond gives MinInt64
+        power = 10**-dif if -dif <= 18 else _INT64_MIN
+        return _wrap64(_wrap64(unscaled) * power)
+    if unscaled < _INT64_MAX and dif < 19:
+        u = _wrap64(unscaled)
+        divisor = 10**dif
+        q = _trunc_div(u, divisor)
+        return q + 1 if u - q * divisor else q
+    # big.Int DivMod (floor for a positive divisor), then Int64() and a wrapping + 1.
+    q, r = divmod(unscaled, 10**dif)
+    return _wrap64(q + 1) if r else _wrap64(q)
 
 
 def _capped_scaled(m: int, scale: int) -> int:

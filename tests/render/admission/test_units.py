@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from apiserver import expand
+from apiserver import ExpandError, expand
 from apiserver.render import ObjectIndex, ObjectRef
 from apiserver.render import expand as render_expand
-from apiserver.render.admission import AdmissionDenied
+from apiserver.render.admission import PREFIX, AdmissionDenied
 from apiserver.render.admission.clusterconfig import admission_config
 from apiserver.render.admission.disks import validate_path
 from apiserver.render.admission.firmware import validate_emulated_machine
@@ -342,3 +342,186 @@ def test_schema_a_null_is_checked_against_the_type_and_the_enum() -> None:
         'spec.template.spec.dnsPolicy in body must be of type string: "null"',
         "spec.template.spec.dnsPolicy in body should be one of [ClusterFirst ClusterFirstWithHostNet Default None]",
     ]
+
+
+# --- Go's quantities change under Cmp (issue 29) -----------------------------------------------------
+
+
+def _instancetype(spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "instancetype.kubevirt.io/v1beta1",
+        "kind": "VirtualMachineInstancetype",
+        "metadata": {"name": "it", "namespace": "default"},
+        "spec": spec,
+    }
+
+
+def _preference(spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "instancetype.kubevirt.io/v1beta1",
+        "kind": "VirtualMachinePreference",
+        "metadata": {"name": "pref", "namespace": "default"},
+        "spec": spec,
+    }
+
+
+def _memory_vm(
+    memory: dict[str, Any], *, instancetype: bool = False, preference: bool = False
+) -> dict[str, Any]:
+    body = vm()
+    domain = body["spec"]["template"]["spec"]["domain"]
+    del domain["resources"]
+    if memory:
+        domain["memory"] = memory
+    if instancetype:
+        body["spec"]["instancetype"] = {"name": "it", "kind": "VirtualMachineInstancetype"}
+    if preference:
+        body["spec"]["preference"] = {"name": "pref", "kind": "VirtualMachinePreference"}
+    return body
+
+
+def test_live_update_memory_reads_the_guest_as_cmp_left_it() -> None:
+    # Guest.Cmp(*maxGuest) promotes the int64 10E to an inf.Dec; its Value() then wraps: not 2Mi aligned.
+    err = refusal(_memory_vm({"guest": "10E", "maxGuest": "18446744073709551616"}))
+    assert err.code == 422
+    assert err.causes == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": "Guest memory must be 2Mi aligned",
+            "field": "spec.template.spec.domain.memory.guest",
+        }
+    ]
+
+
+def test_live_update_memory_of_two_int64_amounts_keeps_the_int64_value() -> None:
+    err = refusal(_memory_vm({"guest": "10E", "maxGuest": "20E"}))
+    assert [c["message"] for c in err.causes] == [
+        "Memory hotplug is only available for VMs with at least 1Gi of guest memory"
+    ]
+
+
+def test_a_memory_requirement_promotes_the_guest_the_later_rules_read() -> None:
+    # requirements.checkMemory compares through a pointer to the applied guest; the hugepages rule then
+    # reads 100E's wrapped Dec value, which is no multiple of 2Mi.
+    objects = [
+        _instancetype({"cpu": {"guest": 1}, "memory": {"guest": "100E", "hugepages": {"pageSize": "2Mi"}}}),
+        _preference({"requirements": {"memory": {"guest": "9.223372036854775807e18"}}}),
+    ]
+    err = refusal(_memory_vm({}, instancetype=True, preference=True), objects)
+    assert err.code == 422 and err.verdict.stage == "spec"
+    path = "spec.template.spec.domain.resources.requests.memory"
+    assert err.causes == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": f"{path} '0' is not a multiple of the page size "
+            "spec.template.spec.domain.memory.hugepages.pageSize '2Mi'",
+            "field": path,
+        }
+    ]
+    # with an int64 requirement the guest stays an int64 amount, whose Value() is 0: admitted
+    objects[1] = _preference({"requirements": {"memory": {"guest": "1Mi"}}})
+    expand(_memory_vm({}, instancetype=True, preference=True), objects, validate=True)
+
+
+def test_a_memory_requirement_promotes_the_vms_own_guest() -> None:
+    body = _memory_vm({"guest": "100E"}, preference=True)
+    body["spec"]["template"]["spec"]["domain"]["resources"] = {"limits": {"memory": "1Gi"}}
+    objects = [_preference({"requirements": {"memory": {"guest": "9.223372036854775807e18"}}})]
+    err = refusal(body, objects, kubevirt={"vmRolloutStrategy": "Stage"})
+    assert err.causes == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": "spec.template.spec.domain.memory.guest '100E' must be equal to or less than the memory "
+            "limit spec.template.spec.domain.resources.limits.memory '1Gi'",
+            "field": "spec.template.spec.domain.memory.guest",
+        }
+    ]
+
+
+# --- the spread check divides only where Go does -----------------------------------------------------
+
+SPREAD_ZERO = {
+    "cpu": {"preferredCPUTopology": "spread", "spreadOptions": {"across": "SocketsCoresThreads", "ratio": 0}}
+}
+
+
+def test_an_odd_vcpu_count_fails_on_threads_before_a_ratio_of_0_divides() -> None:
+    objects = [_instancetype({"cpu": {"guest": 5}, "memory": {"guest": "1Gi"}}), _preference(SPREAD_ZERO)]
+    err = refusal(_memory_vm({}, instancetype=True, preference=True), objects)
+    assert err.code == 422 and not err.verdict.panic
+    assert err.causes == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": "5 vCPUs provided by the instance type are not divisible by the number of threads per "
+            "core 2 and Spec.PreferSpreadSocketToCoreRatio or Spec.CPU.PreferSpreadOptions.Ratio of 0",
+            "field": "instancetype.spec.cpu.guest",
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    ("guest", "across"),
+    [(4, "SocketsCoresThreads"), (0, "SocketsCoresThreads"), (5, "SocketsCores"), (5, "CoresThreads")],
+)
+def test_a_ratio_of_0_panics_where_go_divides_by_it(guest: int, across: str) -> None:
+    preference = {"cpu": {**SPREAD_ZERO["cpu"], "spreadOptions": {"across": across, "ratio": 0}}}
+    objects = [_instancetype({"cpu": {"guest": guest}, "memory": {"guest": "1Gi"}}), _preference(preference)]
+    err = refusal(_memory_vm({}, instancetype=True, preference=True), objects)
+    assert err.verdict.panic and err.causes == []
+
+
+# --- the webhook's own decode (json.Unmarshal after the schema check) ---------------------------------
+
+
+def test_a_number_with_a_fraction_in_an_integer_field_is_the_webhooks_bare_400() -> None:
+    # The schema takes 1.0 as an integer; Go's decoder of the uint does not: ToAdmissionResponseError.
+    body = vm()
+    body["spec"]["template"]["spec"]["domain"]["devices"]["disks"] = [{"name": "root", "bootOrder": 1.0}]
+    err = refusal(body)
+    assert err.code == 400 and err.causes == [] and err.verdict.stage == "decode"
+    assert err.message == PREFIX + (
+        "json: cannot unmarshal number 1.0 into Go struct field VMISpecAlias.domain.devices.disks.0.bootOrder "
+        "of type uint"
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        (
+            ("spec", "template", "spec", "domain", "cpu"),
+            {"cores": 4294967296},
+            "json: cannot unmarshal number 4294967296 into Go struct field VMISpecAlias.domain.cpu.cores "
+            "of type uint32",
+        ),
+        (
+            ("spec", "template", "spec", "terminationGracePeriodSeconds"),
+            30.0,
+            "json: cannot unmarshal number 30.0 into Go struct field VMISpecAlias.terminationGracePeriodSeconds "
+            "of type int64",
+        ),
+        (
+            ("spec", "template", "metadata", "generation"),
+            1.0,
+            "json: cannot unmarshal number 1.0 into Go struct field VirtualMachine.spec.template.metadata.generation "
+            "of type int64",
+        ),
+    ],
+)
+def test_integer_fields_decode_as_go_decodes_them(path: tuple[str, ...], value: Any, message: str) -> None:
+    body = vm()
+    cur = body
+    for key in path[:-1]:
+        cur = cur[key]
+    cur[path[-1]] = value
+    err = refusal(body)
+    assert (err.code, err.causes, err.message) == (400, [], PREFIX + message)
+
+
+def test_without_validate_a_decode_error_stays_the_expand_error() -> None:
+    body = vm()
+    body["spec"]["template"]["spec"]["domain"]["devices"]["disks"] = [{"name": "root", "bootOrder": 1.0}]
+    with pytest.raises(ExpandError) as err:
+        expand(body, field_validation="Ignore")
+    assert not isinstance(err.value, AdmissionDenied) and err.value.code == 422
+    assert err.value.message.startswith("Can not unmarshal Request body to struct")

@@ -382,6 +382,83 @@ def test_wrong_types_raise_with_path_and_go_message(domain: dict[str, Any], path
     assert err.value.message == message == str(err.value)
 
 
+@pytest.mark.parametrize(
+    ("domain", "message"),
+    [
+        # Go's own text (go1.27.3 json.Unmarshal into v1.VirtualMachine, KubeVirt's types)
+        (
+            {"devices": {"disks": [{"name": "root", "bootOrder": 1.0}]}},
+            "json: cannot unmarshal number 1.0 into Go struct field VMISpecAlias.domain.devices.disks.0.bootOrder "
+            "of type uint",
+        ),
+        (
+            {"cpu": {"cores": 4294967296}},
+            "json: cannot unmarshal number 4294967296 into Go struct field VMISpecAlias.domain.cpu.cores "
+            "of type uint32",
+        ),
+        (
+            {"devices": {"disks": ["x"]}},
+            "json: cannot unmarshal string into VMISpecAlias.domain.devices.disks.0 of type v1.Disk",
+        ),
+        (
+            {
+                "devices": {
+                    "interfaces": [{"name": "x", "dhcpOptions": {"privateOptions": [{"option": 240.0}]}}]
+                }
+            },
+            "json: cannot unmarshal number 240.0 into Go struct field DHCPOptionsAlias.privateOptions.0.option "
+            "of type int",
+        ),
+        (
+            {"devices": {"interfaces": [{"name": "x", "dhcpOptions": {"ntpServers": [1]}}]}},
+            "json: cannot unmarshal number into DHCPOptionsAlias.ntpServers.0 of type string",
+        ),
+        (
+            {"resources": {"requests": {"memory": "1 Gi"}}},
+            "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+        ),
+    ],
+)
+def test_unmarshal_message_is_gos_json_v2_wording(domain: dict[str, Any], message: str) -> None:
+    with pytest.raises(GoDecodeError) as err:
+        decode(_domain(**domain), "VirtualMachine")
+    assert err.value.unmarshal_message == message
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            {"metadata": {"labels": {"a/b~c": 1}}},
+            "json: cannot unmarshal number into Go struct field VirtualMachine.metadata.labels.a~1b~0c of type string",
+        ),
+        (
+            {"status": {"observedGeneration": 2.0}},
+            "json: cannot unmarshal number 2.0 into Go struct field VirtualMachine.status.observedGeneration "
+            "of type int64",
+        ),
+        (
+            {"spec": {"template": {"spec": {"networks": [{"name": "default", "pod": 5}]}}}},
+            "json: cannot unmarshal number into Go value of type v1.PodNetworkAlias",
+        ),
+        (
+            {"spec": {"template": {"spec": 5}}},
+            "json: cannot unmarshal number into Go value of type v1.VMISpecAlias",
+        ),
+        ([], "json: cannot unmarshal array into Go value of type v1.VirtualMachine"),
+    ],
+)
+def test_unmarshal_message_names_the_root_or_the_alias(change: Any, message: str) -> None:
+    doc = (
+        {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", **change}
+        if isinstance(change, dict)
+        else change
+    )
+    with pytest.raises(GoDecodeError) as err:
+        decode(doc, "VirtualMachine")
+    assert err.value.unmarshal_message == message
+
+
 def test_wrong_type_at_the_root() -> None:
     with pytest.raises(GoDecodeError) as err:
         decode([], "VirtualMachine")

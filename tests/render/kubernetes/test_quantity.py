@@ -14,6 +14,7 @@ from apiserver.render.kubernetes.quantity import (
     QuantityError,
     canonical,
     cmp,
+    cmp_and_promote,
     format_int,
     parse_quantity,
 )
@@ -194,6 +195,37 @@ def test_comparisons() -> None:
     assert p("1.5") >= p("1500m") and p("1.5") <= p("1500m")
     assert cmp(p("999"), p("1k")) == -1
     assert cmp(p("1001"), p("1k")) == 1
+
+
+@pytest.mark.parametrize(
+    ("receiver", "other", "order", "before", "after"),
+    [
+        # (Value, MilliValue) before and after q.Cmp(y), Go's figures (apimachinery v0.34, KubeVirt's vendor)
+        ("10E", "18446744073709551616", -1, (0, 0), (-8446744073709551616, 0)),
+        ("100E", "1e-10", 1, (0, 0), (7766279631452241920, 0)),
+        ("100E", "9.223372036854775807e18", 1, (0, 0), (7766279631452241920, 0)),
+        ("-1500m", "18446744073709551616", -1, (-2, -1500), (0, -1500)),
+        ("1Gi", "18446744073709551616", -1, (1073741824, 1073741824000), (1073741824, 1073741824000)),
+    ],
+)
+def test_cmp_against_a_dec_promotes_the_receiver(
+    receiver: str, other: str, order: int, before: tuple[int, int], after: tuple[int, int]
+) -> None:
+    q, y = parse_quantity(receiver), parse_quantity(other)
+    assert (q.value_ceil(), q.milli_value_ceil()) == before
+    result, promoted = cmp_and_promote(q, y)
+    assert result == order == cmp(q, y)
+    assert (promoted.value_ceil(), promoted.milli_value_ceil()) == after
+    assert promoted == q and promoted.canonical() == q.canonical() == receiver  # value and text unchanged
+    assert promoted.internal is None and not promoted.go_equal(q)
+    assert cmp_and_promote(y, q)[1] is y  # a Dec stays as it is; y, passed by value, is never changed
+
+
+def test_cmp_of_two_int64_amounts_changes_nothing() -> None:
+    q = parse_quantity("10E")
+    assert cmp_and_promote(q, parse_quantity("20E")) == (-1, q)
+    assert cmp_and_promote(q, parse_quantity("20E"))[1] is q
+    assert q.value_ceil() == 0
 
 
 def test_go_equal_models_struct_equality() -> None:

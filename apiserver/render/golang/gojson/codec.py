@@ -48,6 +48,12 @@ class _Fail(Exception):
         self.message = message  # a parser's own error text instead
         self.segments: list[str] = []  # innermost first
         self.struct: str | None = None
+        # The alias type of the innermost custom UnmarshalJSON the failure passed through, and how many
+        # of the segments lie inside it (see _unmarshal_message); the alias's Go type when the value
+        # given for the struct itself is wrong (no segment inside).
+        self.alias: str | None = None
+        self.alias_depth = 0
+        self.alias_type = ""
 
 
 def _json_type(v: Any) -> str:
@@ -205,6 +211,15 @@ _HOOKS: dict[str, Callable[[dict[str, Any]], None]] = {
     "vmNetworkCIDR": _hook_cidr,
 }
 
+# The hooks are KubeVirt's UnmarshalJSON methods (VirtualMachineInstanceSpec, DHCPOptions, PodNetwork); each
+# decodes its bytes into a local alias type with a json.Unmarshal of its own, whose error comes back
+# verbatim, so the error names the alias type as its root.
+_HOOK_ALIASES: dict[str, str] = {
+    "dnsNameservers": "VMISpecAlias",
+    "ntpServers": "DHCPOptionsAlias",
+    "vmNetworkCIDR": "PodNetworkAlias",
+}
+
 
 # --- compiling the type graph -------------------------------------------------------------------------
 
@@ -333,10 +348,15 @@ class _Compiler:
         struct_go = info["go"]
         struct_type = short_name(type_name)
         hook = _HOOKS.get(info.get("hook", ""))
+        alias = _HOOK_ALIASES.get(info.get("hook", ""))
+        alias_type = f"{struct_type.rpartition('.')[0]}.{alias}"
 
         def dec(v: Any, exact: bool, into: Any) -> Any:
             if type(v) is not dict:
-                raise _Fail(_json_type(v), struct_type)
+                fail = _Fail(_json_type(v), struct_type)
+                if alias is not None:
+                    fail.alias, fail.alias_type = alias, alias_type
+                raise fail
             out: dict[str, Any] = {} if into is None else into
             for key, x in v.items():
                 entry = table.get(key)
@@ -387,6 +407,8 @@ class _Compiler:
                     fail.segments.append(name)
                     if fail.struct is None:
                         fail.struct = struct_go
+                    if alias is not None and fail.alias is None:
+                        fail.alias, fail.alias_depth = alias, len(fail.segments)
                     raise
             if hook is not None:
                 hook(out)
@@ -760,13 +782,35 @@ def _error(fail: _Fail, root_type: str) -> GoDecodeError:
     path = _path(fail.segments)
     if fail.message is not None:
         return GoDecodeError(path, fail.message)
+    unmarshal = _unmarshal_message(fail, root_type)
     if fail.struct is None:
-        return GoDecodeError(path, f"json: cannot unmarshal {fail.what} into Go value of type {fail.go_type}")
+        message = f"json: cannot unmarshal {fail.what} into Go value of type {fail.go_type}"
+        return GoDecodeError(path, message, unmarshal)
     go_path = ".".join(s for s in reversed(fail.segments) if not s.startswith("["))
     field = f"{fail.struct}.{go_path}"
-    return GoDecodeError(
-        path, f"json: cannot unmarshal {fail.what} into Go struct field {field} of type {fail.go_type}"
-    )
+    message = f"json: cannot unmarshal {fail.what} into Go struct field {field} of type {fail.go_type}"
+    return GoDecodeError(path, message, unmarshal)
+
+
+def _unmarshal_message(fail: _Fail, root_type: str) -> str:
+    """A type error as go1.27's ``encoding/json`` words it (``transformUnmarshalError``): the root type's
+    name (or the alias an UnmarshalJSON decodes into), then the JSON pointer from there with ``.`` for
+    ``/``; "Go struct field " is left out when the last token is an array index."""
+    segments = list(reversed(fail.segments))
+    root = short_name(root_type).rpartition(".")[2]
+    if fail.alias is not None:
+        segments, root = segments[len(segments) - fail.alias_depth :], fail.alias
+    if not segments:
+        return f"json: cannot unmarshal {fail.what} into Go value of type {fail.alias_type or fail.go_type}"
+    tokens = [_pointer_token(s[1:-1] if s.startswith("[") else s) for s in segments]
+    into = "" if tokens[-1].isdigit() and tokens[-1].isascii() else "Go struct field "
+    field = ".".join(tokens)
+    return f"json: cannot unmarshal {fail.what} into {into}{root}.{field} of type {fail.go_type}"
+
+
+def _pointer_token(name: str) -> str:
+    """A JSON pointer reference token (RFC 6901 escapes, which Go keeps in the error's path)."""
+    return name.replace("~", "~0").replace("/", "~1")
 
 
 def decode(doc: Any, root: str, *, exact_names: bool = False) -> Any:
