@@ -26,6 +26,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import suppress
 from pathlib import Path
@@ -51,6 +52,7 @@ SERVICE = "kubevirt-expand"
 SERVICE_ACCOUNT = "kubevirt-expand"
 SERVING_SECRET = "kubevirt-expand-serving-cert"
 SERVICE_DNS = f"{SERVICE}.{NAMESPACE}.svc"
+ACCESS_LOGGER = "apiserver.access"  # the logger of the access lines (apiserver/http/logging.py)
 
 
 def rendered_manifests(overlay: Path = OVERLAY) -> list[dict[str, Any]]:
@@ -357,6 +359,44 @@ class DeployedServer:
             if time.monotonic() > deadline:
                 raise AssertionError(f"no such log line after {timeout:g} s:\n" + "\n".join(lines[-20:]))
             time.sleep(0.05)
+
+    def wait_access(self, offset: int, timeout: float = 5, **fields: object) -> list[str]:
+        """The log lines written since ``offset`` once the access line of a request is among them: the one
+        whose fields include ``fields`` (``method="PUT", user="alice", code=403``). It is the last line a
+        request logs, written (in a batch) a moment after the answer."""
+
+        def matches(line: str) -> bool:
+            if not line.startswith("{"):
+                return False
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                return False
+            return entry.get("logger") == ACCESS_LOGGER and all(entry.get(k) == v for k, v in fields.items())
+
+        return self.wait_log(offset, matches, timeout)
+
+    def wait_log_written(self, offset: int, timeout: float = 5) -> list[str]:
+        """The log lines written since ``offset`` once everything the server logged for the requests
+        answered so far is among them: a request of a path of its own, answered (404) after those, has its
+        access line written after theirs (lines are written in the order they came)."""
+        marker = f"/log-marker-{uuid.uuid4().hex}"
+        admin = self.cluster.pki.admin
+        self.direct(marker, cert=(admin.cert_file, admin.key_file))
+        return self.wait_access(offset, timeout, path=marker)
+
+    def metric(self, sample: str) -> float:
+        """A sample of the server's /metrics, read as the cluster admin, by its name with any labels as
+        exported (``kubevirt_expand_watches_held``); 0 when it is not exported."""
+        admin = self.cluster.pki.admin
+        code, body = self.direct("/metrics", cert=(admin.cert_file, admin.key_file))
+        if code != 200:
+            raise ProcessError(f"/metrics answered {code}: {body[:300]!r}")
+        for line in body.decode().splitlines():
+            name, _, value = line.rpartition(" ")
+            if name == sample:
+                return float(value)
+        return 0.0
 
     def apiservice_available(self) -> bool:
         """Whether the aggregator reports every APIService of the overlay Available right now."""

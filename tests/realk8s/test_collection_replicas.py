@@ -177,7 +177,8 @@ def test_list_on_one_replica_watch_on_the_other(
             )
         )
         watcher.start()
-        time.sleep(0.5)
+        # The watch holds its place once it has its starting point: the change below comes after it.
+        poll("the watch open", lambda: replica.metric("kubevirt_expand_watches_held"), lambda n: n == 1)
         control_plane.apply(instancetype(namespace, "small", 4))
         watcher.join(40)
         assert sorted(e["object"]["metadata"]["name"] for e in events) == ["vm-0", "vm-1", "vm-2", "vm-3"]

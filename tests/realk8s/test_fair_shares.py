@@ -116,7 +116,8 @@ def test_one_user_s_watches_leave_other_users_their_gets(sixty: DeployedServer) 
         lambda: cluster.request(expand_spec(namespace), credentials=getter).status,
         lambda code: code == 200,
     )
-    time.sleep(0.5)  # the probe watch's place is given back when its connection closes
+    # The probe watches' places are given back when the server sees their connections close.
+    poll("the probe watches' places given back", lambda: metric(sixty, "watches_held"), lambda n: n == 0)
     before = rss_mib(sixty)
     watches: list[Watch] = []
     try:
@@ -173,6 +174,8 @@ def test_many_users_holding_slow_bodies_do_not_keep_a_newcomer_out(slow_bodies: 
     log_start = slow_bodies.log_size()
     slow = []
     try:
+        # Staggered a little so the bodies arrive in this order (the big users' first); nothing is asserted
+        # between two of them, so nothing to wait for: what is waited for is the budget held, below.
         for name in names[:8] * 3:  # three rounds of 3 MiB each: 48 MiB for callers already holding
             slow.append(slow_put(cluster, creds[name], path, 3 * MIB))
             time.sleep(0.05)

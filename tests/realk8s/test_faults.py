@@ -33,7 +33,7 @@ import pytest
 
 from apiserver import ExpandError, expand_vm
 from devcluster.patience import patience
-from tests.realk8s.controlplane import ControlPlane, Response
+from tests.realk8s.controlplane import ControlPlane, Response, poll
 from tests.realk8s.deployed import DeployedServer
 
 KUBE_TIMEOUT = 2.0
@@ -316,6 +316,16 @@ def outage(
         time.sleep(0.3)
 
 
+def waiting_on_kube(server: DeployedServer, requests: int) -> None:
+    """Until ``requests`` are in flight (waiting on a frozen kube-apiserver), besides the /metrics request
+    that reads it (the cluster admin's: authorized without a review)."""
+    poll(
+        f"{requests} requests in flight",
+        lambda: server.metric("kubevirt_expand_http_requests_in_flight"),
+        lambda n: n >= requests + 1,
+    )
+
+
 def codes(seen: dict[str, Seen]) -> dict[str, int]:
     return {name: s.code for name, s in seen.items()}
 
@@ -357,10 +367,10 @@ def test_kube_apiserver_frozen_then_killed(
     # Killed while requests wait on it (frozen first, past the review caches' TTL): the reads and
     # reviews in flight break off, and their requests get 503 at once.
     isolated_plane.freeze_apiserver()
-    time.sleep(1.2)
+    time.sleep(1.2)  # past the review caches' TTL: the time passing is the condition
     with ThreadPoolExecutor(1) as pool:
         pending = pool.submit(send, faulty, scene.probes)
-        time.sleep(0.7)
+        waiting_on_kube(faulty, 2 if cached_vm else 3)  # user-get, token-put (and admin-get's read)
         isolated_plane.stop_apiserver(kill=True)
         last = pending.result()
     for one in last.values():
@@ -515,10 +525,10 @@ def test_rolled_out_while_kube_apiserver_hangs_then_dies(
     until("the first renderings", faulty, scene.probes, all_answer(expected))
     offset = faulty.log_size()
     isolated_plane.freeze_apiserver()
-    time.sleep(1.2)  # past the review caches' TTL
+    time.sleep(1.2)  # past the review caches' TTL: the time passing is the condition
     with ThreadPoolExecutor(1) as pool:
         pending = pool.submit(send, faulty, scene.probes)
-        time.sleep(0.5)
+        waiting_on_kube(faulty, 2 if vm_cache(faulty) else 3)  # user-get, token-put (and admin-get's read)
         started = time.monotonic()
         code = faulty.stop()
         took = time.monotonic() - started

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -127,9 +126,11 @@ def test_a_field_selector_naming_another_namespace_lists_nothing(
 
 
 def test_a_watch_with_a_field_selector_naming_another_namespace_sends_nothing(
-    control_plane: ControlPlane, tenants: Tenants
+    control_plane: ControlPlane, deployed: DeployedServer, tenants: Tenants
 ) -> None:
     t = tenants
+    held = "kubevirt_expand_watches_held"
+    poll("earlier tests' watches ended", lambda: deployed.metric(held), lambda n: n == 0, timeout=30)
     assert KUBECTL is not None
     path = f"{COLLECTION}/namespaces/{t.a}/{RESOURCE}?watch=1&timeoutSeconds=4&fieldSelector=metadata.namespace%3D{t.b}"
     watch = subprocess.Popen(
@@ -147,7 +148,8 @@ def test_a_watch_with_a_field_selector_naming_another_namespace_sends_nothing(
         text=True,
     )
     try:
-        time.sleep(1)  # the watch is open: a change in B now would be a live event
+        # The watch holds its place once it has its starting point: a change in B now would be a live event.
+        poll("the watch open", lambda: deployed.metric(held), lambda n: n == 1)
         control_plane.kubectl(
             "label", "vm", "-n", t.b, "vm-b", f"changed={uuid.uuid4().hex[:6]}", "--overwrite"
         )

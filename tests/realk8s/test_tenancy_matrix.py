@@ -17,7 +17,6 @@ import http.client
 import itertools
 import os
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -264,8 +263,8 @@ def run_matrix(
             codes[str(answer.status)] = codes.get(str(answer.status), 0) + 1
             text = answer.body.decode(errors="replace")
             seen[request.caller.name].update(mark for mark in request.caller.reads if mark in text)
-    time.sleep(0.2)  # access lines are written in batches, a moment after the answer
-    bad_lines = m.judge_log(server.log_lines_since(log_start), t)
+    # Every line logged for the requests answered (a watch's access line comes before its end is sent).
+    bad_lines = m.judge_log(server.wait_log_written(log_start), t)
     size = {
         "operations": len(ops) + (0 if only else len(m.plain_paths(groups))),
         "parameter values": len({(r.operation, r.parameter, r.path.partition("?")[2]) for r in requests}),
