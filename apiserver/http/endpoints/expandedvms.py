@@ -533,7 +533,6 @@ class ExpandedVMHandlers:
         await response.prepare(request)
         writer = _EventWriter(response, media, query.include_object)
         gate = scope.gate
-        self.metrics_watchers(1)
         try:
             for item in initial:
                 await writer.event("ADDED", await self._visible(gate, item), item)
@@ -569,20 +568,10 @@ class ExpandedVMHandlers:
                 finally:
                     change.cancel()
         except ConnectionResetError:  # the client went away: a watch's usual end
-            self.metrics_watchers(-1)
             return response
-        except asyncio.CancelledError:
-            self.metrics_watchers(-1)
-            raise
-        self.metrics_watchers(-1)
         with contextlib.suppress(ConnectionResetError):
             await response.write_eof()
         return response
-
-    def metrics_watchers(self, delta: int) -> None:
-        gauge = getattr(self.metrics, "collection_watchers", None)
-        if gauge is not None:
-            gauge.inc(delta)
 
     async def _watch_error(self, request: web.Request, error: dict[str, Any]) -> web.StreamResponse:
         release_deadline(request)
