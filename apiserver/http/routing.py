@@ -22,6 +22,12 @@ AnswerNow = Callable[[web.Request, Mapping[str, str]], web.StreamResponse | None
 AnswerAfterBody = Callable[[web.Request, Mapping[str, str]], Awaitable[web.StreamResponse | None]]
 
 _VARIABLE = re.compile(r"\{(\w+)\}")
+# Clients repeat their request targets: (method, raw target) -> what matched, or None; at most this
+# many, of targets at most this long. Without it a warm GET on the folder source costs 1.10x the server CPU
+# (hack/benchmarks/switches.py, route-memo; PUT and the cluster source 0.89-0.97x, within that run's noise),
+# and removing it cost 1.12x on the folder GET in hack/benchmarks/commits.py (5 rounds, before and after).
+_MATCHED_MAX = 4096
+_MATCHED_TARGET_MAX = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,10 +62,23 @@ class RouteTable:
         for route in routes:
             entry = (template_pattern(route.template), route)
             self._routes[route.method] = (*self._routes.get(route.method, ()), entry)
+        self._matched: dict[tuple[str, str], tuple[FastRoute, dict[str, str]] | None] = {}
 
     def match(self, request: web.BaseRequest) -> tuple[FastRoute, dict[str, str]] | None:
-        """The route and its variables. (Remembering them per request target saved nothing measurable:
-        hack/benchmarks/switches.py, 0.89-1.10x server CPU per request over GET and PUT.)"""
+        """The route and its variables (shared by requests for the same target: read them only)."""
+        key = (request.method, request.raw_path)
+        try:
+            return self._matched[key]
+        except KeyError:  # a target not seen lately
+            pass
+        found = self._match(request)
+        if len(key[1]) <= _MATCHED_TARGET_MAX:  # bounded memory: at most this much per entry
+            if len(self._matched) >= _MATCHED_MAX:
+                self._matched.clear()
+            self._matched[key] = found
+        return found
+
+    def _match(self, request: web.BaseRequest) -> tuple[FastRoute, dict[str, str]] | None:
         routes = self._routes.get(request.method)
         if routes is None or "%" in request.raw_path:
             return None

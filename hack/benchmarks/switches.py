@@ -74,6 +74,18 @@ def _no_answer_now() -> None:
     pipeline.admits_now = lambda filters: None  # type: ignore[assignment]
 
 
+def _no_route_memo() -> None:
+    from apiserver.http.routing import RouteTable
+
+    init = RouteTable.__init__
+
+    def forgetting(self: RouteTable, routes: Iterable[Any]) -> None:
+        init(self, routes)
+        self._matched = NeverKeeps()
+
+    RouteTable.__init__ = forgetting  # type: ignore[method-assign]
+
+
 def _no_remembered_admissions() -> None:
     from apiserver.auth.gate import AuthGate
 
@@ -133,6 +145,7 @@ SWITCHES = {
         Switch("response-cache", "the response cache (http/endpoints/respcache.py)", _no_response_cache),
         Switch("fast-routes", "expand routes matched ahead of aiohttp's router (http/routing.py)", _no_fast_routes),
         Switch("answer-now", "the synchronous answer, filters not run as coroutines (http/pipeline.py)", _no_answer_now),
+        Switch("route-memo", "RouteTable._matched: request target -> route", _no_route_memo),
         Switch("negotiation-memo", "media._NEGOTIATED: Accept header -> media type", _forget("apiserver.http.media", "_NEGOTIATED")),
         Switch("peekable-memo", "gather._PEEKABLE: source class -> Peekable", _forget("apiserver.sources.gather", "_PEEKABLE")),
         Switch("open-scope-memo", "scoping._PATH_ATTRIBUTES: path -> attributes", _forget("apiserver.http.filters.scoping", "_PATH_ATTRIBUTES")),
