@@ -97,6 +97,16 @@ class SecretVolume:
                 link.symlink_to(f"..data/{name}")
 
 
+def metric_in(exposition: str, sample: str) -> float:
+    """The value of ``sample`` (a name with any labels, as written) in a Prometheus text exposition; 0 when
+    absent (a counter not yet incremented)."""
+    for line in exposition.splitlines():
+        name, _, value = line.rpartition(" ")
+        if name == sample:
+            return float(value)
+    return 0.0
+
+
 class DeployedServer:
     """``kubevirt-expand serve`` with the Deployment's arguments, registered through the overlay's APIServices."""
 
@@ -392,11 +402,7 @@ class DeployedServer:
         code, body = self.direct("/metrics", cert=(admin.cert_file, admin.key_file))
         if code != 200:
             raise ProcessError(f"/metrics answered {code}: {body[:300]!r}")
-        for line in body.decode().splitlines():
-            name, _, value = line.rpartition(" ")
-            if name == sample:
-                return float(value)
-        return 0.0
+        return metric_in(body.decode(), sample)
 
     def apiservice_available(self) -> bool:
         """Whether the aggregator reports every APIService of the overlay Available right now."""

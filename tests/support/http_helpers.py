@@ -30,6 +30,7 @@ from apiserver.http.settings import Settings
 from apiserver.render.objects import PRESET, ObjectRef, ref_of
 from apiserver.sources.base import Check, SourceUnavailable
 from apiserver.sources.folder import FolderSource
+from devcluster.deployed import metric_in
 from tests.support.patience import patience
 
 REPO = Path(__file__).resolve().parents[2]
@@ -144,16 +145,6 @@ class RunningServer:
         """A sample of the server's /metrics, by its name with any labels as exported
         (``kubevirt_expand_watches_held``); 0 when it is not exported (a counter not yet incremented)."""
         return metric_in((await self.get("/metrics")).body.decode(), sample)
-
-
-def metric_in(exposition: str, sample: str) -> float:
-    """The value of ``sample`` (a name with any labels, as written) in a Prometheus text exposition; 0 when
-    absent."""
-    for line in exposition.splitlines():
-        name, _, value = line.rpartition(" ")
-        if name == sample:
-            return float(value)
-    return 0.0
 
 
 def client_ssl(ca_file: Path) -> ssl.SSLContext:
