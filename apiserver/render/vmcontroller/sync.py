@@ -4,12 +4,12 @@ Mirrors ``(*Controller).sync`` of ``pkg/virt-controller/watch/vm/vm.go`` in its 
 can set or clear ``RestartRequired`` or patch the running VMI in the same pass: ``getLastVMRevisionSpec``
 (the start spec, read only while a VMI runs), the run strategy check, the instancetype controller's
 ``Sync`` (``checkResourcesExist``), ``syncRestartRequired``, the network and firmware synchronizers,
-``handleVolumeRequests``, then, under the ``LiveUpdate`` rollout strategy and only when no
+``handleVolumeRequests``, ``handleDeclarativeVolumeHotplug``, then, under the ``LiveUpdate`` rollout strategy and only when no
 RestartRequired condition is present, the CPU, affinity, tolerations and memory handlers.
 
 Not modelled (the rest of ``sync`` cannot change the verdict of this pass): finalizers, the run strategy's
-start and stop, DataVolumes, memory dumps, label and annotation sync, the status write; the declarative
-volume hotplug (``DeclarativeHotplugVolumes`` gate), and volume migration under
+start and stop, DataVolumes, memory dumps, label and annotation sync, the status write; volume migration
+under
 ``updateVolumesStrategy: Migration`` (``handleVolumeUpdateRequest``: its validation reads PVCs and
 DataVolumes; a VM using it gets ``notModelled`` set); the ``Expand``/``ExpandAll`` instancetype reference
 policies (the VM is judged as under ``Reference``).
@@ -25,7 +25,7 @@ from apiserver.render.admission import admission_config
 from apiserver.render.golang import gojson
 from apiserver.render.objects import ObjectLookup
 from apiserver.render.virtconfig import decode_configuration
-from apiserver.render.vmcontroller import firmware, hotplug, network
+from apiserver.render.vmcontroller import firmware, hotplug, network, volumehotplug
 from apiserver.render.vmcontroller._go import (
     JSON,
     RESTART_REQUIRED,
@@ -68,6 +68,7 @@ class ControllerConfig:
     live_update: bool = True  # IsVMRolloutStrategyLiveUpdate
     cpu_allocation_ratio: int = 10  # GetCPUAllocationRatio
     rollout_strategy: str = "LiveUpdate"
+    declarative_hotplug: bool = True  # !HotplugVolumesEnabled && DeclarativeHotplugVolumesEnabled
 
 
 def controller_config(kubevirt: Mapping[str, Any] | None) -> ControllerConfig:
@@ -82,6 +83,8 @@ def controller_config(kubevirt: Mapping[str, Any] | None) -> ControllerConfig:
         live_update=admission.live_update_rollout(),
         cpu_allocation_ratio=int(ratio),
         rollout_strategy=admission.vm_rollout_strategy or "LiveUpdate",
+        declarative_hotplug=not admission.enabled("HotplugVolumes")
+        and admission.enabled("DeclarativeHotplugVolumes"),
     )
 
 
@@ -214,6 +217,8 @@ def sync_pass(
         )
         vm_copy["spec"] = stored_spec
     result.volume_requests = handle_volume_requests(vm_copy, vmi)
+    if config.declarative_hotplug:
+        result.live_updates.update(volumehotplug.patch_hotplug_volumes(vm_copy, vmi))
 
     if config.live_update and not needs_restart and get_condition(vm, RESTART_REQUIRED) is None:
         result.live_handlers_ran = True
