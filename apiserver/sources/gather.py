@@ -17,15 +17,17 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from apiserver.render import ExpandError, ExpandResult, LookupPending, ObjectRef, expand
+from apiserver.render.objects import ObjectLookup
 from apiserver.sources.access import AccessGate, Read, presets_read, read_of
 from apiserver.sources.base import MISSING, Peekable, Source
 
 # A VM references at most two objects, each possibly through a revision and then the live object,
 # plus the presets of its namespace: a handful of rounds. The bound only guards against a bug.
 _MAX_ROUNDS = 16
+T = TypeVar("T")
 
 
 class _Fetched:
@@ -209,3 +211,25 @@ async def render_from_source(
         raise rendered.error
     assert rendered.result is not None
     return rendered.result, list(rendered.objects)
+
+
+async def evaluate_with_source(
+    source: Source,
+    work: Callable[[ObjectLookup, Mapping[str, Any] | None], T],
+    *,
+    gate: AccessGate | None = None,
+) -> T:
+    """Run the pure ``work`` (given a lookup and the KubeVirt CR) over ``source``: fetch what it asks for
+    (``LookupPending``) through the caller's ``gate``, as :func:`render_and_record` does, and run it again.
+    Raises what ``work`` raises, SourceUnavailable and AccessRefused."""
+    fetched = _Fetched(peekable(source), gate)
+    cr = await kubevirt_of(source)
+    for _ in range(_MAX_ROUNDS):
+        try:
+            return work(fetched, cr)
+        except LookupPending as pending:
+            if pending.ref is not None:
+                await fetched.fetch(source, pending.ref)
+            elif pending.presets_namespace is not None:
+                await fetched.fetch_presets(source, pending.presets_namespace)
+    raise RuntimeError("the engine kept asking for objects")  # pragma: no cover - a bug

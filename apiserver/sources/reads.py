@@ -3,22 +3,27 @@
 The server reads the cluster with its own account, which sees every namespace; a handler must not.
 :class:`Reads` keeps the source to itself and offers one thing, :meth:`Reads.within`, which takes the
 request's scope: the VM it names, and renderings of VMs of its namespace through the caller's tenancy
-gate (which reviews every namespaced object outside the scope, whatever its kind). The next readers of
-the cluster on a caller's behalf (running VMIs, start revisions, quotas) belong here, behind the same
-scope.
+gate (which reviews every namespaced object outside the scope, whatever its kind); a VM as it runs
+(:meth:`ScopedReads.running_vm`: the VM, its VMI and its start revision) and any pure evaluation over the
+source (:meth:`ScopedReads.evaluate`, the change preview's). The next readers of the cluster on a
+caller's behalf (quotas) belong here, behind the same scope.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from apiserver.render import ExpandResult
-from apiserver.render.kubernetes.errors import status
+from apiserver.render.kubernetes.errors import VM_GROUP, status
+from apiserver.render.objects import CONTROLLER_REVISION, VIRTUAL_MACHINE_INSTANCE, ObjectLookup, ObjectRef
 from apiserver.sources.access import AccessRefused, Read
 from apiserver.sources.base import MISSING, Missing, Source
-from apiserver.sources.gather import Rendered, peekable, render_and_record
+from apiserver.sources.gather import Rendered, evaluate_with_source, peekable, render_and_record
 from apiserver.sources.scope import Scope
+
+T = TypeVar("T")
 
 
 class OutOfScope(AccessRefused):
@@ -28,6 +33,33 @@ class OutOfScope(AccessRefused):
         read = Read(scope.verb, scope.group, scope.resource, namespace, name)
         body = status(403, "Forbidden", f"{read.describe()}: outside the request's scope")
         super().__init__(read, body)
+
+
+@dataclass(frozen=True, slots=True)
+class RunningVM:
+    """A stored VM as it runs: the VM, its running VMI (None: stopped) and its start revision (None:
+    none found), read for a caller."""
+
+    vm: Mapping[str, Any]
+    vmi: Mapping[str, Any] | None
+    start_revision: Mapping[str, Any] | None
+
+
+def start_revision_name(vm: Mapping[str, Any], vmi: Mapping[str, Any]) -> str | None:
+    """The ControllerRevision ``revision-start-vm-<uid>-<generation>`` the running VMI was started from:
+    named by the VMI's ``status.virtualMachineRevisionName``, else by the VM generation virt-controller
+    wrote on it (``kubevirt.io/vm-generation``)."""
+    status = vmi.get("status") or {}
+    named = status.get("virtualMachineRevisionName") if isinstance(status, Mapping) else None
+    if isinstance(named, str) and named:
+        return named
+    meta = vmi.get("metadata") or {}
+    annotations = meta.get("annotations") or {} if isinstance(meta, Mapping) else {}
+    generation = annotations.get("kubevirt.io/vm-generation") if isinstance(annotations, Mapping) else None
+    uid = (vm.get("metadata") or {}).get("uid")
+    if isinstance(generation, str) and generation.isdigit() and isinstance(uid, str) and uid:
+        return f"revision-start-vm-{uid}-{generation}"
+    return None
 
 
 class ScopedReads:
@@ -78,6 +110,34 @@ class ScopedReads:
             run=run,
             gate=self.scope.gate,
         )
+
+    async def running_vm(self, name: str) -> RunningVM | None:
+        """The VM ``name`` of the scope's namespace as it runs (None: no such VM). The caller must be
+        allowed to ``get`` the VM and its VMI (reviewed before either is read); the start revision is the
+        VM's own earlier spec and is read with it."""
+        scope = self.scope
+        namespace = scope.namespace
+        if namespace is None or not scope.covers(namespace, name):
+            raise OutOfScope(scope, namespace or "", name)
+        gate = scope.gate
+        if gate is not None:
+            await gate.review(Read("get", VM_GROUP, "virtualmachines", namespace, name))
+        vm = await self._source.get_vm(namespace, name)
+        if vm is None:
+            return None
+        if gate is not None:
+            await gate.review(Read("get", VM_GROUP, "virtualmachineinstances", namespace, name))
+        vmi = await self._source.get(ObjectRef(VIRTUAL_MACHINE_INSTANCE, namespace, name))
+        revision = None
+        if vmi is not None:
+            revision_name = start_revision_name(vm, vmi)
+            if revision_name:
+                revision = await self._source.get(ObjectRef(CONTROLLER_REVISION, namespace, revision_name))
+        return RunningVM(vm, vmi, revision)
+
+    async def evaluate(self, work: Callable[[ObjectLookup, Mapping[str, Any] | None], T]) -> T:
+        """Run the pure ``work`` over the source, every object it reads read through the caller's gate."""
+        return await evaluate_with_source(self._source, work, gate=self.scope.gate)
 
 
 class Reads:

@@ -27,6 +27,9 @@ DISCOVERY_KIND = "APIGroupDiscoveryList"
 
 
 COLLECTION_VERBS = ["get", "list", "watch"]
+PREVIEW_KIND = "VirtualMachineChangePreview"
+PREVIEW_PLURAL = "virtualmachinechangepreviews"
+PREVIEW_SINGULAR = "virtualmachinechangepreview"
 
 
 def _groups(settings: Settings, with_collection: bool) -> dict[str, tuple[str, ...]]:
@@ -53,6 +56,17 @@ def _collection_resource() -> dict[str, Any]:
     }
 
 
+def _preview_resource() -> dict[str, Any]:
+    """The change preview, a review-style resource: created, never stored (apiserver.http.endpoints.preview)."""
+    return {
+        "name": PREVIEW_PLURAL,
+        "singularName": PREVIEW_SINGULAR,
+        "namespaced": True,
+        "kind": PREVIEW_KIND,
+        "verbs": ["create"],
+    }
+
+
 def api_resource_list(
     settings: Settings, version: str, group: str = "", with_collection: bool = False
 ) -> dict[str, Any]:
@@ -61,6 +75,8 @@ def api_resource_list(
     resources: list[dict[str, Any]] = []
     if with_collection and group == evm.GROUP and version == evm.VERSION:
         resources.append(_collection_resource())
+    if group == evm.GROUP and version == evm.VERSION:
+        resources.append(_preview_resource())
     if group == settings.api_group and version in settings.api_versions:
         resources += [
             {"name": EXPAND_VM_SPEC, **common, "verbs": ["update"]},
@@ -112,6 +128,16 @@ def aggregated(settings: Settings, discovery_version: str, with_collection: bool
                         "singularResource": evm.SINGULAR,
                         "verbs": COLLECTION_VERBS,
                         "shortNames": list(evm.SHORT_NAMES),
+                    }
+                )
+            if group == evm.GROUP and version == evm.VERSION:
+                resources.append(
+                    {
+                        "resource": PREVIEW_PLURAL,
+                        "responseKind": {"group": evm.GROUP, "version": evm.VERSION, "kind": PREVIEW_KIND},
+                        "scope": "Namespaced",
+                        "singularResource": PREVIEW_SINGULAR,
+                        "verbs": ["create"],
                     }
                 )
             if group == settings.api_group and version in settings.api_versions:

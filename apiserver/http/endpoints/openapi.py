@@ -19,6 +19,7 @@ import orjson
 from aiohttp import web
 
 from apiserver.http.endpoints import openapi_expandedvms as evm_api
+from apiserver.http.endpoints import openapi_preview as preview_api
 from apiserver.http.errors import not_found
 from apiserver.http.media import JSON, YAML, negotiate, respond_cacheable
 from apiserver.http.settings import Settings
@@ -210,6 +211,50 @@ def _collection_v2(paths: dict[str, Any]) -> None:
         }
 
 
+def _preview_v2(paths: dict[str, Any]) -> None:
+    op = preview_api.operation()
+    responses: dict[str, Any] = {"201": {"description": "Created", "schema": _ref2(op["response"])}}
+    responses.update({c: {"description": _ERRORS[c], "schema": _ref2(STATUS)} for c in preview_api.ERRORS})
+    paths[op["path"]] = {
+        "post": {
+            "description": op["description"],
+            "operationId": op["operationId"],
+            "consumes": MEDIA_TYPES,
+            "produces": MEDIA_TYPES,
+            "schemes": ["https"],
+            "tags": [_tag(evm.GROUP, evm.VERSION)],
+            "parameters": [
+                *(dict(p) for p in op["parameters"]),
+                {"name": "body", "in": "body", "required": True, "schema": _ref2(op["request"])},
+            ],
+            "responses": responses,
+            "x-kubernetes-action": op["action"],
+            "x-kubernetes-group-version-kind": dict(preview_api.GVK),
+        }
+    }
+
+
+def _preview_v3(paths: dict[str, Any]) -> None:
+    op = preview_api.operation()
+    responses: dict[str, Any] = {
+        "201": {"description": "Created", "content": _content(op["response"], MEDIA_TYPES)}
+    }
+    for code in preview_api.ERRORS:
+        responses[code] = {"description": _ERRORS[code], "content": _content(STATUS, [JSON])}
+    paths[op["path"]] = {
+        "post": {
+            "description": op["description"],
+            "operationId": op["operationId"],
+            "tags": [_tag(evm.GROUP, evm.VERSION)],
+            "parameters": [_param_v3(p) for p in op["parameters"]],
+            "requestBody": {"required": True, "content": _content(op["request"], MEDIA_TYPES)},
+            "responses": responses,
+            "x-kubernetes-action": op["action"],
+            "x-kubernetes-group-version-kind": dict(preview_api.GVK),
+        }
+    }
+
+
 def openapi_v2(settings: Settings, collection: bool = False) -> dict[str, Any]:
     """``collection``: include ``expandedvirtualmachines`` (served only with the VM cache)."""
     paths: dict[str, Any] = {}
@@ -245,6 +290,8 @@ def openapi_v2(settings: Settings, collection: bool = False) -> dict[str, Any]:
     if collection:
         _collection_v2(paths)
         defs.update(evm_api.definitions())
+    _preview_v2(paths)
+    defs.update(preview_api.definitions())
     return {
         "swagger": "2.0",
         "info": {"title": "kubevirt-expand-apiserver", "version": package_version()},
@@ -386,6 +433,9 @@ def openapi_v3(settings: Settings, version: str, group: str = "", collection: bo
     if collection and group == evm.GROUP and version == evm.VERSION:
         _collection_v3(paths)
         defs.update(evm_api.definitions())
+    if group == evm.GROUP and version == evm.VERSION:
+        _preview_v3(paths)
+        defs.update(preview_api.definitions())
     return {
         "openapi": "3.0.0",
         "info": {"title": "kubevirt-expand-apiserver", "version": package_version()},
