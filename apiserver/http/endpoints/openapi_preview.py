@@ -147,6 +147,18 @@ NAMESPACE = {
 }
 
 
+FIELD_VALIDATION = {
+    "name": "fieldValidation",
+    "in": "query",
+    "type": "string",
+    "uniqueItems": True,
+    "description": (
+        "How to treat members of the VirtualMachineChangePreview this server does not know: Strict (the "
+        "default) refuses them with 422, Warn answers with a Warning header each, Ignore drops them."
+    ),
+}
+
+
 def operation() -> dict[str, Any]:
     """create, as (path, operationId, action, parameters, request and response definition)."""
     return {
@@ -154,7 +166,7 @@ def operation() -> dict[str, Any]:
         "operationId": "createNamespacedVirtualMachineChangePreview",
         "action": "post",
         "description": "create a VirtualMachineChangePreview: preview a change to a VirtualMachine",
-        "parameters": [NAMESPACE],
+        "parameters": [NAMESPACE, FIELD_VALIDATION],
         "request": PREVIEW,
         "response": PREVIEW,
     }

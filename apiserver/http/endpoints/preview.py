@@ -27,9 +27,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
+from multidict import CIMultiDict
 
-from apiserver.http.endpoints.bodies import parse, read_body
+from apiserver.http.endpoints.bodies import field_validation, parse, read_body
 from apiserver.http.endpoints.discovery import PREVIEW_KIND, PREVIEW_PLURAL, PREVIEW_SINGULAR
+from apiserver.http.endpoints.expand import warning_header
 from apiserver.http.errors import StatusError, unavailable
 from apiserver.http.keys import scope_of
 from apiserver.http.media import encode, negotiate
@@ -37,6 +39,7 @@ from apiserver.http.settings import Settings
 from apiserver.render import ExpandError
 from apiserver.render.golang.gojson import GoDecodeError
 from apiserver.render.kubernetes.errors import CAUSE_INVALID, CAUSE_REQUIRED, Cause, invalid_status, status
+from apiserver.render.kubernetes.fieldvalidation import IGNORE, STRICT
 from apiserver.render.objects import ObjectLookup
 from apiserver.render.vmcontroller.preview import Preview, preview, propose
 from apiserver.sources.access import AccessRefused
@@ -72,8 +75,30 @@ def _object(
     return value
 
 
-def check_request(doc: Any) -> tuple[str, Mapping[str, Any]]:
-    """The request's name and spec; 400 for another kind, 422 naming every field at fault."""
+_KNOWN: dict[str, frozenset[str]] = {
+    "": frozenset({"apiVersion", "kind", "metadata", "spec", "status"}),
+    "spec": frozenset({"vmName", "instancetype", "preference", "upgrade", "virtualMachine", "running"}),
+    "spec.instancetype": frozenset({"name", "kind"}),
+    "spec.preference": frozenset({"name", "kind"}),
+    "spec.running": frozenset({"virtualMachine", "virtualMachineInstance"}),
+}
+
+
+def unknown_fields(doc: Mapping[str, Any]) -> list[str]:
+    """Members of the request this server does not know (the VMs inside are KubeVirt's, judged there)."""
+    found: list[str] = []
+    for where, known in _KNOWN.items():
+        node: Any = doc
+        for part in where.split(".") if where else ():
+            node = node.get(part) if isinstance(node, Mapping) else None
+        if isinstance(node, Mapping):
+            found += [f"{where}.{k}" if where else str(k) for k in node if k not in known]
+    return found
+
+
+def check_request(doc: Any, level: str = STRICT) -> tuple[str, Mapping[str, Any], list[str]]:
+    """The request's name, spec and warnings; 400 for another kind, 422 naming every field at fault
+    (``level``: kube-apiserver's fieldValidation for members this server does not know)."""
     if not isinstance(doc, Mapping):
         raise StatusError(status(400, "BadRequest", f"the body must be a {KIND} object"))
     kind, api_version = doc.get("kind"), doc.get("apiVersion")
@@ -88,6 +113,12 @@ def check_request(doc: Any) -> tuple[str, Mapping[str, Any]]:
     meta = doc.get("metadata") or {}
     name = meta.get("name", "") if isinstance(meta, Mapping) else ""
     causes: list[Cause] = []
+    warnings: list[str] = []
+    unknown = unknown_fields(doc) if level != IGNORE else []
+    if level == STRICT:
+        causes += [Cause(f, f'unknown field "{f}"', "FieldValueInvalid") for f in unknown]
+    else:
+        warnings += [f'unknown field "{f}"' for f in unknown]
     spec = _object(doc.get("spec"), "spec", causes, required=True)
     if spec is None:
         raise _invalid(causes, str(name))
@@ -146,7 +177,7 @@ def check_request(doc: Any) -> tuple[str, Mapping[str, Any]]:
         _object(running.get("virtualMachineInstance"), "spec.running.virtualMachineInstance", causes)
     if causes:
         raise _invalid(causes, str(name))
-    return str(name), spec
+    return str(name), spec, warnings
 
 
 def _in_namespace(vm: Mapping[str, Any], namespace: str) -> dict[str, Any]:
@@ -168,9 +199,10 @@ class PreviewHandler:
         namespace = request.match_info["namespace"]
         if scope.namespace != namespace:
             raise StatusError(status(403, "Forbidden", "the request's scope does not cover this namespace"))
+        level = field_validation(request)
         data = await read_body(request, self.settings.max_body_bytes)
         doc = parse(data).value
-        name, spec = check_request(doc)
+        name, spec, warnings = check_request(doc, level)
         reads = self.reads.within(scope)
         try:
             result = await self._preview(reads, namespace, spec)
@@ -187,7 +219,10 @@ class PreviewHandler:
         answer["metadata"] = meta
         answer["spec"] = spec
         answer["status"] = result.as_status()
-        return web.Response(status=201, body=encode(answer, media_type), content_type=media_type)
+        headers = CIMultiDict(("Warning", warning_header(w)) for w in warnings)
+        return web.Response(
+            status=201, body=encode(answer, media_type), content_type=media_type, headers=headers
+        )
 
     async def _preview(self, reads: Any, namespace: str, spec: Mapping[str, Any]) -> Preview:
         vm_name = spec.get("vmName")
