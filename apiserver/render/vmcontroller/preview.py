@@ -149,13 +149,13 @@ def preview(
     """What ``proposed`` does to the VM that runs as ``start_vm``/``start_revision`` with ``vmi``.
 
     ``current`` is the VM as stored now (its status, conditions included, carries over to ``proposed``
-    when that has none); the rendered difference is taken from the start revision when there is one,
+    when that has no ``status`` member); the rendered difference is taken from the start revision when there is one,
     else from ``current``. ``validate``: run the VM webhook on ``proposed`` first (a refusal is the
     verdict ``refused``). Raises :class:`~apiserver.render.objects.LookupPending` when ``lookup`` must
     fetch an object first, and :class:`ExpandError` for a VM that cannot be read at all."""
     config = controller_config(kubevirt)
     proposed_vm: JSON = dict(proposed)
-    if current is not None and not proposed_vm.get("status") and current.get("status"):
+    if current is not None and "status" not in proposed_vm and current.get("status"):
         proposed_vm["status"] = current["status"]
     result = Preview(verdict=LIVE, rollout_strategy=config.rollout_strategy)
     try:
