@@ -127,7 +127,9 @@ def test_added_removed_and_stopped(tmp_path: Path, capsys: pytest.CaptureFixture
     (after / "vm-fedora-cluster.yaml").unlink()
     _edit(after / "vm-fedora.yaml", "  name: fedora\n", "  name: fedora-2\n")
     pinned = after / "vm-fedora-pinned.yaml"
-    pinned.write_text(pinned.read_text().replace("      domain:\n", "      hostname: other\n      domain:\n", 1))
+    pinned.write_text(
+        pinned.read_text().replace("      domain:\n", "      hostname: other\n      domain:\n", 1)
+    )
     code, out, _ = run(capsys, "--after", str(after), "--stopped")
     assert code == 0
     assert out.splitlines() == [
