@@ -264,3 +264,55 @@ class Expander:
     ) -> dict[str, Any]:
         """:func:`expand_vm` of ``vm`` against this Expander's objects and configuration."""
         return _issued(self.expand(vm, presets=presets, validate=validate, field_validation=field_validation))
+
+
+def preview_change(
+    proposed: Mapping[str, Any],
+    objects: Iterable[Mapping[str, Any]] = (),
+    kubevirt: Mapping[str, Any] | None = None,
+    *,
+    current: Mapping[str, Any] | None = None,
+    vmi: Mapping[str, Any] | None = None,
+    start_vm: Mapping[str, Any] | None = None,
+    start_revision: Mapping[str, Any] | None = None,
+    instancetype: Mapping[str, Any] | None = None,
+    preference: Mapping[str, Any] | None = None,
+    upgrade: bool = False,
+    validate: bool = True,
+) -> dict[str, Any]:
+    """What ``proposed`` (a VM, or with ``instancetype``/``preference``/``upgrade`` the VM to change so)
+    does to the VM that runs as ``start_vm`` (or ``start_revision``, a ControllerRevision) with ``vmi``:
+    the ``status`` of a ``VirtualMachineChangePreview`` (``verdict``: live, restart, refused, error or
+    stopped; KubeVirt's ``message``; the rendered ``patch`` and ``changes``; ``liveUpdates``). ``current``
+    is the VM as stored (its status carries over). Raises :class:`ExpandError` for unusable input."""
+    from apiserver.render.vmcontroller.preview import preview, propose
+
+    for name, value in (
+        ("current", current),
+        ("vmi", vmi),
+        ("start_vm", start_vm),
+        ("start_revision", start_revision),
+    ):
+        if value is not None:
+            if not isinstance(value, Mapping):
+                raise ExpandError.bad_request(
+                    f"{name}: expected an object (a mapping), got {_json_kind(value)}"
+                )
+            check_json(value, name)
+    listed, config, _ = _inputs(proposed, objects, kubevirt)
+    if not isinstance(proposed, Mapping):
+        raise ExpandError.bad_request(f"the VirtualMachine must be an object, got {_json_kind(proposed)}")
+    vm: Mapping[str, Any] = proposed
+    if instancetype is not None or preference is not None or upgrade:
+        vm = propose(proposed, instancetype=instancetype, preference=preference, upgrade=upgrade)
+    result = preview(
+        vm,
+        ObjectIndex(listed),
+        current=current,
+        vmi=vmi,
+        start_vm=start_vm,
+        start_revision=start_revision,
+        kubevirt=config,
+        validate=validate,
+    )
+    return result.as_status()
