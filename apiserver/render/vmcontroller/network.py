@@ -12,7 +12,14 @@ import re
 from typing import Any
 
 from apiserver.render.golang import gojson
-from apiserver.render.vmcontroller._go import JSON, clone, devices, semantic_equal, template_spec
+from apiserver.render.vmcontroller._go import (
+    JSON,
+    clone,
+    devices,
+    has_condition_status,
+    semantic_equal,
+    template_spec,
+)
 
 INTERFACE = "kubevirt.io/api/core/v1.Interface"
 NETWORK = "kubevirt.io/api/core/v1.Network"
@@ -28,10 +35,7 @@ def _by_name(items: Any) -> dict[str, JSON]:
 
 def is_migratable(vmi: JSON) -> bool:
     """``VirtualMachineInstance.IsMigratable``: a LiveMigratable condition with status True."""
-    for cond in (vmi.get("status") or {}).get("conditions") or ():
-        if isinstance(cond, dict) and cond.get("type") == "LiveMigratable" and cond.get("status") == "True":
-            return True
-    return False
+    return has_condition_status(vmi, "LiveMigratable", "True")
 
 
 def _ifaces_equal(a: JSON | None, b: JSON | None) -> bool:

@@ -15,14 +15,15 @@ Puts the VM controller's pieces together for a caller (no KubeVirt function of i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from apiserver.render.admission import AdmissionDenied
 from apiserver.render.expand import expand
 from apiserver.render.golang import gojson
-from apiserver.render.kubernetes.errors import ExpandError
+from apiserver.render.kubernetes.errors import CAUSE_TYPE_INVALID, Cause, ExpandError
 from apiserver.render.objects import ObjectLookup
 from apiserver.render.vmcontroller import jsonpatch, revision
 from apiserver.render.vmcontroller._go import JSON, clone
@@ -118,6 +119,16 @@ class Preview:
         return out
 
 
+@contextmanager
+def _reading(what: str) -> Iterator[None]:
+    """A part of the running state Go cannot decode: a 422 naming it and the field."""
+    try:
+        yield
+    except gojson.GoDecodeError as err:
+        message = f"{what} cannot be read: {err}"
+        raise ExpandError.invalid(message, Cause(err.path, message, CAUSE_TYPE_INVALID)) from None
+
+
 def _render(vm: Mapping[str, Any], lookup: ObjectLookup, kubevirt: Mapping[str, Any] | None) -> JSON:
     return expand(vm, lookup, kubevirt=kubevirt, exact_names=True).vm
 
@@ -170,7 +181,8 @@ def preview(
         return result
     result.warnings = list(rendered_new.warnings)
     decoded = _decode_vm(proposed_vm)
-    start_spec = start_spec_of(decoded, start_vm=start_vm, start_revision=start_revision)
+    with _reading("the VM as started" if start_revision is None else "the start revision"):
+        start_spec = start_spec_of(decoded, start_vm=start_vm, start_revision=start_revision)
     base_source: Mapping[str, Any] | None = None
     if start_spec is not None:
         base_source = _running_vm(dict(current or proposed_vm), start_spec)
@@ -195,7 +207,9 @@ def preview(
     if vmi is None:
         result.verdict = STOPPED
         return result
-    sync = sync_pass(decoded, decode_vmi(vmi), start_spec, lookup, config)
+    with _reading("the running VMI"):
+        running = decode_vmi(vmi)
+    sync = sync_pass(decoded, running, start_spec, lookup, config)
     result.live_updates = sync.live_updates
     result.vm_patches = sync.vm_patches
     result.not_modelled = sync.not_modelled

@@ -23,6 +23,8 @@ from typing import Any
 
 from apiserver.render.admission import admission_config
 from apiserver.render.golang import gojson
+from apiserver.render.kubernetes.errors import CAUSE_INVALID, Cause, ExpandError
+from apiserver.render.kubernetes.quantity import QuantityError, quantity_text
 from apiserver.render.objects import ObjectLookup
 from apiserver.render.virtconfig import decode_configuration
 from apiserver.render.vmcontroller import firmware, hotplug, network, volumehotplug
@@ -98,6 +100,20 @@ def decode_vmi(vmi: Mapping[str, Any]) -> JSON:
     out["spec"] = gojson.decode(spec if isinstance(spec, Mapping) else {}, VMI_SPEC)
     status = vmi.get("status")
     out["status"] = dict(status) if isinstance(status, Mapping) else {}
+    memory = out["status"].get("memory")
+    if isinstance(memory, Mapping):
+        memory = out["status"]["memory"] = dict(memory)
+        for key in ("guestAtBoot", "guestCurrent", "guestRequested"):
+            if memory.get(key) is not None:
+                try:
+                    memory[key] = quantity_text(memory[key])
+                except QuantityError as err:
+                    field = f"status.memory.{key}"
+                    raise ExpandError.invalid(
+                        f"{field}: {err}", Cause(field, str(err), CAUSE_INVALID)
+                    ) from None
+    elif memory is not None:
+        out["status"].pop("memory")
     return out
 
 
