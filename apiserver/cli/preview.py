@@ -147,16 +147,18 @@ def _read(paths: list[str], namespace: str) -> Side:
     return side
 
 
-def _revision(vm_name: str, obj: Mapping[str, Any]) -> dict[str, Any]:
-    """The ControllerRevision the instancetype controller stores of ``obj`` for a VM (whole object)."""
+def _revision(namespace: str, obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A ControllerRevision as the instancetype controller stores ``obj`` for a VM (the whole object),
+    one per namespace and object: what every VM of the namespace started with it captured, the same
+    content (KubeVirt names one per VM), so that it is decoded once."""
     meta = obj.get("metadata") or {}
-    name = f"{vm_name}-{meta.get('name', '')}-captured"
+    name = f"captured-{str(obj.get('kind', '')).lower()}-{meta.get('name', '')}"
     return {
         "apiVersion": "apps/v1",
         "kind": "ControllerRevision",
         "metadata": {
             "name": name,
-            "namespace": "",
+            "namespace": namespace,
             "labels": {
                 "instancetype.kubevirt.io/object-name": meta.get("name", ""),
                 "instancetype.kubevirt.io/object-kind": obj.get("kind", ""),
@@ -178,7 +180,10 @@ def _stored(vm: dict[str, Any], architecture: str) -> dict[str, Any]:
 
 
 def _captured(
-    vm: dict[str, Any], before: ObjectIndex, namespace: str
+    vm: dict[str, Any],
+    before: ObjectIndex,
+    namespace: str,
+    made: dict[tuple[str, str, str], dict[str, Any]],
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """``vm`` as the instancetype controller leaves it once started: each matcher's object captured in a
     ControllerRevision of the VM's namespace, and ``status`` pointing at it."""
@@ -196,8 +201,10 @@ def _captured(
         obj = before.get(object_ref) if object_ref is not None else None
         if obj is None:
             continue
-        revision = _revision(str(vm["metadata"].get("name", "")), obj)
-        revision["metadata"]["namespace"] = namespace
+        key = (namespace, kind, str(matcher["name"]))
+        revision = made.get(key)
+        if revision is None:
+            revision = made[key] = _revision(namespace, obj)
         revisions.append(revision)
         status[status_ref] = {
             "name": matcher["name"],
@@ -224,6 +231,7 @@ def preview_folders(
     before_index = ObjectIndex(before.objects)
     config = controller_config(kubevirt)
     architecture = cluster_config(kubevirt).default_architecture
+    made: dict[tuple[str, str, str], dict[str, Any]] = {}
     entries: list[dict[str, Any]] = []
     for key in sorted(before.vms.keys() | after.vms.keys()):
         namespace, name = key
@@ -233,7 +241,7 @@ def preview_folders(
             entry["verdict"] = ADDED if old is None else REMOVED
             entries.append(entry)
             continue
-        started, revisions = _captured(_stored(old, architecture), before_index, namespace)
+        started, revisions = _captured(_stored(old, architecture), before_index, namespace, made)
         lookup = ObjectIndex([*after.objects, *revisions])
         vmi = None
         if not stopped:
