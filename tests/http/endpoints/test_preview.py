@@ -32,7 +32,7 @@ def _case(family: str, name: str) -> dict[str, Any]:
     raise AssertionError(name)
 
 
-def running_folder(directory: Path, inp: dict[str, Any]) -> None:
+def running_folder(directory: Path, inp: dict[str, Any], *, edit_medium: bool = False) -> None:
     """A folder holding the VM as stored (as started), its running VMI, its start revision, the objects
     and the KubeVirt CR."""
     vm = copy.deepcopy(inp["startVM"])
@@ -59,7 +59,14 @@ def running_folder(directory: Path, inp: dict[str, Any]) -> None:
         "metadata": {"name": "u1.8xlarge"},
         "spec": {"cpu": {"guest": 32}, "memory": {"guest": "128Gi"}},
     }
-    docs = [vm, vmi, revision, kubevirt, bigger, *inp["objects"]]
+    objects = copy.deepcopy(inp["objects"])
+    if edit_medium:  # u1.medium edited since the VM captured it: 4Gi -> 6Gi
+        live = next(
+            o for o in objects if o["kind"].endswith("Instancetype") and o["metadata"]["name"] == "u1.medium"
+        )
+        live["spec"]["memory"]["guest"] = "6Gi"
+        live["metadata"]["generation"] = 2
+    docs = [vm, vmi, revision, kubevirt, bigger, *objects]
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "cluster.yaml").write_text(yaml.safe_dump_all(docs, sort_keys=False))
 
@@ -180,3 +187,29 @@ async def test_the_resource_is_discoverable(srv: RunningServer) -> None:
             "verbs": ["create"],
         }
     ]
+
+
+async def test_an_edited_vm_with_a_non_live_field_restarts(srv: RunningServer) -> None:
+    edited = copy.deepcopy(_case("instancetype-switch", CASE)["startVM"])
+    edited["spec"]["template"]["spec"]["hostname"] = "db1"
+    reply = await srv.request("POST", PATH, json_body=review(vmName="vm-switch", virtualMachine=edited))
+    status = reply.json()["status"]
+    assert status["verdict"] == "restart"
+    assert status["changes"] == [{"path": "/spec/template/spec/hostname", "new": "db1"}]
+
+
+async def test_an_upgrade_takes_the_edited_instancetype(tmp_path: Path) -> None:
+    running_folder(tmp_path / "cluster", _case("instancetype-switch", CASE), edit_medium=True)
+    async with running_server(FolderSource(tmp_path / "cluster", watch=False), tmp_path) as srv:
+        kept = (await srv.request("POST", PATH, json_body=review(vmName="vm-switch"))).json()["status"]
+        upgraded = (
+            await srv.request("POST", PATH, json_body=review(vmName="vm-switch", upgrade=True))
+        ).json()
+    # The VM keeps the revision it captured until it is upgraded.
+    assert (kept["verdict"], kept["changes"]) == ("live", [])
+    status = upgraded["status"]
+    assert status["verdict"] == "live"
+    assert status["changes"] == [
+        {"path": "/spec/template/spec/domain/memory/guest", "old": "4Gi", "new": "6Gi"}
+    ]
+    assert {"path": "/spec/domain/memory/guest", "value": "6Gi"} in status["liveUpdates"]
