@@ -138,7 +138,10 @@ class Authentication:
         gate = self.gate
         transport = request.transport
         der = peer_certificate_der(transport.get_extra_info("ssl_object")) if transport is not None else None
-        admission = gate.admitted(request.method, request.path, request.raw_headers, der)
+        path = request.path
+        if request.query_string:  # a watch is decided apart, as the whole way decides it
+            path = authorization_path(request.method, path, request.query)
+        admission = gate.admitted(request.method, path, request.raw_headers, der)
         if admission is None or admission.verdict.status is not None:
             return False
         verdict = admission.verdict
