@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from yarl import URL
 
 from devcluster.controlplane import ControlPlane, free_port, unavailable
 from devcluster.paths import CRDS_FILE
@@ -448,6 +449,9 @@ async def flat_load_worker(
     headers = {"Accept": "application/json"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
+    # URLs made once: the client's cost per request must not depend on how many paths it draws from
+    # (yarl remembers only the last 128 URLs parsed from text).
+    urls = [URL(base + path, encoded=True) for path in paths]
     latencies: list[float] = []
     errors = 0
     choice, clock = random.choice, time.perf_counter
@@ -460,7 +464,7 @@ async def flat_load_worker(
             nonlocal errors
             while (start := clock()) < deadline:
                 try:
-                    async with http.get(base + choice(paths)) as resp:
+                    async with http.get(choice(urls)) as resp:
                         await resp.read()
                         if resp.status != 200:
                             errors += 1
