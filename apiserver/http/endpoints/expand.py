@@ -194,6 +194,8 @@ class ExpandHandlers:
         another resource."""
         namespace = scope.namespace or ""
         name = (scope.name or "") if named else None
+        if names.is_label(namespace) and (name is None or names.is_subdomain(name)):
+            return namespace, name or ""  # every request but a bad one: no lists of errors made
         for field, value, errors in (
             ("metadata.namespace", namespace, names.label_errors(namespace)),
             ("metadata.name", name, names.subdomain_errors(name) if name is not None else []),
