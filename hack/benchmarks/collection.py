@@ -47,6 +47,7 @@ import aiohttp
 from yarl import URL
 
 from devcluster.controlplane import ControlPlane, free_port, unavailable
+from devcluster.deployed import metric_in
 from devcluster.paths import CRDS_FILE
 from hack.benchmarks import load_vms
 
@@ -480,6 +481,15 @@ async def flat_load_worker(
     )
 
 
+SAR_ASKED = 'kubevirt_expand_review_cache_misses_total{review="subjectaccessreviews"}'
+
+
+async def reviews_asked(http: aiohttp.ClientSession, server: Server) -> float:
+    """SubjectAccessReviews the server has asked of kube-apiserver so far (its /metrics)."""
+    _, body = await timed_get(http, server.url + "/metrics")
+    return metric_in(body.decode(), SAR_ASKED)
+
+
 async def flat_window(
     server: Server, paths_file: Path, caller: dict[str, str], seconds: float, connections: int, processes: int
 ) -> dict[str, float]:
@@ -565,12 +575,15 @@ async def flat(
                 row: dict[str, Any] = {}
                 for caller in callers:
                     for which in sets if r % 2 == 0 else list(reversed(sets)):
+                        asked = await reviews_asked(http, server)
                         got = await flat_window(
                             server, files[which], who[caller], seconds, connections, processes
                         )
+                        got["reviews_asked"] = await reviews_asked(http, server) - asked
                         row[f"{caller} {which}"] = {k: round(v, 2) for k, v in got.items()}
                         note(
-                            f"round {r + 1} {caller} {which}: {got['rps']:.0f}/s, {got['cpu_us_per_request']:.0f} us CPU/request"
+                            f"round {r + 1} {caller} {which}: {got['rps']:.0f}/s, {got['cpu_us_per_request']:.0f} us CPU/request,"
+                            f" {got['reviews_asked']:.0f} SubjectAccessReviews"
                         )
                 out["rounds"].append(row)
             out["rss_mib"] = round(rss_mib(server.process.pid), 1)

@@ -39,6 +39,8 @@ def test_flat_measures_both_callers_on_both_sets(tmp_path: Path) -> None:
     assert set(row) == {f"{c} {s}" for c in ("admin", "token") for s in ("1000", "all")}
     # Every GET answered 200 (the benchmark fails otherwise), the token user's through its RoleBindings.
     assert all(w["rps"] > 0 and w["cpu_us_per_request"] > 0 for w in row.values()), row
+    # The admin (system:masters) is never reviewed.
+    assert row["admin 1000"]["reviews_asked"] == row["admin all"]["reviews_asked"] == 0
     for caller in ("admin", "token"):
         assert f"{caller}: random VMs among 1,000 " in proc.stdout
     assert proc.stdout.count("rate ") == 2 and proc.stdout.count("CPU per request ") == 2
