@@ -10,7 +10,7 @@ import logging
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from apiserver.auth.cache import TTLCache
 from apiserver.auth.identity import MASTERS_GROUP, UserInfo
@@ -34,9 +34,10 @@ _METHOD_VERBS = {
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 
 
-@dataclass(frozen=True, slots=True)
-class Attributes:
-    """What is asked: a resource request (group/version/resource/...) or a non-resource path."""
+class Attributes(NamedTuple):
+    """What is asked: a resource request (group/version/resource/...) or a non-resource path. A tuple:
+    made for every request naming an object not asked for lately (and a key of the review cache), in a
+    third of a frozen dataclass's time."""
 
     verb: str
     resource_request: bool

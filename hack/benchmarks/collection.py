@@ -15,6 +15,14 @@ for each size runs ``kubevirt-expand serve --vm-cache`` against it, then measure
   * RSS, time to ready, and memory per VM between the sizes;
   * kube-apiserver restarted under GET load: p99 before, during the relist that follows and after it,
     and how long after kube-apiserver is ready again a VM edited then shows (skip: --no-restart).
+With ``--flat`` (one size, the last of ``--sizes``, loaded with ``--etcd``'s way) it measures only GET
+expand-spec at cluster size, on one server: random VMs among the first 1,000 against random VMs among
+all of them, in windows that alternate (``--rounds``, ``--seconds`` each), for the cluster admin's
+client certificate and for a ServiceAccount's bearer token whose RBAC is a RoleBinding per namespace
+(TokenReview and SubjectAccessReview made by the server); ``--connections`` (16) over ``--processes``
+load processes. It prints requests/s, p99 and the server's CPU per request of each window, and per
+caller the medians' ratio all / 1,000. ``--profile FILE`` runs the server under cProfile (with
+``--sets all``: the all-VMs case alone).
 All requests go straight to each server over HTTPS with the cluster admin's client certificate (the
 server takes the cluster's client CA as kube-apiserver's delegates do), not through the aggregator.
 """
@@ -36,8 +44,10 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from yarl import URL
 
 from devcluster.controlplane import ControlPlane, free_port, unavailable
+from devcluster.deployed import metric_in
 from devcluster.paths import CRDS_FILE
 from hack.benchmarks import load_vms
 
@@ -61,12 +71,13 @@ def cpu_seconds(pid: int) -> float:
 
 
 class Server:
-    def __init__(self, plane: ControlPlane, workdir: Path) -> None:
+    def __init__(self, plane: ControlPlane, workdir: Path, profile: Path | None = None) -> None:
         self.port = free_port()
         self.url = f"https://127.0.0.1:{self.port}"
         self.log = workdir / f"server-{self.port}.log"
         command = [
             sys.executable,
+            *(["-m", "cProfile", "-o", str(profile)] if profile else []),
             "-m",
             "apiserver.cli",
             "serve",
@@ -382,6 +393,229 @@ async def measure(
             server.stop()
 
 
+# --- GET at cluster size: random VMs among a small working set against all of them ------------------
+
+FLAT_SMALL = 1000
+READER_ROLE = "bench-expand-reader"
+READER_ACCOUNT = ("bench-0", "bench-reader")
+
+
+def reader_objects(namespaces: int) -> list[dict[str, Any]]:
+    """A ServiceAccount allowed GET expand-spec in every bench namespace by a RoleBinding there: RBAC that
+    decides by namespace (no resourceNames), as a tenant's usually does."""
+    ns, account = READER_ACCOUNT
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": READER_ROLE},
+        "rules": [
+            {
+                "apiGroups": ["subresources.kubevirt.io"],
+                "resources": ["virtualmachines/expand-spec"],
+                "verbs": ["get"],
+            }
+        ],
+    }
+    bindings = [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": READER_ROLE, "namespace": f"bench-{n}"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": READER_ROLE},
+            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": ns}],
+        }
+        for n in range(namespaces)
+    ]
+    sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account, "namespace": ns}}
+    return [role, sa, *bindings]
+
+
+def expand_paths(names: list[tuple[str, str]]) -> list[str]:
+    return [
+        f"/apis/subresources.kubevirt.io/v1/namespaces/{ns}/virtualmachines/{n}/expand-spec"
+        for ns, n in names
+    ]
+
+
+async def flat_load_worker(
+    base: str, paths: list[str], connections: int, seconds: float, ca: str, cert: str, key: str, token: str
+) -> None:
+    """One load process (``_load``): ``connections`` keep-alive connections asking for random paths of
+    ``paths`` for ``seconds``; prints its count, errors and latencies as JSON."""
+    ctx = ssl.create_default_context(cafile=ca)
+    if cert:
+        ctx.load_cert_chain(cert, key)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE  # the server's self-signed certificate, on loopback
+    headers = {"Accept": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    # URLs made once: the client's cost per request must not depend on how many paths it draws from
+    # (yarl remembers only the last 128 URLs parsed from text).
+    urls = [URL(base + path, encoded=True) for path in paths]
+    latencies: list[float] = []
+    errors = 0
+    choice, clock = random.choice, time.perf_counter
+    async with aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(ssl=ctx, limit=connections), headers=headers
+    ) as http:
+        deadline = clock() + seconds
+
+        async def one() -> None:
+            nonlocal errors
+            while (start := clock()) < deadline:
+                try:
+                    async with http.get(choice(urls)) as resp:
+                        await resp.read()
+                        if resp.status != 200:
+                            errors += 1
+                except aiohttp.ClientError:
+                    errors += 1
+                latencies.append(clock() - start)
+
+        began = clock()
+        await asyncio.gather(*(one() for _ in range(connections)))
+        took = clock() - began
+    json.dump(
+        {"requests": len(latencies), "seconds": took, "errors": errors, "latencies": latencies}, sys.stdout
+    )
+
+
+SAR_ASKED = 'kubevirt_expand_review_cache_misses_total{review="subjectaccessreviews"}'
+
+
+async def reviews_asked(http: aiohttp.ClientSession, server: Server) -> float:
+    """SubjectAccessReviews the server has asked of kube-apiserver so far (its /metrics)."""
+    _, body = await timed_get(http, server.url + "/metrics")
+    return metric_in(body.decode(), SAR_ASKED)
+
+
+async def flat_window(
+    server: Server, paths_file: Path, caller: dict[str, str], seconds: float, connections: int, processes: int
+) -> dict[str, float]:
+    """One measured window: ``processes`` load processes sharing ``connections``; requests/s, p50/p99 and
+    the server's CPU per request (user + system from /proc, around the window)."""
+    shares = [connections // processes + (1 if i < connections % processes else 0) for i in range(processes)]
+    argv = [caller["ca"], caller.get("cert", ""), caller.get("key", ""), caller.get("token", "")]
+    before = cpu_seconds(server.process.pid)
+    procs = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "hack.benchmarks.collection",
+            "_load",
+            server.url,
+            str(paths_file),
+            str(share),
+            str(seconds),
+            *argv,
+            stdout=asyncio.subprocess.PIPE,
+            cwd=str(ROOT),
+        )
+        for share in shares
+    ]
+    results = [json.loads((await asyncio.wait_for(p.communicate(), seconds + 120))[0]) for p in procs]
+    cpu = cpu_seconds(server.process.pid) - before
+    latencies = sorted(x for r in results for x in r["latencies"])
+    requests = sum(r["requests"] for r in results)
+    errors = sum(r["errors"] for r in results)
+    if errors:
+        raise RuntimeError(f"{errors} of {requests} GETs were not 200")
+    return {
+        "rps": requests / max(r["seconds"] for r in results),
+        "p50_ms": latencies[len(latencies) // 2] * 1e3,
+        "p99_ms": latencies[int(len(latencies) * 0.99)] * 1e3,
+        "cpu_us_per_request": cpu / requests * 1e6,
+    }
+
+
+async def flat(
+    plane: ControlPlane,
+    workdir: Path,
+    size: int,
+    seconds: float,
+    rounds: int,
+    connections: int,
+    processes: int,
+    callers: list[str],
+    sets: list[str],
+    profile: Path | None,
+) -> dict[str, Any]:
+    """GET expand-spec of random VMs among the first 1,000 and among all ``size``, on one server, the
+    windows alternating (small, all; then all, small; ...) per caller: the cluster admin's client
+    certificate (system:masters, no SubjectAccessReview) and a ServiceAccount's bearer token (TokenReview,
+    then SubjectAccessReviews that RBAC answers by namespace)."""
+    ctx = client_ssl(plane)
+    namespaces = (size + PER_NAMESPACE - 1) // PER_NAMESPACE
+    note(f"loading {size} VMs")
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, limit=64)) as http:
+        etcd = f"http://127.0.0.1:{plane.etcd_port}"
+        loaded = await load_vms.load(plane.admin_kubeconfig, size, PER_NAMESPACE, 1000, "bench", 32, etcd)
+        note(f"loaded in {loaded:.1f}s; RBAC for the token user")
+        plane.apply(*reader_objects(namespaces))
+        token = plane.token(READER_ACCOUNT[1], READER_ACCOUNT[0])
+        ca = str(plane.pki.ca_file)
+        who = {
+            "admin": {"ca": ca, "cert": str(plane.pki.admin.cert_file), "key": str(plane.pki.admin.key_file)},
+            "token": {"ca": ca, "token": token},
+        }
+        names = [(f"bench-{i // PER_NAMESPACE}", f"vm-{i:06d}") for i in range(size)]
+        files = {"1000": workdir / "small.paths", "all": workdir / "all.paths"}
+        files["1000"].write_text("\n".join(expand_paths(names[:FLAT_SMALL])))
+        files["all"].write_text("\n".join(expand_paths(names)))
+        server = Server(plane, workdir, profile=profile)
+        try:
+            ready = await server.wait_ready(http)
+            note(f"ready in {ready:.1f}s")
+            await asyncio.sleep(3)
+            out: dict[str, Any] = {"vms": size, "ready_seconds": round(ready, 1), "rounds": []}
+            for caller in callers:  # a first short window each: connections, TokenReview, first reviews
+                await flat_window(server, files[sets[0]], who[caller], 2, connections, processes)
+            for r in range(rounds):
+                row: dict[str, Any] = {}
+                for caller in callers:
+                    for which in sets if r % 2 == 0 else list(reversed(sets)):
+                        asked = await reviews_asked(http, server)
+                        got = await flat_window(
+                            server, files[which], who[caller], seconds, connections, processes
+                        )
+                        got["reviews_asked"] = await reviews_asked(http, server) - asked
+                        row[f"{caller} {which}"] = {k: round(v, 2) for k, v in got.items()}
+                        note(
+                            f"round {r + 1} {caller} {which}: {got['rps']:.0f}/s, {got['cpu_us_per_request']:.0f} us CPU/request,"
+                            f" {got['reviews_asked']:.0f} SubjectAccessReviews"
+                        )
+                out["rounds"].append(row)
+            out["rss_mib"] = round(rss_mib(server.process.pid), 1)
+            return out
+        finally:
+            server.stop()
+
+
+def flat_summary(out: dict[str, Any], callers: list[str]) -> list[str]:
+    """Per caller: median requests/s and CPU per request of each set, and all / 1000."""
+    lines = []
+    for caller in callers:
+        med = {
+            which: {
+                k: statistics.median(row[f"{caller} {which}"][k] for row in out["rounds"])
+                for k in ("rps", "p99_ms", "cpu_us_per_request")
+            }
+            for which in ("1000", "all")
+            if f"{caller} {which}" in out["rounds"][0]
+        }
+        if len(med) < 2:
+            continue
+        small, every = med["1000"], med["all"]
+        lines.append(
+            f"{caller}: random VMs among 1,000 {small['rps']:.0f}/s (p99 {small['p99_ms']:.1f} ms,"
+            f" {small['cpu_us_per_request']:.0f} us CPU/request), among all {out['vms']:,}"
+            f" {every['rps']:.0f}/s (p99 {every['p99_ms']:.1f} ms, {every['cpu_us_per_request']:.0f} us):"
+            f" rate {every['rps'] / small['rps']:.2f}x, CPU per request {every['cpu_us_per_request'] / small['cpu_us_per_request']:.2f}x"
+        )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -401,6 +635,28 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="load the VMs straight into etcd (hack/benchmarks/load_vms.py --etcd), for sizes POSTs take too long to load",
     )
+    parser.add_argument(
+        "--flat",
+        action="store_true",
+        help="only GET expand-spec of random VMs among 1,000 against among all, alternating, at one size",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="--flat: windows per caller and set")
+    parser.add_argument("--connections", type=int, default=16, help="--flat: keep-alive connections")
+    parser.add_argument("--processes", type=int, default=2, help="--flat: load processes sharing them")
+    parser.add_argument(
+        "--callers", default="admin,token", help="--flat: admin (client certificate), token (bearer token)"
+    )
+    parser.add_argument("--sets", default="1000,all", help="--flat: which VMs are asked for (1000, all)")
+    parser.add_argument("--profile", type=Path, help="--flat: run the server under cProfile, write it here")
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["_load"]:
+        base, paths, connections, seconds, ca, cert, key, token = argv[1:]
+        paths_list = Path(paths).read_text().split()
+        asyncio.run(
+            flat_load_worker(base, paths_list, int(connections), float(seconds), ca, cert, key, token)
+        )
+        return 0
     args = parser.parse_args(argv)
     reason = unavailable()
     if reason:
@@ -416,6 +672,30 @@ def main(argv: list[str] | None = None) -> int:
             plane.start()
             plane.kubectl("apply", "-f", str(CRDS_FILE))
             plane.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+            if args.flat:
+                callers, sets = args.callers.split(","), args.sets.split(",")
+                profile = args.profile.resolve() if args.profile else None
+                figures = asyncio.run(
+                    flat(
+                        plane,
+                        workdir,
+                        sizes[-1],
+                        args.seconds,
+                        args.rounds,
+                        args.connections,
+                        args.processes,
+                        callers,
+                        sets,
+                        profile,
+                    )
+                )
+                figures["load"] = os.getloadavg()
+                print(json.dumps(figures), flush=True)
+                for line in flat_summary(figures, callers):
+                    print(line, flush=True)
+                if args.json:
+                    args.json.write_text(json.dumps(figures, indent=2))
+                return 0
             for n, size in enumerate(sizes):
                 before = sizes[n - 1] if n else 0
                 figures = asyncio.run(

@@ -148,7 +148,7 @@ SWITCHES = {
         Switch("route-memo", "RouteTable._matched: request target -> route", _no_route_memo),
         Switch("negotiation-memo", "media._NEGOTIATED: Accept header -> media type", _forget("apiserver.http.media", "_NEGOTIATED")),
         Switch("peekable-memo", "gather._PEEKABLE: source class -> Peekable", _forget("apiserver.sources.gather", "_PEEKABLE")),
-        Switch("open-scope-memo", "scoping._PATH_ATTRIBUTES: path -> attributes", _forget("apiserver.http.filters.scoping", "_PATH_ATTRIBUTES")),
+        Switch("open-scope-memo", "scoping._PATH_SCOPES: path -> scope", _forget("apiserver.http.filters.scoping", "_PATH_SCOPES")),
         Switch("spec-memo", "find._SPECS and _REFS: objects -> decoded specs, refs", _no_spec_memo),
         Switch("remembered-admissions", "AuthGate._admitted/_by_credentials: request -> admission", _no_remembered_admissions, True),
         Switch("identity-headers-memo", "AuthGate._identity_memo: header names -> identity headers", _no_identity_memo, True),

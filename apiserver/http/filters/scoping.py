@@ -17,6 +17,7 @@ from apiserver.auth.authorization import Attributes, authorization_path, request
 from apiserver.http.keys import SCOPE
 from apiserver.sources.access import ReadAccess
 from apiserver.sources.grant import grant
+from apiserver.sources.scope import Scope
 
 
 def grant_scope(
@@ -26,7 +27,21 @@ def grant_scope(
     (``access``: their reads beyond it; None, no authentication). Nothing for a non-resource request."""
     if not attributes.resource_request:
         return
-    request[SCOPE] = grant(
+    request[SCOPE] = _scope(attributes, access, all_references=all_references)
+
+
+def scope_for(
+    attributes: Attributes, access: ReadAccess | None, *, all_references: bool = False
+) -> Scope | None:
+    """:func:`grant_scope`'s scope, for a caller that keeps it for the same caller and attributes
+    (None: a non-resource request has none)."""
+    if not attributes.resource_request:
+        return None
+    return _scope(attributes, access, all_references=all_references)
+
+
+def _scope(attributes: Attributes, access: ReadAccess | None, *, all_references: bool = False) -> Scope:
+    return grant(
         verb=attributes.verb,
         group=attributes.group,
         resource=attributes.resource,
@@ -38,10 +53,12 @@ def grant_scope(
     )
 
 
-_PATH_ATTRIBUTES: dict[tuple[str, str], Attributes] = {}
-_PATH_ATTRIBUTES_MAX = 1024  # clients repeat their paths: each parsed once while it is among these
-# Without it (no authentication: the folder source's benchmark) a warm GET costs 1.11x the server CPU, PUT
-# 1.09x (hack/benchmarks/switches.py, open-scope-memo).
+_PATH_SCOPES: dict[tuple[str, str], Scope | None] = {}
+_PATH_SCOPES_MAX = 1024  # clients repeat their paths: each parsed and granted once while among these
+# Without the path's attributes remembered (no authentication: the folder source's benchmark) a warm GET
+# cost 1.11x the server CPU, PUT 1.09x (hack/benchmarks/switches.py, open-scope-memo); the scope itself
+# is remembered too (an immutable tuple granting the same reads for the same path): grant() made per
+# request was the "open scope" cost hack/benchmarks/commits.py showed after 58e41c7.
 
 
 def _open_grant(request: web.Request) -> None:
@@ -49,12 +66,16 @@ def _open_grant(request: web.Request) -> None:
     if request.query_string:
         path = authorization_path(request.method, path, request.query)
     key = (request.method, path)
-    attributes = _PATH_ATTRIBUTES.get(key)
-    if attributes is None:
-        if len(_PATH_ATTRIBUTES) >= _PATH_ATTRIBUTES_MAX:
-            _PATH_ATTRIBUTES.clear()
-        attributes = _PATH_ATTRIBUTES[key] = request_attributes(request.method, path)
-    grant_scope(request, attributes, None)
+    try:
+        scope = _PATH_SCOPES[key]
+    except KeyError:
+        attributes = request_attributes(request.method, path)
+        scope = _scope(attributes, None) if attributes.resource_request else None
+        if len(_PATH_SCOPES) >= _PATH_SCOPES_MAX:
+            _PATH_SCOPES.clear()
+        _PATH_SCOPES[key] = scope
+    if scope is not None:
+        request[SCOPE] = scope
 
 
 class OpenScoping:

@@ -67,6 +67,16 @@ def label_errors(value: str) -> list[str]:
     return _errors(value, LABEL_MAX, _LABEL_RE, _LABEL_ERROR)
 
 
+def is_subdomain(value: str) -> bool:
+    """Whether :func:`subdomain_errors` has nothing to say of ``value`` (one match, no list made)."""
+    return len(value) <= SUBDOMAIN_MAX and _SUBDOMAIN_RE.fullmatch(value) is not None
+
+
+def is_label(value: str) -> bool:
+    """Whether :func:`label_errors` has nothing to say of ``value``."""
+    return len(value) <= LABEL_MAX and _LABEL_RE.fullmatch(value) is not None
+
+
 def invalid_value(field: str, value: str, errors: list[str], *, name: str = "") -> ExpandError:
     """The 422 for a value apimachinery refuses: one cause per error, worded as ``field.Invalid``."""
     causes = [Cause(field, f"Invalid value: {go_quote(value)}: {e}", CAUSE_INVALID) for e in errors]

@@ -176,6 +176,7 @@ async def test_review_attributes_for_each_endpoint(tmp_path: Path) -> None:
         who = [("X-Remote-User", "alice"), ("X-Remote-Group", "g1")]
         code, _, body = await env.call(EXPAND, cert=env.pki.aggregator, headers=who)
         assert code == 404, body  # past authorization: the VM does not exist
+        # Asked for every VM of the namespace (no name): allowed, so for this one too.
         assert env.reviews.access_reviews[-1]["spec"] == {
             "resourceAttributes": {
                 "namespace": "ns1",
@@ -184,7 +185,6 @@ async def test_review_attributes_for_each_endpoint(tmp_path: Path) -> None:
                 "version": "v1",
                 "resource": "virtualmachines",
                 "subresource": "expand-spec",
-                "name": "vm1",
             },
             "user": "alice",
             "groups": ["g1", "system:authenticated"],
@@ -232,6 +232,59 @@ async def test_denied_is_403_in_kube_apiserver_words(tmp_path: Path) -> None:
         count = len(env.reviews.access_reviews)
         await env.call(EXPAND, cert=env.pki.aggregator, headers=who)
         assert len(env.reviews.access_reviews) == count
+
+
+def _expand(namespace: str, name: str) -> str:
+    return f"/apis/{GROUP}/v1/namespaces/{namespace}/virtualmachines/{name}/expand-spec"
+
+
+async def test_a_namespace_allowed_admits_every_vm_of_it_from_memory(tmp_path: Path) -> None:
+    """One review for the namespace (no name), then GETs of any other VM there are admitted without
+    another, whatever the client's other headers; a VM of another namespace is reviewed for that one."""
+    async with auth_env(tmp_path) as env:
+        env.reviews.allow(user="alice", namespace="ns1")
+        env.reviews.deny(user="alice", reason="no RBAC policy matched")
+        who = [("X-Remote-User", "alice")]
+        for i in range(5):
+            extra = [("X-Forwarded-For", f"10.0.0.{i}")]
+            code, _, body = await env.call(
+                _expand("ns1", f"vm-{i}"), cert=env.pki.aggregator, headers=who + extra
+            )
+            assert code == 404, body  # admitted: the VM does not exist
+        asked = [r["spec"]["resourceAttributes"] for r in env.reviews.access_reviews]
+        assert [(a["namespace"], a.get("name")) for a in asked] == [("ns1", None)]
+        code, _, body = await env.call(_expand("ns2", "vm-0"), cert=env.pki.aggregator, headers=who)
+        assert code == 403
+        assert body["message"] == (
+            f'virtualmachines.{GROUP} "vm-0" is forbidden: User "alice" cannot get resource '
+            f'"virtualmachines/expand-spec" in API group "{GROUP}" in the namespace "ns2": '
+            "no RBAC policy matched"
+        )
+        asked = [r["spec"]["resourceAttributes"] for r in env.reviews.access_reviews]
+        assert [(a["namespace"], a.get("name")) for a in asked] == [
+            ("ns1", None),
+            ("ns2", None),
+            ("ns2", "vm-0"),
+        ]
+
+
+async def test_a_grant_by_resource_name_admits_that_vm_only(tmp_path: Path) -> None:
+    """RBAC with resourceNames refuses the review without a name: the named review decides, for that VM
+    alone, and is never taken for the namespace."""
+    async with auth_env(tmp_path) as env:
+        env.reviews.allow(user="carol", namespace="ns1", name="mine")
+        env.reviews.deny(user="carol", reason="no RBAC policy matched")
+        who = [("X-Remote-User", "carol")]
+        code, _, body = await env.call(_expand("ns1", "mine"), cert=env.pki.aggregator, headers=who)
+        assert code == 404, body  # admitted: the VM does not exist
+        for _ in range(2):  # the refusal of another VM, remembered or not, is the named 403
+            code, _, body = await env.call(_expand("ns1", "theirs"), cert=env.pki.aggregator, headers=who)
+            assert code == 403
+            assert body["details"] == {"name": "theirs", "group": GROUP, "kind": "virtualmachines"}
+        code, _, _ = await env.call(_expand("ns1", "mine"), cert=env.pki.aggregator, headers=who)
+        assert code == 404
+        asked = [r["spec"]["resourceAttributes"].get("name") for r in env.reviews.access_reviews]
+        assert asked == [None, "mine", "theirs"]  # each decision cached for its TTL
 
 
 async def test_masters_are_allowed_without_review(tmp_path: Path) -> None:
