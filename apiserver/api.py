@@ -25,6 +25,7 @@ from apiserver.render import expand as _expand
 from apiserver.render.golang.values import check_json
 from apiserver.render.kubernetes.errors import ExpandError
 from apiserver.render.kubernetes.fieldvalidation import DEFAULT, LEVELS
+from apiserver.render.memo import version_of
 
 __all__ = ["ExpandWarning", "Expanded", "Expander", "expand", "expand_vm"]
 
@@ -54,8 +55,11 @@ def _json_kind(value: Any) -> str:
     return "a list" if isinstance(value, list) else f"a {type(value).__name__}"
 
 
-def _checked_objects(objects: Iterable[Any], fingerprints: dict[int, bytes]) -> list[Mapping[str, Any]]:
-    """The objects as a list, each checked; their fingerprints are added to ``fingerprints``."""
+def _checked_objects(
+    objects: Iterable[Any], fingerprints: dict[int, bytes], versions: list[Any] | None = None
+) -> list[Mapping[str, Any]]:
+    """The objects as a list, each checked; their fingerprints are added to ``fingerprints``, and
+    what each was recognised by (identity and fingerprint or version) to ``versions`` when given."""
     listed = []
     for index, obj in enumerate(objects):
         if type(obj) is not dict and not isinstance(obj, Mapping):  # type() first: the ABC check is slow
@@ -65,8 +69,35 @@ def _checked_objects(objects: Iterable[Any], fingerprints: dict[int, bytes]) -> 
         printed = check_json(obj, f"objects[{index}]")
         if printed is not None:
             fingerprints[id(obj)] = printed
+        if versions is not None:
+            versions.append(id(obj))
+            versions.append(printed if printed is not None else version_of(obj) or object())
         listed.append(obj)
     return listed
+
+
+class _LastIndex:
+    """The index of the last call's objects, reused while a call passes the same objects with the
+    same text (or version) in the same order: building it costs ~2 us a call. The entry holds the
+    objects, so their ids cannot be recycled while it is kept; it is replaced whole (one assignment),
+    so threads calling at once see one entry or the other, never a mix."""
+
+    __slots__ = ("_entry",)
+
+    def __init__(self) -> None:
+        self._entry: tuple[tuple[Any, ...], list[Mapping[str, Any]], ObjectIndex] = ((), [], ObjectIndex())
+
+    def of(self, listed: list[Mapping[str, Any]], versions: list[Any]) -> ObjectIndex:
+        key = tuple(versions)
+        entry = self._entry
+        if entry[0] == key:
+            return entry[2]
+        index = ObjectIndex(listed)
+        self._entry = (key, listed, index)
+        return index
+
+
+_LAST_INDEX = _LastIndex()
 
 
 def _checked_kubevirt(kubevirt: Any, fingerprints: dict[int, bytes]) -> Mapping[str, Any] | None:
@@ -82,15 +113,17 @@ def _checked_kubevirt(kubevirt: Any, fingerprints: dict[int, bytes]) -> Mapping[
 
 def _inputs(
     vm: Any, objects: Iterable[Any], kubevirt: Any
-) -> tuple[list[Mapping[str, Any]], Mapping[str, Any] | None, dict[int, bytes]]:
-    """The objects as a list, the configuration, and the inputs' fingerprints by identity (what the
+) -> tuple[ObjectIndex, Mapping[str, Any] | None, dict[int, bytes]]:
+    """The objects' index, the configuration, and the inputs' fingerprints by identity (what the
     renderer memoises under, see apiserver.render.memo)."""
     fingerprints: dict[int, bytes] = {}
-    printed = check_json(vm)
+    printed = check_json(vm, per_call=True)
     if printed is not None:
         fingerprints[id(vm)] = printed
-    listed = _checked_objects(objects, fingerprints)
-    return listed, _checked_kubevirt(kubevirt, fingerprints), fingerprints
+    versions: list[Any] = []
+    listed = _checked_objects(objects, fingerprints, versions)
+    config = _checked_kubevirt(kubevirt, fingerprints)
+    return _LAST_INDEX.of(listed, versions), config, fingerprints
 
 
 def _check_level(field_validation: str) -> None:
@@ -120,8 +153,8 @@ def expand(
     level is a ValueError.
     """
     _check_level(field_validation)
-    listed, config, fingerprints = _inputs(vm, objects, kubevirt)
-    return _expanded(vm, ObjectIndex(listed), config, fingerprints, presets, validate, field_validation)
+    index, config, fingerprints = _inputs(vm, objects, kubevirt)
+    return _expanded(vm, index, config, fingerprints, presets, validate, field_validation)
 
 
 def _expanded(
@@ -248,7 +281,7 @@ class Expander:
     ) -> Expanded:
         """:func:`expand` of ``vm`` against this Expander's objects and configuration."""
         _check_level(field_validation)
-        printed = check_json(vm)
+        printed = check_json(vm, per_call=True)
         fingerprints: Mapping[int, bytes] = (
             self._fingerprints if printed is None else _PlusVM(self._fingerprints, id(vm), printed)
         )
