@@ -13,6 +13,7 @@ once and then costs what the VM and the objects it references cost, however many
 from __future__ import annotations
 
 import copy
+import json
 import warnings as _warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from apiserver.documents.reader import DocumentError, read_documents
 from apiserver.render import ObjectIndex
 from apiserver.render import expand as _expand
 from apiserver.render.golang.values import check_json
@@ -27,7 +29,7 @@ from apiserver.render.kubernetes.errors import ExpandError
 from apiserver.render.kubernetes.fieldvalidation import DEFAULT, LEVELS
 from apiserver.render.memo import version_of
 
-__all__ = ["ExpandWarning", "Expanded", "Expander", "expand", "expand_vm"]
+__all__ = ["ExpandWarning", "Expanded", "Expander", "expand", "expand_json", "expand_vm"]
 
 
 class ExpandWarning(UserWarning):
@@ -204,6 +206,84 @@ def expand_vm(
     )
 
 
+def _read_vm(document: Any) -> tuple[Any, tuple[str, ...]]:
+    """The one document of JSON or YAML text, read as the server reads a PUT body (JSON values by
+    construction), and the paths of the fields it gives twice; a 400 :class:`ExpandError` otherwise."""
+    if not isinstance(document, bytes | str):
+        got = type(document).__name__
+        raise ExpandError.bad_request(f"expected the VM as JSON or YAML text (bytes or str), got a {got}")
+    try:
+        docs = read_documents(document)
+    except DocumentError as err:
+        what = f"is not valid {err.syntax}" if err.syntax else "cannot be read"
+        raise ExpandError.bad_request(f"the VM's text {what}: {err}") from None
+    present = docs if len(docs) == 1 else [d for d in docs if d.value is not None]
+    if len(present) != 1:
+        what = f"holds {len(present)} documents" if present else "holds no document"
+        raise ExpandError.bad_request(f"the VM's text {what}: pass one VirtualMachine")
+    return present[0].value, tuple(d.path for d in present[0].duplicates)
+
+
+def _json_text(vm: Any) -> bytes:
+    """Compact JSON, as the server writes its answer."""
+    try:
+        return orjson.dumps(vm)
+    except orjson.JSONEncodeError:  # an integer beyond 64 bits, kept exactly from the text
+        return json.dumps(vm, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _expanded_json(
+    read: tuple[Any, tuple[str, ...]],
+    index: ObjectIndex,
+    kubevirt: Mapping[str, Any] | None,
+    fingerprints: Mapping[int, bytes],
+    presets: bool,
+    validate: bool,
+    field_validation: str,
+) -> bytes:
+    vm, duplicates = read
+    result = _expand(
+        vm,
+        index,
+        kubevirt=kubevirt,
+        presets=presets,
+        validate=validate,
+        field_validation=field_validation,
+        duplicates=duplicates,
+        fingerprints=fingerprints,
+    )
+    for text in result.warnings:
+        _warnings.warn(text, ExpandWarning, stacklevel=3)
+    return _json_text(result.vm)
+
+
+def expand_json(
+    document: bytes | str,
+    objects: Iterable[Mapping[str, Any]] = (),
+    kubevirt: Mapping[str, Any] | None = None,
+    *,
+    presets: bool = False,
+    validate: bool = False,
+    field_validation: str = DEFAULT,
+) -> bytes:
+    """:func:`expand_vm` of a VM given as JSON (or YAML) text, answered as compact JSON text.
+
+    ``document`` is read as the server reads a PUT body (one document; a field given twice is judged by
+    ``field_validation``: ``Strict`` refuses it, ``Warn`` warns); its values are JSON by construction, so
+    it costs no check. Unreadable text, or other than one document, is a 400 :class:`ExpandError`.
+    ``objects`` and ``kubevirt`` are checked as :func:`expand` checks them; warnings are issued as
+    :class:`ExpandWarning`. The answer is the server's body: compact UTF-8 JSON.
+    """
+    _check_level(field_validation)
+    read = _read_vm(document)
+    fingerprints: dict[int, bytes] = {}
+    versions: list[Any] = []
+    listed = _checked_objects(objects, fingerprints, versions)
+    config = _checked_kubevirt(kubevirt, fingerprints)
+    index = _LAST_INDEX.of(listed, versions)
+    return _expanded_json(read, index, config, fingerprints, presets, validate, field_validation)
+
+
 def _copy(value: Mapping[str, Any], printed: bytes | None) -> Any:
     """A private copy of a checked value: from its JSON text when it has one (one native call)."""
     return orjson.loads(printed) if printed is not None else copy.deepcopy(value)
@@ -297,3 +377,23 @@ class Expander:
     ) -> dict[str, Any]:
         """:func:`expand_vm` of ``vm`` against this Expander's objects and configuration."""
         return _issued(self.expand(vm, presets=presets, validate=validate, field_validation=field_validation))
+
+    def expand_json(
+        self,
+        document: bytes | str,
+        *,
+        presets: bool = False,
+        validate: bool = False,
+        field_validation: str = DEFAULT,
+    ) -> bytes:
+        """:func:`expand_json` of ``document`` against this Expander's objects and configuration."""
+        _check_level(field_validation)
+        return _expanded_json(
+            _read_vm(document),
+            self._index,
+            self._kubevirt,
+            self._fingerprints,
+            presets,
+            validate,
+            field_validation,
+        )
