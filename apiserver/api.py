@@ -26,7 +26,7 @@ from apiserver.render import ObjectIndex
 from apiserver.render import expand as _expand
 from apiserver.render.golang.values import check_json
 from apiserver.render.kubernetes.errors import ExpandError
-from apiserver.render.kubernetes.fieldvalidation import DEFAULT, LEVELS
+from apiserver.render.kubernetes.fieldvalidation import DEFAULT, IGNORE, LEVELS
 from apiserver.render.memo import version_of
 
 __all__ = ["ExpandWarning", "Expanded", "Expander", "expand", "expand_json", "expand_vm"]
@@ -206,14 +206,15 @@ def expand_vm(
     )
 
 
-def _read_vm(document: Any) -> tuple[Any, tuple[str, ...]]:
+def _read_vm(document: Any, field_validation: str) -> tuple[Any, tuple[str, ...]]:
     """The one document of JSON or YAML text, read as the server reads a PUT body (JSON values by
-    construction), and the paths of the fields it gives twice; a 400 :class:`ExpandError` otherwise."""
+    construction), and the paths of the fields it gives twice (not looked for at ``Ignore``, which
+    does not judge them); a 400 :class:`ExpandError` otherwise."""
     if not isinstance(document, bytes | str):
         got = type(document).__name__
         raise ExpandError.bad_request(f"expected the VM as JSON or YAML text (bytes or str), got a {got}")
     try:
-        docs = read_documents(document)
+        docs = read_documents(document, duplicates=field_validation != IGNORE)
     except DocumentError as err:
         what = f"is not valid {err.syntax}" if err.syntax else "cannot be read"
         raise ExpandError.bad_request(f"the VM's text {what}: {err}") from None
@@ -275,7 +276,7 @@ def expand_json(
     :class:`ExpandWarning`. The answer is the server's body: compact UTF-8 JSON.
     """
     _check_level(field_validation)
-    read = _read_vm(document)
+    read = _read_vm(document, field_validation)
     fingerprints: dict[int, bytes] = {}
     versions: list[Any] = []
     listed = _checked_objects(objects, fingerprints, versions)
@@ -389,7 +390,7 @@ class Expander:
         """:func:`expand_json` of ``document`` against this Expander's objects and configuration."""
         _check_level(field_validation)
         return _expanded_json(
-            _read_vm(document),
+            _read_vm(document, field_validation),
             self._index,
             self._kubevirt,
             self._fingerprints,
