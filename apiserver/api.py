@@ -2,9 +2,10 @@
 
 :func:`expand` returns the VM and the warnings (field-validation findings under ``Warn``, preset
 conflicts); :func:`expand_vm` returns the VM alone and issues each warning through Python's
-:mod:`warnings` machinery as an :class:`ExpandWarning`.
+:mod:`warnings` machinery as an :class:`ExpandWarning`; :func:`expand_json` takes the VM as JSON (or
+YAML) text, read as the server reads a PUT body, and answers the server's compact JSON.
 
-Both check every object on every call (a dict may have been edited in place since), so a call costs in
+All three check every object on every call (a dict may have been edited in place since), so a call costs in
 proportion to all the objects passed, referenced or not: with a catalog of 150 instancetypes and
 preferences, ~7x a call with the two a VM references (docs/performance.md). :class:`Expander` checks and copies its objects
 once and then costs what the VM and the objects it references cost, however many it holds.
