@@ -1,6 +1,15 @@
 """kubevirt-expand-apiserver: render KubeVirt VirtualMachines with instancetypes and preferences applied."""
 
-from apiserver.api import Expanded, Expander, ExpandWarning, expand, expand_vm, preview_change
+from apiserver.api import Expanded, Expander, ExpandWarning, expand, expand_json, expand_vm, preview_change
 from apiserver.render.kubernetes.errors import ExpandError
 
-__all__ = ["ExpandError", "ExpandWarning", "Expanded", "Expander", "expand", "expand_vm", "preview_change"]
+__all__ = [
+    "ExpandError",
+    "ExpandWarning",
+    "Expanded",
+    "Expander",
+    "expand",
+    "expand_json",
+    "expand_vm",
+    "preview_change",
+]

@@ -2,9 +2,10 @@
 
 :func:`expand` returns the VM and the warnings (field-validation findings under ``Warn``, preset
 conflicts); :func:`expand_vm` returns the VM alone and issues each warning through Python's
-:mod:`warnings` machinery as an :class:`ExpandWarning`.
+:mod:`warnings` machinery as an :class:`ExpandWarning`; :func:`expand_json` takes the VM as JSON (or
+YAML) text, read as the server reads a PUT body, and answers the server's compact JSON.
 
-Both check every object on every call (a dict may have been edited in place since), so a call costs in
+All three check every object on every call (a dict may have been edited in place since), so a call costs in
 proportion to all the objects passed, referenced or not: with a catalog of 150 instancetypes and
 preferences, ~7x a call with the two a VM references (docs/performance.md). :class:`Expander` checks and copies its objects
 once and then costs what the VM and the objects it references cost, however many it holds.
@@ -13,6 +14,7 @@ once and then costs what the VM and the objects it references cost, however many
 from __future__ import annotations
 
 import copy
+import json
 import warnings as _warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -20,13 +22,15 @@ from typing import Any
 
 import orjson
 
+from apiserver.documents.reader import DocumentError, read_documents
 from apiserver.render import ObjectIndex
 from apiserver.render import expand as _expand
 from apiserver.render.golang.values import check_json
 from apiserver.render.kubernetes.errors import ExpandError
-from apiserver.render.kubernetes.fieldvalidation import DEFAULT, LEVELS
+from apiserver.render.kubernetes.fieldvalidation import DEFAULT, IGNORE, LEVELS
+from apiserver.render.memo import version_of
 
-__all__ = ["ExpandWarning", "Expanded", "Expander", "expand", "expand_vm"]
+__all__ = ["ExpandWarning", "Expanded", "Expander", "expand", "expand_json", "expand_vm"]
 
 
 class ExpandWarning(UserWarning):
@@ -54,8 +58,11 @@ def _json_kind(value: Any) -> str:
     return "a list" if isinstance(value, list) else f"a {type(value).__name__}"
 
 
-def _checked_objects(objects: Iterable[Any], fingerprints: dict[int, bytes]) -> list[Mapping[str, Any]]:
-    """The objects as a list, each checked; their fingerprints are added to ``fingerprints``."""
+def _checked_objects(
+    objects: Iterable[Any], fingerprints: dict[int, bytes], versions: list[Any] | None = None
+) -> list[Mapping[str, Any]]:
+    """The objects as a list, each checked; their fingerprints are added to ``fingerprints``, and
+    what each was recognised by (identity and fingerprint or version) to ``versions`` when given."""
     listed = []
     for index, obj in enumerate(objects):
         if type(obj) is not dict and not isinstance(obj, Mapping):  # type() first: the ABC check is slow
@@ -65,8 +72,35 @@ def _checked_objects(objects: Iterable[Any], fingerprints: dict[int, bytes]) -> 
         printed = check_json(obj, f"objects[{index}]")
         if printed is not None:
             fingerprints[id(obj)] = printed
+        if versions is not None:
+            versions.append(id(obj))
+            versions.append(printed if printed is not None else version_of(obj) or object())
         listed.append(obj)
     return listed
+
+
+class _LastIndex:
+    """The index of the last call's objects, reused while a call passes the same objects with the
+    same text (or version) in the same order: building it costs ~2 us a call. The entry holds the
+    objects, so their ids cannot be recycled while it is kept; it is replaced whole (one assignment),
+    so threads calling at once see one entry or the other, never a mix."""
+
+    __slots__ = ("_entry",)
+
+    def __init__(self) -> None:
+        self._entry: tuple[tuple[Any, ...], list[Mapping[str, Any]], ObjectIndex] = ((), [], ObjectIndex())
+
+    def of(self, listed: list[Mapping[str, Any]], versions: list[Any]) -> ObjectIndex:
+        key = tuple(versions)
+        entry = self._entry
+        if entry[0] == key:
+            return entry[2]
+        index = ObjectIndex(listed)
+        self._entry = (key, listed, index)
+        return index
+
+
+_LAST_INDEX = _LastIndex()
 
 
 def _checked_kubevirt(kubevirt: Any, fingerprints: dict[int, bytes]) -> Mapping[str, Any] | None:
@@ -82,15 +116,17 @@ def _checked_kubevirt(kubevirt: Any, fingerprints: dict[int, bytes]) -> Mapping[
 
 def _inputs(
     vm: Any, objects: Iterable[Any], kubevirt: Any
-) -> tuple[list[Mapping[str, Any]], Mapping[str, Any] | None, dict[int, bytes]]:
-    """The objects as a list, the configuration, and the inputs' fingerprints by identity (what the
+) -> tuple[ObjectIndex, Mapping[str, Any] | None, dict[int, bytes]]:
+    """The objects' index, the configuration, and the inputs' fingerprints by identity (what the
     renderer memoises under, see apiserver.render.memo)."""
     fingerprints: dict[int, bytes] = {}
-    printed = check_json(vm)
+    printed = check_json(vm, per_call=True)
     if printed is not None:
         fingerprints[id(vm)] = printed
-    listed = _checked_objects(objects, fingerprints)
-    return listed, _checked_kubevirt(kubevirt, fingerprints), fingerprints
+    versions: list[Any] = []
+    listed = _checked_objects(objects, fingerprints, versions)
+    config = _checked_kubevirt(kubevirt, fingerprints)
+    return _LAST_INDEX.of(listed, versions), config, fingerprints
 
 
 def _check_level(field_validation: str) -> None:
@@ -120,8 +156,8 @@ def expand(
     level is a ValueError.
     """
     _check_level(field_validation)
-    listed, config, fingerprints = _inputs(vm, objects, kubevirt)
-    return _expanded(vm, ObjectIndex(listed), config, fingerprints, presets, validate, field_validation)
+    index, config, fingerprints = _inputs(vm, objects, kubevirt)
+    return _expanded(vm, index, config, fingerprints, presets, validate, field_validation)
 
 
 def _expanded(
@@ -169,6 +205,85 @@ def expand_vm(
     return _issued(
         expand(vm, objects, kubevirt, presets=presets, validate=validate, field_validation=field_validation)
     )
+
+
+def _read_vm(document: Any, field_validation: str) -> tuple[Any, tuple[str, ...]]:
+    """The one document of JSON or YAML text, read as the server reads a PUT body (JSON values by
+    construction), and the paths of the fields it gives twice (not looked for at ``Ignore``, which
+    does not judge them); a 400 :class:`ExpandError` otherwise."""
+    if not isinstance(document, bytes | str):
+        got = type(document).__name__
+        raise ExpandError.bad_request(f"expected the VM as JSON or YAML text (bytes or str), got a {got}")
+    try:
+        docs = read_documents(document, duplicates=field_validation != IGNORE)
+    except DocumentError as err:
+        what = f"is not valid {err.syntax}" if err.syntax else "cannot be read"
+        raise ExpandError.bad_request(f"the VM's text {what}: {err}") from None
+    present = docs if len(docs) == 1 else [d for d in docs if d.value is not None]
+    if len(present) != 1:
+        what = f"holds {len(present)} documents" if present else "holds no document"
+        raise ExpandError.bad_request(f"the VM's text {what}: pass one VirtualMachine")
+    return present[0].value, tuple(d.path for d in present[0].duplicates)
+
+
+def _json_text(vm: Any) -> bytes:
+    """Compact JSON, as the server writes its answer."""
+    try:
+        return orjson.dumps(vm)
+    except orjson.JSONEncodeError:  # an integer beyond 64 bits, kept exactly from the text
+        return json.dumps(vm, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _expanded_json(
+    read: tuple[Any, tuple[str, ...]],
+    index: ObjectIndex,
+    kubevirt: Mapping[str, Any] | None,
+    fingerprints: Mapping[int, bytes],
+    presets: bool,
+    validate: bool,
+    field_validation: str,
+) -> bytes:
+    vm, duplicates = read
+    result = _expand(
+        vm,
+        index,
+        kubevirt=kubevirt,
+        presets=presets,
+        validate=validate,
+        field_validation=field_validation,
+        duplicates=duplicates,
+        fingerprints=fingerprints,
+    )
+    for text in result.warnings:
+        _warnings.warn(text, ExpandWarning, stacklevel=3)
+    return _json_text(result.vm)
+
+
+def expand_json(
+    document: bytes | str,
+    objects: Iterable[Mapping[str, Any]] = (),
+    kubevirt: Mapping[str, Any] | None = None,
+    *,
+    presets: bool = False,
+    validate: bool = False,
+    field_validation: str = DEFAULT,
+) -> bytes:
+    """:func:`expand_vm` of a VM given as JSON (or YAML) text, answered as compact JSON text.
+
+    ``document`` is read as the server reads a PUT body (one document; a field given twice is judged by
+    ``field_validation``: ``Strict`` refuses it, ``Warn`` warns); its values are JSON by construction, so
+    it costs no check. Unreadable text, or other than one document, is a 400 :class:`ExpandError`.
+    ``objects`` and ``kubevirt`` are checked as :func:`expand` checks them; warnings are issued as
+    :class:`ExpandWarning`. The answer is the server's body: compact UTF-8 JSON.
+    """
+    _check_level(field_validation)
+    read = _read_vm(document, field_validation)
+    fingerprints: dict[int, bytes] = {}
+    versions: list[Any] = []
+    listed = _checked_objects(objects, fingerprints, versions)
+    config = _checked_kubevirt(kubevirt, fingerprints)
+    index = _LAST_INDEX.of(listed, versions)
+    return _expanded_json(read, index, config, fingerprints, presets, validate, field_validation)
 
 
 def _copy(value: Mapping[str, Any], printed: bytes | None) -> Any:
@@ -248,7 +363,7 @@ class Expander:
     ) -> Expanded:
         """:func:`expand` of ``vm`` against this Expander's objects and configuration."""
         _check_level(field_validation)
-        printed = check_json(vm)
+        printed = check_json(vm, per_call=True)
         fingerprints: Mapping[int, bytes] = (
             self._fingerprints if printed is None else _PlusVM(self._fingerprints, id(vm), printed)
         )
@@ -264,6 +379,26 @@ class Expander:
     ) -> dict[str, Any]:
         """:func:`expand_vm` of ``vm`` against this Expander's objects and configuration."""
         return _issued(self.expand(vm, presets=presets, validate=validate, field_validation=field_validation))
+
+    def expand_json(
+        self,
+        document: bytes | str,
+        *,
+        presets: bool = False,
+        validate: bool = False,
+        field_validation: str = DEFAULT,
+    ) -> bytes:
+        """:func:`expand_json` of ``document`` against this Expander's objects and configuration."""
+        _check_level(field_validation)
+        return _expanded_json(
+            _read_vm(document, field_validation),
+            self._index,
+            self._kubevirt,
+            self._fingerprints,
+            presets,
+            validate,
+            field_validation,
+        )
 
 
 def preview_change(
@@ -299,7 +434,7 @@ def preview_change(
                     f"{name}: expected an object (a mapping), got {_json_kind(value)}"
                 )
             check_json(value, name)
-    listed, config, _ = _inputs(proposed, objects, kubevirt)
+    index, config, _ = _inputs(proposed, objects, kubevirt)
     if not isinstance(proposed, Mapping):
         raise ExpandError.bad_request(f"the VirtualMachine must be an object, got {_json_kind(proposed)}")
     vm: Mapping[str, Any] = proposed
@@ -307,7 +442,7 @@ def preview_change(
         vm = propose(proposed, instancetype=instancetype, preference=preference, upgrade=upgrade)
     result = preview(
         vm,
-        ObjectIndex(listed),
+        index,
         current=current,
         vmi=vmi,
         start_vm=start_vm,

@@ -15,6 +15,13 @@ Go's, of:
   api-ignore+catalog api-ignore with ``--catalog`` more instancetypes and preferences beside the case's
                      objects (as a caller holding a cluster's catalog passes them), checked on every call
   expander+catalog   api-expander with the same catalog
+  api-fresh          the Python API on a VM decoded afresh per call, as a script or a UI backend calls it:
+                     VM JSON text -> orjson.loads -> ``apiserver.expand(vm, objects, kubevirt,
+                     field_validation="Ignore")`` -> orjson.dumps, the objects the same dicts every call
+  expander-fresh     the same through an Expander made once
+  api-json           ``apiserver.expand_json(text, objects, kubevirt, field_validation="Ignore")``: JSON
+                     text in (read as the server reads a PUT body), JSON text out
+  expander-json      the same through an Expander made once (``Expander.expand_json``)
   render             the server's render: ``render.expand`` with the objects' decoded specs cached (their
                      uid and resourceVersion), the VM as parsed, no input check (a source's objects are JSON)
   expand-cold        ``render.expand`` decoding the instancetypes and preferences every time
@@ -77,6 +84,10 @@ ROWS = (
     "api-ignore",
     "api-strict",
     "api-expander",
+    "api-fresh",
+    "expander-fresh",
+    "api-json",
+    "expander-json",
     "api-ignore+catalog",
     "expander+catalog",
     "render",
@@ -185,6 +196,18 @@ def time_case(
     def api_expander() -> Any:
         return expander.expand(vm, field_validation="Ignore")
 
+    def api_fresh() -> bytes:
+        return orjson.dumps(api.expand(orjson.loads(body), objects, kubevirt, field_validation="Ignore").vm)
+
+    def expander_fresh() -> bytes:
+        return orjson.dumps(expander.expand(orjson.loads(body), field_validation="Ignore").vm)
+
+    def api_json() -> bytes:
+        return api.expand_json(body, objects, kubevirt, field_validation="Ignore")
+
+    def expander_json() -> bytes:
+        return expander.expand_json(body, field_validation="Ignore")
+
     def api_catalog() -> Any:
         return api.expand(vm, with_catalog, kubevirt, field_validation="Ignore")
 
@@ -211,6 +234,10 @@ def time_case(
         ("api-ignore", api_ignore, ops),
         ("api-strict", api_strict, ops),
         ("api-expander", api_expander, ops),
+        ("api-fresh", api_fresh, ops),
+        ("expander-fresh", expander_fresh, ops),
+        ("api-json", api_json, ops),
+        ("expander-json", expander_json, ops),
         # Each call checks every catalog object: fewer calls, so that the row takes seconds, not minutes.
         ("api-ignore+catalog", api_catalog, max(1, ops // 8) if catalog else ops),
         ("expander+catalog", expander_catalog, ops),
@@ -354,6 +381,15 @@ def main() -> int:
 
     print("ratios of geometric means, both measured in this run on the same cases")
     pairs = [
+        (
+            "api-fresh",
+            "json-in/json-out",
+            "the Python API on a VM decoded afresh over the server's render path",
+        ),
+        ("expander-fresh", "json-in/json-out", "the same through an Expander"),
+        ("api-json", "json-in/json-out", "expand_json (text in, text out) over the server's render path"),
+        ("expander-json", "json-in/json-out", "the same through an Expander"),
+        ("api-fresh", "api-ignore", "a VM decoded afresh against the same dict again"),
         ("api-strict", "api-ignore", "Strict's cost over Ignore"),
         ("api-expander", "api-ignore", "an Expander made once against expand() per call"),
         ("api-ignore+catalog", "api-ignore", f"{args.catalog} more objects passed on every call"),
@@ -367,7 +403,9 @@ def main() -> int:
             ("api-ignore", "go-server", "Python API (Ignore) against KubeVirt's Go"),
             ("api-expander", "go-server", "Python API (an Expander, Ignore) against KubeVirt's Go"),
             ("api-strict", "go-server", "Python API (Strict) against KubeVirt's Go"),
-            ("json-in/json-out", "go-server", "JSON in and out, both"),
+            ("json-in/json-out", "go-server", "JSON in and out, both (the server's render path)"),
+            ("api-fresh", "go-server", "Python API on a VM decoded afresh, JSON in and out, both"),
+            ("api-json", "go-server", "expand_json, JSON in and out, both"),
             ("expand-cold", "go-stateless", "objects decoded every time, both"),
         ]
     for top, bottom, what in pairs:

@@ -104,27 +104,26 @@ def test_a_feature_gate_added_in_place_changes_the_verdict() -> None:
         expand(vm, objects, other, validate=True, field_validation="Ignore")
 
 
-def test_a_catalog_passed_again_is_not_walked_again(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_catalog_passed_again_is_not_checked_again(monkeypatch: pytest.MonkeyPatch) -> None:
     # Up to 1,024 inputs are recognised; with 256 a caller passing 600 objects had each walked on every call.
     from apiserver.render.golang import values
 
-    walked: list[str] = []
-    real_check = values._check
+    checked: list[bytes | None] = []
+    real_check = values._native_check
 
-    def counting(value: Any, path: str, depth: int) -> None:
-        if depth == 0:
-            walked.append(path)
-        real_check(value, path, depth)
+    def counting(value: Any, printed: bytes | None) -> bool:
+        checked.append(printed)
+        return real_check(value, printed)
 
-    monkeypatch.setattr(values, "_check", counting)
+    monkeypatch.setattr(values, "_native_check", counting)
     objects = [_instancetype(1 + i % 4, name=f"it-{i}") for i in range(600)]
     objects.append(_instancetype(2))
     vm = _vm()
     assert _sockets(vm, objects) == 2
-    assert len(walked) == 602  # the VM and every object, once
-    walked.clear()
+    assert len(checked) == 602  # the VM and every object, once
+    checked.clear()
     assert _sockets(vm, objects) == 2
-    assert walked == []
-    objects[5]["spec"]["cpu"]["guest"] = 3  # edited in place: that one is walked again
+    assert checked == []
+    objects[5]["spec"]["cpu"]["guest"] = 3  # edited in place: that one is checked again
     assert _sockets(vm, objects) == 2
-    assert walked == ["objects[5]"]
+    assert len(checked) == 1 and b'"name":"it-5"' in (checked[0] or b"")

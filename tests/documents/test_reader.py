@@ -265,3 +265,38 @@ def test_kube_dumper_quotes_what_kubectl_would_misread() -> None:
     text = yaml.dump(value, Dumper=KubeDumper, sort_keys=False)
     assert "'y'" in text and "'1e3'" in text and "d: plain" in text
     assert read_documents(text) == [Document(1, value)]
+
+
+# --- duplicates=False: for a caller that does not judge them (field validation Ignore) ------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b'{"a": 1, "b": {"c": [1, 2.5, "x"]}}',
+        b'{"a": 1, "b": 2, "a": 3}',  # the last value wins, in the first one's place, as with duplicates
+        b'{"a": {"k": 1, "k": {"n": 12345678901234567890123}}}',  # an integer beyond 64 bits, exact
+        b'{"a": 123456789012345678901234567890}',
+        ("[" * 60 + "]" * 60).encode(),  # many openers, within the limit
+        b"a: 1\na: 2\n",  # YAML: read as ever
+    ],
+    ids=["plain", "duplicate", "duplicate-and-big-int", "big-int", "many-openers", "yaml"],
+)
+def test_without_duplicates_the_values_are_the_same(text: bytes) -> None:
+    (with_dups,) = read_documents(text)
+    (without,) = read_documents(text, duplicates=False)
+    assert without.value == with_dups.value
+    assert list(json.dumps(without.value)) == list(json.dumps(with_dups.value))  # member order too
+    if text == b'{"a": 1, "b": 2, "a": 3}':
+        assert with_dups.duplicates == (Duplicate("a"),) and without.duplicates == ()  # not looked for
+
+
+def test_without_duplicates_the_limits_hold() -> None:
+    deep = ('{"a":' * (MAX_DEPTH + 1) + "1" + "}" * (MAX_DEPTH + 1)).encode()
+    with pytest.raises(DocumentError, match=f"nested deeper than {MAX_DEPTH} levels"):
+        read_documents(deep, duplicates=False)
+    with pytest.raises(DocumentError, match="number out of range"):
+        read_documents(b'{"a": 1e999}', duplicates=False)
+    with pytest.raises(DocumentError) as broken:
+        read_documents(b'{"a": 1,', duplicates=False)
+    assert broken.value.syntax == "JSON" and "unexpected end of data" in str(broken.value)

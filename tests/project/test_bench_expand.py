@@ -62,9 +62,13 @@ def test_without_go_the_go_figures_are_a_reference_only() -> None:
     measured = _measured(lines)
     assert {"api-ignore", "api-strict", "render", "json-in/json-out", "orjson", "stdlib-json"} <= measured
     assert {"api-expander", "api-ignore+catalog", "expander+catalog"} <= measured
+    assert {"api-fresh", "expander-fresh", "api-json", "expander-json"} <= measured
     assert not {"go-server", "go-stateless"} & measured
     ratios = _ratios(lines, measured)
-    assert len(ratios) == 7
+    assert len(ratios) == 12
+    # A VM decoded afresh per call, against the server's render path of the same run.
+    assert any(line.startswith("  api-fresh / json-in/json-out:") for line in ratios)
+    assert any(line.startswith("  api-json / json-in/json-out:") for line in ratios)
     assert any(
         line.startswith("  api-ignore+catalog / api-ignore:") and "10 more objects" in line for line in ratios
     )
@@ -84,4 +88,6 @@ def test_with_the_oracle_go_is_timed_in_the_same_run() -> None:
     assert any(line.startswith("  api-ignore / go-server:") for line in ratios)
     assert any(line.startswith("  api-strict / go-server:") for line in ratios)
     assert any(line.startswith("  api-expander / go-server:") for line in ratios)
+    assert any(line.startswith("  api-fresh / go-server:") for line in ratios)
+    assert any(line.startswith("  json-in/json-out / go-server:") for line in ratios)
     assert not [line for line in lines if "Reference from elsewhere" in line]
