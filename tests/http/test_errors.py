@@ -99,9 +99,28 @@ async def test_schema_invalid_body_with_kubevirt_codes_is_400(tmp_path: Path) ->
     async with running_server(MemorySource(), tmp_path, kubevirt_error_codes=True) as srv:
         body = assert_status(await srv.put(put_path(), json_body=vm), 400, "BadRequest")
     assert body["message"] == "Object is not a valid VirtualMachine"
+    # In go-openapi's words, as virt-api's schema check words it (tests/virtapi compares with the real one).
     assert body["details"]["causes"] == [
-        {"message": 'spec.running: Invalid value: "yes": must be of type boolean'}
+        {"message": 'spec.running in body must be of type boolean: "string"'}
     ]
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        (b"", "unexpected end of JSON input"),
+        (b'{"spec": {', "unexpected end of JSON input"),
+        (b"[]", "json: cannot unmarshal array into Go value of type map[string]interface {}"),
+        (b'{"spec": {}} {}', "invalid character '{' after top-level value"),
+    ],
+)
+async def test_undecodable_body_with_kubevirt_codes_in_gos_words(
+    tmp_path: Path, data: bytes, problem: str
+) -> None:
+    async with running_server(MemorySource(), tmp_path, kubevirt_error_codes=True) as srv:
+        reply = await srv.put(put_path(), data=data, headers={"Content-Type": "application/json"})
+    body = assert_status(reply, 400, "BadRequest")
+    assert body["message"] == f"Can not unmarshal Request body to struct, error: {problem}"
 
 
 async def test_missing_vm_is_404_with_api_server_text(tmp_path: Path) -> None:
