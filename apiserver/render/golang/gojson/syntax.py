@@ -19,11 +19,17 @@ from typing import Final
 
 MAX_NESTING: Final = 10000  # jsontext maxNestingDepth
 END_OF_INPUT: Final = "unexpected end of JSON input"
-_SPACE: Final = frozenset(b" \t\r\n")
 _HEX: Final = frozenset(b"0123456789abcdefABCDEF")
 _DIGITS: Final = frozenset(b"0123456789")
 _SIMPLE_ESCAPES: Final = frozenset(b'"\\/bfnrt')
 _STRING_STOP: Final = re.compile(rb'["\\\x00-\x1f]')
+_WHITESPACE: Final = re.compile(rb"[ \t\r\n]*")
+# A well-formed scalar at once (the byte-wise reader words what is not); bytes that are not UTF-8 are allowed.
+_SCALAR: Final = re.compile(
+    rb'(?P<string>"(?:[^"\\\x00-\x1f]++|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*+")'
+    rb"|(?P<number>-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)"
+    rb"|(?P<literal>true|false|null)"
+)
 _NAMED: Final = {0x07: "\\a", 0x08: "\\b", 0x0C: "\\f", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t", 0x0B: "\\v"}
 
 
@@ -102,12 +108,27 @@ class _Reader:
         return _SyntaxError(f"invalid character {quote_rune(self.data[at : at + 4])} {where}")
 
     def space(self, i: int) -> int:
-        data, size = self.data, self.size
-        while i < size and data[i] in _SPACE:
-            i += 1
-        if i >= size:
+        i = _WHITESPACE.match(self.data, i).end()  # type: ignore[union-attr]  # matches the empty string too
+        if i >= self.size:
             raise _SyntaxError(END_OF_INPUT)
         return i
+
+    def scalar(self, i: int) -> int:
+        """A string, number or literal from ``i`` (its first byte), quickly where it is well formed; else
+        through the byte-wise reader, which words the error."""
+        found = _SCALAR.match(self.data, i)
+        if found is not None:
+            end = found.end()
+            if found.lastgroup != "number" or end >= self.size or self.data[end] not in b".eE":
+                return end
+        c = self.data[i]
+        if c == 0x22:
+            return self.string(i)
+        if c == 0x2D or c in _DIGITS:
+            return self.number(i)
+        if c in b"tfn":
+            return self.literal(i, b"true" if c == 0x74 else b"false" if c == 0x66 else b"null")
+        raise self.fail(i, "looking for beginning of value")
 
     def string(self, i: int) -> int:
         """``ConsumeString`` from the opening quote at ``i``; the position after the closing one."""
@@ -204,19 +225,12 @@ class _Reader:
                     continue
                 else:
                     continue
-            elif c == 0x22:
-                i = self.string(i)
-            elif c == 0x2D or c in _DIGITS:
-                i = self.number(i)
-            elif c in b"tfn":
-                i = self.literal(i, b"true" if c == 0x74 else b"false" if c == 0x66 else b"null")
             else:
-                raise self.fail(i, "looking for beginning of value")
+                i = self.scalar(i)
             # after a value: close what ends here, find the next value
             while True:
                 if not stack:
-                    while i < size and data[i] in _SPACE:
-                        i += 1
+                    i = _WHITESPACE.match(data, i).end()  # type: ignore[union-attr]
                     if i < size:
                         raise self.fail(i, "after top-level value")
                     return
@@ -237,7 +251,7 @@ class _Reader:
         """A member's name and its colon from ``i``; the position of its value."""
         if self.data[i] != 0x22:
             raise self.fail(i, "looking for beginning of object key string")
-        i = self.space(self.string(i))
+        i = self.space(self.scalar(i))
         if self.data[i] != 0x3A:  # :
             raise self.fail(i, "after object key")
         return self.space(i + 1)
