@@ -6,6 +6,8 @@ tests/parity start for themselves. One harness for both:
 - :mod:`devcluster.deployed`: the server run with the Deployment's arguments of an apiservice/ overlay,
   registered through that overlay's APIServices;
 - :mod:`devcluster.crds`: CRDs for the KubeVirt kinds the server reads, where ../shared has none;
+- :mod:`devcluster.virtapi`: KubeVirt's own virt-api (../shared/oracle) beside the server, behind the same
+  kube-apiserver (tests/virtapi, hack/benchmarks/virtapi.py);
 - :mod:`devcluster.cli`: ``up``, ``status`` and ``down`` (``python -m devcluster``).
 
 Not part of the installed package (the wheel holds apiserver/ alone): it runs from a checkout.

@@ -35,9 +35,12 @@ from apiserver.http.errors import (
     unsupported_media_type,
 )
 from apiserver.http.transport.budget import DEFAULT_PACE, BodyPace
+from apiserver.render.admission.schema import validate_schema
+from apiserver.render.golang.gojson import syntax
 from apiserver.render.kubernetes.errors import CAUSE_INVALID, Cause, ExpandError, invalid_status, status
 from apiserver.render.kubernetes.fieldvalidation import (
     DEFAULT,
+    IGNORE,
     LEVELS,
     FieldValidationError,
     admit,
@@ -172,6 +175,44 @@ def _kind_of(value: Any) -> str:
     return {list: "a list", str: "a string", bool: "a boolean"}.get(type(value), "a number")
 
 
+SCHEMA_FAILURE = "Object is not a valid VirtualMachine"  # virt-api's writeValidationErrors
+
+
+GO_SCAN_LIMIT = OFFLOAD_BYTES  # bodies Go's syntax errors are worded for (a byte-wise reader in Python)
+
+
+def _go_unmarshal_failure(data: bytes) -> StatusError | None:
+    """virt-api's 400 for a body Go's ``json.Unmarshal`` into a map refuses (its first step), or None.
+
+    Go's exact words come from a reader that costs about a microsecond per token, so only bodies up to
+    :data:`GO_SCAN_LIMIT` get them; a larger body that is not JSON is refused in orjson's words (where orjson
+    refuses what Go takes, bytes that are not UTF-8 or lone surrogates, the body is read on as before)."""
+    try:
+        value = orjson.loads(data)  # the usual case, quickly: one JSON object
+    except orjson.JSONDecodeError as err:
+        if len(data) > GO_SCAN_LIMIT:
+            return (
+                None
+                if _go_takes(err)
+                else bad_request(f"Can not unmarshal Request body to struct, error: {err}")
+            )
+        value = ...
+    if isinstance(value, dict) or value is None:
+        return None
+    problem = syntax.unmarshal_error(data)
+    return (
+        None
+        if problem is None
+        else bad_request(f"Can not unmarshal Request body to struct, error: {problem}")
+    )
+
+
+def _go_takes(err: orjson.JSONDecodeError) -> bool:
+    """Whether orjson refused what Go's decoder takes (text that is not UTF-8, a lone surrogate escape)."""
+    text = str(err).lower()
+    return "utf-8" in text or "surrogate" in text
+
+
 def _unreadable(err: DocumentError, *, kubevirt_messages: bool) -> StatusError:
     if kubevirt_messages:
         return bad_request(f"Can not unmarshal Request body to struct, error: {err}")
@@ -180,8 +221,13 @@ def _unreadable(err: DocumentError, *, kubevirt_messages: bool) -> StatusError:
     return bad_request(f"the request body is not valid {err.syntax}: {err}")
 
 
-def parse(data: bytes, *, kubevirt_messages: bool = False) -> Body:
-    """The body's one document; 400 naming the problem otherwise."""
+def parse(data: bytes, *, kubevirt_messages: bool = False, go_json: bool = False) -> Body:
+    """The body's one document; 400 naming the problem otherwise. ``go_json``: a JSON body Go's decoder
+    refuses is refused first, in virt-api's words (``--kubevirt-error-codes``)."""
+    if go_json:
+        failure = _go_unmarshal_failure(data)
+        if failure is not None:
+            raise failure
     try:
         docs: Sequence[Document] = read_documents(data)
     except DocumentError as err:
@@ -205,6 +251,14 @@ def check_vm(
     """Judge the body at ``level`` and return it with ``metadata.namespace`` set to the path's
     namespace, and the field-validation warnings."""
     doc = body.value
+    if kubevirt_messages:
+        # virt-api checks the decoded map with KubeVirt's OpenAPI schema (the webhook's first stage does
+        # the same, pkg/util/openapi) and has no fieldValidation: that check is all it does.
+        problems = validate_schema(doc if isinstance(doc, dict) else {})  # null decodes as an empty map
+        if problems:
+            causes = [{"message": problem} for problem in problems]
+            raise StatusError(status(400, "BadRequest", SCHEMA_FAILURE, details={"causes": causes}))
+        level = IGNORE
     try:
         warnings = admit(doc, level, body.duplicates)
     except FieldValidationError as err:
@@ -232,6 +286,4 @@ def _schema_failure(err: ExpandError, *, kubevirt_messages: bool) -> StatusError
     causes = [
         {"message": f"{c['field']}: {c['message']}" if c.get("field") else c["message"]} for c in err.causes
     ]
-    return StatusError(
-        status(400, "BadRequest", "Object is not a valid VirtualMachine", details={"causes": causes})
-    )
+    return StatusError(status(400, "BadRequest", SCHEMA_FAILURE, details={"causes": causes}))

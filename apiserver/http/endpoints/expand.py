@@ -515,7 +515,9 @@ class ExpandHandlers:
         namespace, level = plan.namespace, plan.level
 
         def read() -> tuple[dict[str, Any], list[str]]:
-            body = parse(data, kubevirt_messages=kubevirt_messages)
+            body = parse(
+                data, kubevirt_messages=kubevirt_messages, go_json=kubevirt_messages and plan.fmt == "json"
+            )
             return check_vm(body, namespace, level, kubevirt_messages=kubevirt_messages)
 
         async def answer(vm: dict[str, Any], warnings: list[str]) -> web.Response:

@@ -210,6 +210,22 @@ def test_member_names_fold_case_unless_exact() -> None:
     assert decode({"\u212aind": "VirtualMachine"}, "VirtualMachine") == {"kind": "VirtualMachine"}
 
 
+@pytest.mark.parametrize("run_strategy", ["runStrategy", "RunStrategy"], ids=["fast path", "closures"])
+def test_exact_names_end_at_kubevirts_own_unmarshal_json(run_strategy: str) -> None:
+    # VirtualMachineInstanceSpec.UnmarshalJSON decodes with encoding/json, which folds case whatever the
+    # caller's decoder does: KubeVirt's real virt-api renders a stored VM's spec.template.spec.domain.cpu
+    # .dedicatedCPUPlacement as dedicatedCpuPlacement (tests/virtapi; golden cases instancetype-019 and
+    # conflict-013), while members above the template's spec still need their exact names. (A folded name
+    # in VirtualMachineSpec hands it, and all below it, to the closures instead of the generated decoders.)
+    domain = {"cpu": {"dedicatedCPUPlacement": True}, "devices": {}}
+    vm = _vm({run_strategy: "Always", "template": {"spec": {"domain": domain, "Hostname": "h"}}})
+    decoded = decode(vm, "VirtualMachine", exact_names=True)
+    assert decoded["spec"].get("runStrategy") == ("Always" if run_strategy == "runStrategy" else None)
+    template = decoded["spec"]["template"]["spec"]
+    assert template["hostname"] == "h"
+    assert template["domain"]["cpu"] == {"dedicatedCpuPlacement": True}
+
+
 def test_case_folded_duplicates_merge_objects() -> None:
     doc = {"spec": {"template": {"spec": {"domain": {"cpu": {"cores": 1}, "CPU": {"sockets": 2}}}}}}
     assert _dom(decode(doc, "VirtualMachine"))["cpu"] == {"cores": 1, "sockets": 2}

@@ -213,7 +213,10 @@ _HOOKS: dict[str, Callable[[dict[str, Any]], None]] = {
 
 # The hooks are KubeVirt's UnmarshalJSON methods (VirtualMachineInstanceSpec, DHCPOptions, PodNetwork); each
 # decodes its bytes into a local alias type with a json.Unmarshal of its own, whose error comes back
-# verbatim, so the error names the alias type as its root.
+# verbatim, so the error names the alias type as its root. That json.Unmarshal is encoding/json's, which
+# matches member names case-insensitively even where the caller's decoder (apimachinery's, for a VM read
+# from kube-apiserver) matches them exactly: below such a type, ``exact_names`` no longer holds (virt-api
+# takes a stored VM's ``spec.template.spec.domain.cpu.dedicatedCPUPlacement`` as ``dedicatedCpuPlacement``).
 _HOOK_ALIASES: dict[str, str] = {
     "dnsNameservers": "VMISpecAlias",
     "ntpServers": "DHCPOptionsAlias",
@@ -357,6 +360,8 @@ class _Compiler:
                 if alias is not None:
                     fail.alias, fail.alias_type = alias, alias_type
                 raise fail
+            if alias is not None:  # KubeVirt's UnmarshalJSON: encoding/json from here down (_HOOK_ALIASES)
+                exact = False
             out: dict[str, Any] = {} if into is None else into
             for key, x in v.items():
                 entry = table.get(key)
@@ -720,6 +725,7 @@ def _fast_decoder_source(type_name: str) -> str:
         f"def {_fast_name(type_name)}(v, exact):",
         "    if type(v) is not dict:",
         f"        return {slow}(v, exact, None)",
+        *(["    exact = False"] if hook else []),  # see _HOOK_ALIASES
         "    out = {}",
         "    n = len(v)",
         "    if not n:",
