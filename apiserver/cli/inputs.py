@@ -121,8 +121,9 @@ class Skipped:
 def excluder(patterns: Sequence[str], skipped: Skipped) -> Any:
     """``--exclude``: a GLOB without ``/`` matches the name of a file or folder anywhere; one with ``/``
     matches the end of the path as printed (``*`` crosses ``/``). What matches is noted in ``skipped``."""
-    names = [p for p in patterns if "/" not in p.rstrip("/")]
-    paths = [p.rstrip("/") for p in patterns if "/" in p.rstrip("/")]
+    stripped = [p.rstrip("/") or p for p in patterns]
+    names = [p for p in stripped if "/" not in p]
+    paths = [p for p in stripped if "/" in p]
 
     def exclude(path: str, is_dir: bool) -> bool:
         clean = path.rstrip("/") or path
