@@ -31,7 +31,7 @@ SKIPPED = (
     "1 file or folder excluded"
 )
 DEPRECATED = (
-    'VirtualMachineClusterInstancetype gn1.xlarge is deprecated (instancetype.kubevirt.io/deprecated: "true") '
+    "VirtualMachineClusterInstancetype gn1.xlarge is deprecated (label instancetype.kubevirt.io/deprecated=true) "
     "and may be removed in a future release"
 )
 

@@ -44,7 +44,8 @@ def revision_deprecated(rev: Mapping[str, Any]) -> bool:
 
 
 def deprecation_warning(kind: str, namespace: str, name: str) -> str:
-    """``VirtualMachineClusterInstancetype gn1.xlarge is deprecated (instancetype.kubevirt.io/deprecated:
-    "true") and may be removed in a future release``."""
+    """``VirtualMachineClusterInstancetype gn1.xlarge is deprecated (label
+    instancetype.kubevirt.io/deprecated=true) and may be removed in a future release`` (no quotes: it goes
+    into a quoted ``Warning`` header as it is)."""
     qualified = f"{namespace}/{name}" if namespace else name
-    return f'{kind} {qualified} is deprecated ({DEPRECATED_LABEL}: "true") and may be removed in a future release'
+    return f"{kind} {qualified} is deprecated (label {DEPRECATED_LABEL}=true) and may be removed in a future release"
