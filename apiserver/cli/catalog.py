@@ -132,7 +132,10 @@ def add_parser(sub: Any) -> None:
 
 def run_snapshot(args: argparse.Namespace) -> int:
     try:
-        objects, notes = asyncio.run(_take(args))
+        path = _kubeconfig(args.kubeconfig)
+        if path and os.pathsep not in path and not Path(path).is_file():
+            raise SnapshotError(f"cannot load the cluster configuration: kubeconfig {path}: no such file")
+        objects, notes = asyncio.run(_take(args, path))
         text = render(objects)
         _write(args.output, text)
     except SnapshotError as err:
@@ -155,13 +158,13 @@ def _kubeconfig(explicit: str | None) -> str | None:
     return str(home) if home.is_file() else None
 
 
-async def _take(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[str]]:
+async def _take(args: argparse.Namespace, path: str | None) -> tuple[list[dict[str, Any]], list[str]]:
     # The cluster client's dependencies are imported only here: `expand` never needs them.
     from apiserver.sources.base import SourceUnavailable
     from apiserver.sources.cluster.client import ApiError, KubeClient, load_configuration
 
     try:
-        config = await load_configuration(_kubeconfig(args.kubeconfig), context=args.context)
+        config = await load_configuration(path, context=args.context)
     except ValueError as err:
         raise SnapshotError(str(err)) from None
     client = KubeClient.from_configuration(config, read_timeout=args.request_timeout)
