@@ -43,7 +43,9 @@ def revision_deprecated(rev: Mapping[str, Any]) -> bool:
             data = json.loads(data)
         except ValueError:
             return False
-    return _is_mapping(data) and is_deprecated(data)
+    if type(data) is not dict and not isinstance(data, Mapping):
+        return False
+    return is_deprecated(data)
 
 
 def deprecation_warning(kind: str, namespace: str, name: str) -> str:
