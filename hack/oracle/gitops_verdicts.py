@@ -11,6 +11,8 @@ and writes the answers, as the oracles gave them, to ``tests/cli/gitops/oracle.j
 no oracle). Rerun after changing the fixture::
 
     .venv/bin/python -m hack.oracle.gitops_verdicts [--expand-oracle PATH] [--admit-oracle PATH]
+
+(the oracles default to ``$KUBEVIRT_EXPAND_ORACLE`` and ``$KUBEVIRT_EXPAND_ADMIT_ORACLE``, else ``../oracle/bin``).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from apiserver.documents.manifests import read_files
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "cli" / "gitops"
 OUT = FIXTURE / "oracle.json"
-DEFAULT_BIN = Path("/work/oracle-bin")
+DEFAULT_BIN = REPO.parent / "oracle" / "bin"  # where ../shared/oracle/build.sh is told to put them
 
 
 def _oracle(path: str, lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
