@@ -30,6 +30,7 @@ from typing import Any
 
 from apiserver.cli.report import ERROR, Result
 from apiserver.documents.manifests import (
+    Exclude,
     FileRead,
     Foreign,
     Manifest,
@@ -118,7 +119,7 @@ class Skipped:
         return "skipped: " + "; ".join(parts) if parts else ""
 
 
-def excluder(patterns: Sequence[str], skipped: Skipped) -> Any:
+def excluder(patterns: Sequence[str], skipped: Skipped) -> Exclude:
     """``--exclude``: a GLOB without ``/`` matches the name of a file or folder anywhere; one with ``/``
     matches the end of the path as printed (``*`` crosses ``/``). What matches is noted in ``skipped``."""
     stripped = [p.rstrip("/") or p for p in patterns]
