@@ -1,4 +1,5 @@
-"""The ``kubevirt-expand`` command line: ``expand`` (offline rendering) and ``serve`` (the API server).
+"""The ``kubevirt-expand`` command line: ``expand`` (offline rendering), ``catalog`` (a cluster's
+instancetypes and preferences for ``expand --catalog``) and ``serve`` (the API server).
 
 Each subcommand lives in its own module exposing ``add_parser(subparsers)``; the parser it adds
 carries ``func`` (``args -> exit code``) as a default.
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from apiserver.cli import expand, preview, serve
+    from apiserver.cli import catalog, expand, preview, serve
     from apiserver.version import KUBEVIRT_MATCHED, package_version
 
     parser = argparse.ArgumentParser(
@@ -29,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     expand.add_parser(sub)
     preview.add_parser(sub)
+    catalog.add_parser(sub)
     serve.add_parser(sub)
     return parser
 

@@ -19,19 +19,48 @@ from typing import Any
 from apiserver.cli.helpformat import KubeHelpFormatter
 from apiserver.cli.inputs import (
     DEFAULT_NAMESPACE,
+    Catalog,
+    Skipped,
     UsageError,
     WatchedLookup,
+    excluder,
     pick_kubevirt,
     prepare,
+    read_catalog,
     read_kubevirt,
+    skip_kinds,
     vm_namespace,
 )
 from apiserver.cli.output import FORMATS, JSON, JSONL, YAML, Writer, printable
-from apiserver.cli.report import ADMITTED, ERROR, EXIT_REFUSED, EXIT_UNUSABLE, REFUSED, VM_KIND, Result, Tally
+from apiserver.cli.report import (
+    ADMITTED,
+    ERROR,
+    EXIT_REFUSED,
+    EXIT_UNUSABLE,
+    REFUSED,
+    UNRESOLVED,
+    VM_KIND,
+    Result,
+    Tally,
+)
 from apiserver.documents.manifests import Manifest, read_files
 from apiserver.render import Cause, ExpandError, ObjectIndex, ObjectRef, expand
-from apiserver.render.kubernetes.errors import MAX_MESSAGE, bound_status, invalid_status, shorten, status
+from apiserver.render.kubernetes.errors import (
+    CAUSE_NOT_FOUND,
+    MAX_MESSAGE,
+    bound_status,
+    invalid_status,
+    shorten,
+    status,
+)
 from apiserver.render.kubernetes.fieldvalidation import DEFAULT, LEVELS
+from apiserver.render.objects import (
+    CLUSTER_INSTANCETYPE,
+    CLUSTER_PREFERENCE,
+    CONTROLLER_REVISION,
+    INSTANCETYPE,
+    PREFERENCE,
+)
 
 EXAMPLES = """\
 examples:
@@ -55,12 +84,19 @@ examples:
   # Gate CI: judge every VM of a folder, print verdicts only, keep a report of one JSON line per VM
   kubevirt-expand expand -f vms/ --validate --check -o jsonl > report.jsonl
 
+  # A GitOps repository against the cluster's instancetypes and preferences, charts' sources excluded
+  kubevirt-expand catalog snapshot -n team-a -o catalog.yaml
+  kubevirt-expand expand -f . --catalog catalog.yaml --exclude 'charts/*/templates' --validate --check
+
 exit status:
   0  every VM admitted (rendered; with --validate, also passed the admission checks)
   1  some VM refused, the input otherwise sound (each refusal: a line and its Status on stderr)
   2  unusable input: a file or document that cannot be read (nothing from that file is used), an
      object defined twice in the inputs, a VM that uses such an object, no VirtualMachine at all, or
      a usage error; every other VM is still judged and reported
+  3  no VM refused and the input sound, but some VM unresolved: an instancetype, preference or
+     ControllerRevision it names is neither among the inputs nor in a --catalog (KubeVirt admits
+     such a VM; it cannot be rendered from what was given)
 """
 
 
@@ -71,8 +107,10 @@ def add_parser(sub: Any) -> None:
         description=(
             "Expand every VirtualMachine found in the given manifests (multi-document YAML or JSON, List "
             "objects, folders read recursively) against the instancetypes, preferences, "
-            "ControllerRevisions and VirtualMachineInstancePresets found beside it, and print the "
-            "expanded VMs. Failures are printed to stderr as Kubernetes Status objects, each named by "
+            "ControllerRevisions and VirtualMachineInstancePresets found beside it (and in --catalog), "
+            "and print the expanded VMs. Objects of other kinds (Deployments, ConfigMaps, "
+            "Kustomizations) and documents that are no Kubernetes object (CI workflows) are skipped "
+            "and counted. Failures are printed to stderr as Kubernetes Status objects, each named by "
             "file and document, and a summary line ends the run."
         ),
         epilog=EXAMPLES,
@@ -87,10 +125,36 @@ def add_parser(sub: Any) -> None:
         help="manifest file, folder (*.yaml, *.yml, *.json, recursively) or - for stdin; repeatable",
     )
     parser.add_argument(
+        "--catalog",
+        action="append",
+        default=[],
+        metavar="FILE|DIR",
+        help="instancetypes, preferences (and a KubeVirt CR) the cluster holds already, such as a "
+        "'catalog snapshot' or common-instancetypes' release bundle; VMs use them where the inputs "
+        "hold none of the same kind, namespace and name; repeatable (the first copy of an object wins)",
+    )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="skip files and folders: a GLOB without / matches a file or folder name anywhere "
+        "('*.tmpl.yaml', 'templates'), one with / the end of the path ('charts/*/templates'); "
+        "repeatable",
+    )
+    parser.add_argument(
+        "--skip-kind",
+        action="append",
+        default=[],
+        metavar="KIND[,KIND...]",
+        help="skip objects of these kinds, counted like those that are not KubeVirt's; repeatable",
+    )
+    parser.add_argument(
         "--kubevirt",
         metavar="FILE",
         help="KubeVirt CR or KubeVirtConfiguration for the cluster defaults"
-        "; without it a KubeVirt CR among the inputs, else a freshly deployed KubeVirt's defaults",
+        "; without it a KubeVirt CR among the inputs, else in --catalog, else a freshly deployed "
+        "KubeVirt's defaults",
     )
     parser.add_argument(
         "-n",
@@ -157,9 +221,27 @@ def _run(args: argparse.Namespace) -> int:
     if args.namespace == "":
         raise UsageError("--namespace must not be empty")
     explicit_kubevirt = read_kubevirt(args.kubevirt, sys.stdin.buffer) if args.kubevirt else None
-    files = read_files(args.filename, stdin=sys.stdin.buffer)
-    prepared = prepare(files, explicit_namespace=args.namespace, field_validation=args.field_validation)
-    kubevirt = explicit_kubevirt if explicit_kubevirt is not None else pick_kubevirt(prepared.kubevirts)
+    catalog = (
+        read_catalog(args.catalog, namespace=args.namespace or DEFAULT_NAMESPACE, stdin=sys.stdin.buffer)
+        if args.catalog
+        else None
+    )
+    skipped = Skipped()
+    exclude = excluder(args.exclude, skipped) if args.exclude else None
+    files = read_files(args.filename, stdin=sys.stdin.buffer, exclude=exclude, foreign=True)
+    prepared = prepare(
+        files,
+        explicit_namespace=args.namespace,
+        field_validation=args.field_validation,
+        skip=skip_kinds(args.skip_kind),
+        catalog=catalog,
+        skipped=skipped,
+    )
+    kubevirt = explicit_kubevirt
+    if kubevirt is None:
+        kubevirt = pick_kubevirt(prepared.kubevirts)
+    if kubevirt is None and catalog is not None:
+        kubevirt = pick_kubevirt(catalog.kubevirts)
 
     writer = Writer(
         args.output,
@@ -169,9 +251,11 @@ def _run(args: argparse.Namespace) -> int:
         stderr=sys.stderr,
         progress=sys.stderr.isatty(),
     )
+    if catalog is not None:
+        writer.note(catalog.describe())
     for warning in prepared.warnings:
         writer.warning(warning)
-    tally = Tally(files=len(files))
+    tally = Tally(files=len(files), skipped=prepared.skipped.total)
     for entry in prepared.entries:
         if isinstance(entry, Manifest):
             result = _judge(entry, prepared.index, prepared.conflicts, kubevirt, args)
@@ -181,8 +265,22 @@ def _run(args: argparse.Namespace) -> int:
         writer.result(result)
     if not tally.vms and not tally.errors:
         writer.note(f"error: no VirtualMachine found in {', '.join(args.filename)}")
+    if prepared.skipped.total:
+        writer.note(prepared.skipped.describe())
+    if tally.unresolved:
+        writer.note(_unresolved_hint(tally.unresolved, catalog))
     writer.finish(tally)
     return tally.exit_code()
+
+
+def _unresolved_hint(count: int, catalog: Catalog | None) -> str:
+    vms = "1 VM is unresolved: it names" if count == 1 else f"{count} VMs are unresolved: they name"
+    where = "the inputs or the catalog" if catalog is not None else "the inputs (no --catalog was given)"
+    return (
+        f"note: {vms} an instancetype, preference or ControllerRevision found neither in {where}; "
+        "KubeVirt admits such a VM, but it cannot be rendered here: give the cluster's objects with "
+        "--catalog (kubevirt-expand catalog snapshot, or common-instancetypes' bundle)"
+    )
 
 
 def _judge(
@@ -217,7 +315,7 @@ def _judge(
             duplicates=[d.path for d in manifest.duplicates],
         )
     except ExpandError as err:
-        result.outcome = ERROR if err.code >= 500 else REFUSED
+        result.outcome = ERROR if err.code >= 500 else UNRESOLVED if _unresolved(err, lookup) else REFUSED
         result.status = bound_status(err.status)
     except Exception as err:  # a bug must not end the run for the other VMs, nor show a traceback
         message = f"Internal error occurred: {type(err).__name__}: {err}"
@@ -232,6 +330,27 @@ def _judge(
         result.outcome, result.object = ERROR, None
         result.status = bound_status(status(409, "Conflict", message, details=details))
     return result
+
+
+# What a VM names by reference that a cluster may hold though the inputs do not (spec.instancetype,
+# spec.preference, the ControllerRevisions they or the status pin).
+_REFERENCED_KINDS = frozenset(
+    {INSTANCETYPE, CLUSTER_INSTANCETYPE, PREFERENCE, CLUSTER_PREFERENCE, CONTROLLER_REVISION}
+)
+
+
+def _unresolved(err: ExpandError, lookup: WatchedLookup) -> bool:
+    """Whether the rendering failed only because an object the VM references was not given: every
+    cause is a not-found of such an object that the lookup was asked for and did not hold."""
+    details = err.status.get("details")
+    causes = details.get("causes") if isinstance(details, Mapping) else None
+    if err.code != 422 or not causes:
+        return False
+    missing = {ref.not_found_message() for ref in lookup.missed if ref.kind in _REFERENCED_KINDS}
+    return all(
+        isinstance(c, Mapping) and c.get("reason") == CAUSE_NOT_FOUND and c.get("message") in missing
+        for c in causes
+    )
 
 
 def _set_vm_namespace(vm: dict[str, Any], explicit: str | None) -> None:

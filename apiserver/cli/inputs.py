@@ -12,22 +12,44 @@ as an ``Error`` :class:`~apiserver.cli.report.Result` in its place among the VMs
 
 An object behind such a problem is a *conflict*: a VM whose rendering reads it gets an ``Error``
 instead of a verdict (:class:`WatchedLookup` notices), since its verdict would rest on a guess.
+
+What is not KubeVirt's is passed over and counted (:class:`Skipped`), never judged: objects of kinds
+the renderer never reads (Deployments, ConfigMaps, Kustomizations, a Helm chart's Services), kinds
+given to ``--skip-kind``, documents that are no Kubernetes object at all (a GitHub workflow) and files
+``--exclude`` names. A *catalog* (``--catalog``, :func:`read_catalog`) adds what a cluster already
+holds (instancetypes, preferences, a KubeVirt CR) under the inputs: an input object of the same kind,
+namespace and name replaces the catalog's, as applying it would.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import fnmatch
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from apiserver.cli.report import ERROR, Result
-from apiserver.documents.manifests import FileRead, Manifest, ManifestError, load_documents
+from apiserver.documents.manifests import (
+    Exclude,
+    FileRead,
+    Foreign,
+    Manifest,
+    ManifestError,
+    load_documents,
+    read_files,
+)
 from apiserver.render import ObjectIndex, ObjectRef
 from apiserver.render.kubernetes.errors import MAX_CAUSES, more_text, status
 from apiserver.render.kubernetes.fieldvalidation import STRICT, WARN
 from apiserver.render.objects import (
+    CLUSTER_INSTANCETYPE,
+    CLUSTER_PREFERENCE,
     CLUSTER_SCOPED_KINDS,
+    CONTROLLER_REVISION,
+    INSTANCETYPE,
+    KIND_ALIASES,
     KUBEVIRT,
+    PREFERENCE,
     PRESET,
     RESOURCE_NAMES,
     VIRTUAL_MACHINE,
@@ -40,8 +62,137 @@ KUBEVIRT_CONFIGURATION = "KubeVirtConfiguration"
 KUBEVIRT_GROUP = "kubevirt.io"
 
 
+# The kinds a run reads: the VMs, what their rendering may look up, the cluster's configuration.
+KUBEVIRT_KINDS = frozenset({*RESOURCE_NAMES, *KIND_ALIASES, KUBEVIRT})
+# What a catalog contributes: what a cluster holds that VMs name, and its configuration.
+CATALOG_KINDS = frozenset(
+    {
+        INSTANCETYPE,
+        CLUSTER_INSTANCETYPE,
+        PREFERENCE,
+        CLUSTER_PREFERENCE,
+        CONTROLLER_REVISION,
+        PRESET,
+        *KIND_ALIASES,
+    }
+)
+# ControllerRevisions and VMIs the inputs read are KubeVirt's (apps/v1 ones too: KubeVirt keeps its
+# revisions as apps/v1); a Deployment's or StatefulSet's revision is read as well and never matches.
+
+
 class UsageError(Exception):
     """A problem with the command line or its inputs as a whole: exit 2 with a one-line message."""
+
+
+@dataclass(slots=True)
+class Skipped:
+    """What a run passed over, counted for the summary: objects by kind (not KubeVirt's, or given to
+    ``--skip-kind``), documents that are no Kubernetes object, files and folders ``--exclude`` named."""
+
+    kinds: dict[str, int] = field(default_factory=dict)
+    foreign: list[Foreign] = field(default_factory=list)
+    excluded: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return sum(self.kinds.values()) + len(self.foreign) + len(self.excluded)
+
+    def describe(self) -> str:
+        """``skipped: 2 ConfigMap, 1 Deployment; 1 document that is no Kubernetes object (ci.yaml);
+        1 file or folder excluded``; ``""`` when nothing was."""
+        parts = []
+        if self.kinds:
+            parts.append(", ".join(f"{n} {kind}" for kind, n in sorted(self.kinds.items())))
+        if self.foreign:
+            n = len(self.foreign)
+            sources = list(dict.fromkeys(f.source for f in self.foreign))
+            shown = ", ".join(sources[:3]) + (f" and {len(sources) - 3} more" if len(sources) > 3 else "")
+            noun = (
+                "document that is no Kubernetes object"
+                if n == 1
+                else "documents that are no Kubernetes objects"
+            )
+            parts.append(f"{n} {noun} ({shown})")
+        if self.excluded:
+            n = len(self.excluded)
+            parts.append(f"{n} {'file or folder' if n == 1 else 'files and folders'} excluded")
+        return "skipped: " + "; ".join(parts) if parts else ""
+
+
+def excluder(patterns: Sequence[str], skipped: Skipped) -> Exclude:
+    """``--exclude``: a GLOB without ``/`` matches the name of a file or folder anywhere; one with ``/``
+    matches the end of the path as printed (``*`` crosses ``/``). What matches is noted in ``skipped``."""
+    stripped = [p.rstrip("/") or p for p in patterns]
+    names = [p for p in stripped if "/" not in p]
+    paths = [p for p in stripped if "/" in p]
+
+    def exclude(path: str, is_dir: bool) -> bool:
+        clean = path.rstrip("/") or path
+        name = clean.rsplit("/", 1)[-1]
+        hit = any(fnmatch.fnmatchcase(name, p) for p in names) or any(
+            fnmatch.fnmatchcase(clean, p) or fnmatch.fnmatchcase(clean, "*/" + p) for p in paths
+        )
+        if hit:
+            skipped.excluded.append(clean + ("/" if is_dir else ""))
+        return hit
+
+    return exclude
+
+
+def skip_kinds(values: Iterable[str]) -> frozenset[str]:
+    """``--skip-kind``: kinds, comma-separated or repeated."""
+    return frozenset(k.strip() for v in values for k in v.split(",") if k.strip())
+
+
+@dataclass(slots=True)
+class Catalog:
+    """``--catalog``: the objects a cluster holds already, the KubeVirt CRs found, and what was read."""
+
+    objects: list[dict[str, Any]] = field(default_factory=list)
+    kubevirts: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    kinds: dict[str, int] = field(default_factory=dict)
+    files: int = 0
+    ignored: int = 0
+
+    def describe(self) -> str:
+        """``catalog: 2 files: 45 VirtualMachineClusterInstancetype, 20 VirtualMachineClusterPreference,
+        1 KubeVirt``."""
+        counts = dict(self.kinds)
+        if self.kubevirts:
+            counts[KUBEVIRT] = len(self.kubevirts)
+        listed = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) or "nothing a VM uses"
+        files = f"{self.files} file" if self.files == 1 else f"{self.files} files"
+        ignored = f" ({self.ignored} other objects ignored)" if self.ignored else ""
+        return f"catalog: {files}: {listed}{ignored}"
+
+
+def read_catalog(paths: Sequence[str], *, namespace: str, stdin: Any = None) -> Catalog:
+    """The objects of ``--catalog`` files and folders (VMs and other kinds ignored, documents that are
+    no Kubernetes object passed over). The first copy of an object wins. Raises :class:`UsageError` for
+    a file that cannot be read: a catalog decides verdicts, so it must be whole."""
+    catalog = Catalog()
+    seen: set[ObjectRef] = set()
+    for file in read_files(paths, stdin=stdin, foreign=True):
+        if file.error is not None:
+            raise UsageError(f"--catalog {file.error}")
+        catalog.files += 1
+        for manifest in file.manifests:
+            obj = manifest.object
+            kind = obj["kind"]
+            if kind == KUBEVIRT:
+                catalog.kubevirts.append((manifest.source, obj))
+                continue
+            if kind not in CATALOG_KINDS:
+                catalog.ignored += 1
+                continue
+            _default_namespace(obj, namespace)
+            ref = ref_of(obj)
+            if ref is None or ref in seen:
+                continue
+            seen.add(ref)
+            catalog.objects.append(obj)
+            catalog.kinds[kind] = catalog.kinds.get(kind, 0) + 1
+    return catalog
 
 
 @dataclass(slots=True)
@@ -54,6 +205,7 @@ class Prepared:
     conflicts: dict[ObjectRef, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     vms: int = 0
+    skipped: Skipped = field(default_factory=Skipped)
 
 
 def is_vm(obj: Mapping[str, Any]) -> bool:
@@ -132,10 +284,21 @@ def _object_label(kind: str, namespace: str, name: str) -> str:
     return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
 
 
-def prepare(files: Sequence[FileRead], *, explicit_namespace: str | None, field_validation: str) -> Prepared:
-    """Sort the files' objects out (see the module docstring)."""
+def prepare(
+    files: Sequence[FileRead],
+    *,
+    explicit_namespace: str | None,
+    field_validation: str,
+    skip: frozenset[str] = frozenset(),
+    catalog: Catalog | None = None,
+    skipped: Skipped | None = None,
+) -> Prepared:
+    """Sort the files' objects out (see the module docstring). ``skip``: kinds to pass over;
+    ``skipped``: where the run's count of what it passed over is kept (files excluded already)."""
     namespace = explicit_namespace or DEFAULT_NAMESPACE
     out = Prepared()
+    if skipped is not None:
+        out.skipped = skipped
     seen: dict[Identity, list[Manifest]] = {}
     refs: dict[Identity, ObjectRef] = {}
     objects: list[dict[str, Any]] = []
@@ -143,9 +306,16 @@ def prepare(files: Sequence[FileRead], *, explicit_namespace: str | None, field_
         if file.error is not None:
             out.entries.append(file_error(file.error))
             continue
+        out.skipped.foreign.extend(file.foreign)
         for manifest in file.manifests:
             obj = manifest.object
             vm = is_vm(obj)
+            kind = obj["kind"]
+            if kind in skip or not (vm or (kind in KUBEVIRT_KINDS and kind != VIRTUAL_MACHINE)):
+                if kind == VIRTUAL_MACHINE and not vm:  # another project's VirtualMachine
+                    kind = f"{kind} ({str(obj.get('apiVersion')).partition('/')[0]})"
+                out.skipped.kinds[kind] = out.skipped.kinds.get(kind, 0) + 1
+                continue
             if vm:
                 out.vms += 1
             elif obj["kind"] == KUBEVIRT:
@@ -179,6 +349,9 @@ def prepare(files: Sequence[FileRead], *, explicit_namespace: str | None, field_
     for key, copies in seen.items():
         if len(copies) > 1 and key in refs:
             out.conflicts[refs[key]] = f"{_object_label(*key[1:])}, which is {_places(copies)}"
+    if catalog is not None:
+        given = set(refs.values())
+        objects = [o for o in catalog.objects if ref_of(o) not in given] + objects
     out.index = ObjectIndex(objects)
     return out
 
@@ -239,17 +412,21 @@ def _judge_duplicate_keys(manifest: Manifest, level: str, warnings: list[str]) -
 class WatchedLookup:
     """The run's index, noting each conflict a rendering read (see the module docstring)."""
 
-    __slots__ = ("_conflicts", "index", "touched")
+    __slots__ = ("_conflicts", "index", "missed", "touched")
 
     def __init__(self, index: ObjectIndex, conflicts: Mapping[ObjectRef, str]) -> None:
         self.index = index
         self._conflicts = conflicts
         self.touched: list[str] = []
+        self.missed: list[ObjectRef] = []  # what the rendering asked for and nothing given holds
 
     def get(self, ref: ObjectRef) -> Mapping[str, Any] | None:
         if ref in self._conflicts:
             self.touched.append(self._conflicts[ref])
-        return self.index.get(ref)
+        found = self.index.get(ref)
+        if found is None:
+            self.missed.append(ref)
+        return found
 
     def presets(self, namespace: str) -> Sequence[Mapping[str, Any]]:
         for ref, why in self._conflicts.items():

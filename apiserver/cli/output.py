@@ -26,7 +26,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from apiserver.cli.report import ADMITTED, REFUSED, Result, Tally
+from apiserver.cli.report import ADMITTED, REFUSED, UNRESOLVED, Result, Tally
 from apiserver.documents.reader import KubeDumper, reads_back_as_text
 
 YAML, JSON, JSONL = "yaml", "json", "jsonl"
@@ -116,7 +116,7 @@ class Writer:
         else:
             status = result.status or {}
             message = str(status.get("message", "")).replace("\n", " ")
-            verdict = "refused" if result.outcome == REFUSED else "error"
+            verdict = {REFUSED: "refused", UNRESOLVED: "unresolved"}.get(result.outcome, "error")
             named = bool(label) and message.startswith(label + " ")  # ours name the object first
             self.note(f"{verdict}: {where if named else prefix}: {message}")
             self.stderr.write(json_line(status) + "\n")

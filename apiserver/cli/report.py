@@ -9,11 +9,16 @@ Outcomes:
 
 - ``Admitted``: the VM was rendered (and, with ``--validate``, passed the admission checks).
 - ``Refused``: KubeVirt would refuse it; ``status`` is the Status the server would send (4xx).
+- ``Unresolved``: it cannot be rendered from what was given: an instancetype, preference or
+  ControllerRevision it names is neither among the inputs nor in a ``--catalog``. KubeVirt's webhook
+  admits such a VM (it ignores what it cannot find); ``status`` is the not-found Status a server without
+  that object would send.
 - ``Error``: no verdict could be reached: a file that cannot be read, an object defined twice, a VM that
   uses such an object, or a failure of ours (5xx). ``status`` says which.
 
 Exit codes: 2 when any result is an ``Error`` or no VM was found (the input, not a VM, needs fixing), else
-1 when any VM is refused, else 0. Usage errors (a bad flag) exit 2 before any result.
+1 when any VM is refused, else 3 when any VM is unresolved, else 0. Usage errors (a bad flag) exit 2
+before any result. Objects passed over (not KubeVirt's, excluded) are counted, never results.
 """
 
 from __future__ import annotations
@@ -25,11 +30,13 @@ from apiserver.documents.manifests import Manifest
 
 ADMITTED: Final = "Admitted"
 REFUSED: Final = "Refused"
+UNRESOLVED: Final = "Unresolved"
 ERROR: Final = "Error"
 
 EXIT_ADMITTED: Final = 0
 EXIT_REFUSED: Final = 1
 EXIT_UNUSABLE: Final = 2
+EXIT_UNRESOLVED: Final = 3
 
 VM_KIND: Final = "VirtualMachine"
 
@@ -111,6 +118,8 @@ class Tally:
     admitted: int = 0
     refused: int = 0
     errors: int = 0
+    unresolved: int = 0
+    skipped: int = 0  # objects, documents and files passed over (see apiserver.cli.inputs.Skipped)
 
     def add(self, result: Result) -> None:
         if result.is_vm:
@@ -119,18 +128,24 @@ class Tally:
             self.admitted += 1
         elif result.outcome == REFUSED:
             self.refused += 1
+        elif result.outcome == UNRESOLVED:
+            self.unresolved += 1
         else:
             self.errors += 1
 
     def summary(self) -> str:
         """``summary: 3 VMs, 1 admitted, 1 refused, 2 errors, 4 files`` (errors: every ``Error`` result,
-        VM or not)."""
+        VM or not); ``N unresolved`` after the refused and ``N skipped`` at the end when there are any."""
+        unresolved = f", {self.unresolved} unresolved" if self.unresolved else ""
+        skipped = f", {self.skipped} skipped" if self.skipped else ""
         return (
-            f"summary: {_count(self.vms, 'VM')}, {self.admitted} admitted, {self.refused} refused, "
-            f"{_count(self.errors, 'error')}, {_count(self.files, 'file')}"
+            f"summary: {_count(self.vms, 'VM')}, {self.admitted} admitted, {self.refused} refused{unresolved}, "
+            f"{_count(self.errors, 'error')}, {_count(self.files, 'file')}{skipped}"
         )
 
     def exit_code(self) -> int:
         if self.errors or not self.vms:
             return EXIT_UNUSABLE
-        return EXIT_REFUSED if self.refused else EXIT_ADMITTED
+        if self.refused:
+            return EXIT_REFUSED
+        return EXIT_UNRESOLVED if self.unresolved else EXIT_ADMITTED

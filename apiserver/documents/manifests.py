@@ -88,6 +88,30 @@ def _check_object(obj: Any, source: str, document: int, what: str = "") -> dict[
     return obj
 
 
+@dataclass(frozen=True, slots=True)
+class Foreign:
+    """A document that is not a Kubernetes object at all (a GitHub workflow, a Helm ``Chart.yaml``, a
+    list or a bare string), passed over by a reader that asks for it (``foreign=True``)."""
+
+    source: str
+    document: int
+    what: str
+
+
+def foreign_document(doc: Any) -> str | None:
+    """What ``doc`` is when it cannot be a Kubernetes object, else None.
+
+    A mapping with a ``kind`` or a ``metadata`` is taken as a Kubernetes object (one without its kind is
+    broken, not foreign: a VM that lost its ``kind`` must not pass unseen); any other mapping, and every
+    list or scalar, is not one.
+    """
+    if isinstance(doc, dict):
+        if "kind" in doc or "metadata" in doc:
+            return None
+        return "a mapping without kind or metadata"
+    return _TYPE_NAMES.get(type(doc), type(doc).__name__)
+
+
 def _is_list(obj: dict[str, Any]) -> bool:
     return str(obj["kind"]).endswith("List") and "items" in obj
 
@@ -116,14 +140,20 @@ def _item_duplicates(duplicates: Sequence[Duplicate], index: int) -> tuple[Dupli
     return tuple(Duplicate(d.path[len(prefix) :], d.line) for d in duplicates if d.path.startswith(prefix))
 
 
-def load_manifests(data: bytes | str, source: str) -> list[Manifest]:
+def load_manifests(data: bytes | str, source: str, *, foreign: list[Foreign] | None = None) -> list[Manifest]:
     """Every Kubernetes object in ``data`` (YAML or JSON, several documents, ``*List`` kinds flattened),
-    each with the keys it gave twice. ``source`` names the input in error messages. Raises
-    :class:`ManifestError`."""
+    each with the keys it gave twice. ``source`` names the input in error messages. With ``foreign``,
+    documents that are not Kubernetes objects at all (:func:`foreign_document`) are put there instead of
+    refused. Raises :class:`ManifestError`."""
     objects: list[Manifest] = []
     for number, doc, duplicates in _documents(data, source):
         if doc is None:
             continue
+        if foreign is not None:
+            what = foreign_document(doc)
+            if what is not None:
+                foreign.append(Foreign(source, number, what))
+                continue
         obj = _check_object(doc, source, number)
         if not _is_list(obj):
             objects.append(Manifest(source, number, obj, duplicates))
@@ -157,12 +187,18 @@ def parse_manifests(data: bytes | str, source: str) -> list[dict[str, Any]]:
     return objects
 
 
-def _walk(directory: Path, visited: set[str]) -> Iterator[Path | ManifestError]:
+# Whether to pass over a file or folder found (its path as printed, whether it is a folder).
+Exclude = Callable[[str, bool], bool]
+
+
+def _walk(
+    directory: Path, visited: set[str], exclude: Exclude | None = None
+) -> Iterator[Path | ManifestError]:
     """Manifest files under ``directory``, depth first in name order like ``kubectl apply -R``, and
     the directories that could not be listed (as errors, in their place).
 
     Hidden entries are skipped, which also skips the ``..data`` indirection of a mounted ConfigMap
-    while its visible symlinks are followed.
+    while its visible symlinks are followed; so is what ``exclude`` names (a folder with all it holds).
     """
     real = os.path.realpath(directory)
     if real in visited:
@@ -182,8 +218,9 @@ def _walk(directory: Path, visited: set[str]) -> Iterator[Path | ManifestError]:
         except OSError:  # pragma: no cover - a vanished entry
             continue
         if is_dir:
-            yield from _walk(path, visited)
-        elif entry.name.endswith(MANIFEST_SUFFIXES):
+            if exclude is None or not exclude(str(path), True):
+                yield from _walk(path, visited, exclude)
+        elif entry.name.endswith(MANIFEST_SUFFIXES) and (exclude is None or not exclude(str(path), False)):
             yield path
 
 
@@ -198,41 +235,57 @@ class FileRead:
     source: str
     manifests: tuple[Manifest, ...] = ()
     error: ManifestError | None = None
+    foreign: tuple[Foreign, ...] = ()  # with read_files(foreign=True): documents passed over
 
 
-def _read_one(source: str, read: Callable[[], bytes]) -> FileRead:
+def _read_one(source: str, read: Callable[[], bytes], foreign: bool = False) -> FileRead:
     try:
         data = read()
     except OSError as err:
         return FileRead(source, error=ManifestError(f"cannot read: {err.strerror or err}", source=source))
+    passed: list[Foreign] | None = [] if foreign else None
     try:
-        return FileRead(source, tuple(load_manifests(data, source)))
+        manifests = tuple(load_manifests(data, source, foreign=passed))
     except ManifestError as err:
         return FileRead(source, error=err)
+    return FileRead(source, manifests, foreign=tuple(passed or ()))
 
 
-def read_files(paths: Sequence[str], *, stdin: BinaryIO | None = None) -> list[FileRead]:
+def read_files(
+    paths: Sequence[str],
+    *,
+    stdin: BinaryIO | None = None,
+    exclude: Exclude | None = None,
+    foreign: bool = False,
+) -> list[FileRead]:
     """Every file of ``paths`` (files, directories recursively, ``-`` for stdin) with its objects or
     its error, in order; one broken or missing input does not stop the others.
 
     A file named explicitly is read whatever its suffix; in a directory only ``*.yaml``, ``*.yml``
-    and ``*.json`` count. Keys given twice are reported with each object, not refused.
+    and ``*.json`` count. Keys given twice are reported with each object, not refused. ``exclude``
+    passes over the files and folders it names (a file named explicitly too, stdin never); with
+    ``foreign``, documents that are no Kubernetes object at all are passed over (``FileRead.foreign``)
+    instead of making their file unusable.
     """
     found: list[FileRead] = []
     for name in paths:
         if name == STDIN:
             stream = stdin if stdin is not None else sys.stdin.buffer
-            found.append(_read_one(STDIN_SOURCE, stream.read))
+            found.append(_read_one(STDIN_SOURCE, stream.read, foreign))
             continue
         path = Path(name)
         if path.is_dir():
-            for item in _walk(path, set()):
+            if exclude is not None and exclude(name, True):
+                continue
+            for item in _walk(path, set(), exclude):
                 if isinstance(item, ManifestError):
                     found.append(FileRead(item.source, error=item))
                 else:
-                    found.append(_read_one(str(item), item.read_bytes))
+                    found.append(_read_one(str(item), item.read_bytes, foreign))
+        elif exclude is not None and exclude(name, False):
+            continue
         elif path.exists():
-            found.append(_read_one(name, path.read_bytes))
+            found.append(_read_one(name, path.read_bytes, foreign))
         else:
             found.append(FileRead(name, error=ManifestError("no such file or directory", source=name)))
     return found

@@ -137,7 +137,7 @@ def expand(
                 raise admission.AdmissionDenied(verdict, name)
             warnings.extend(verdict.warnings)
         if matched and config is not None:
-            _expand_in_place(decoded, lookup, config, name=name, fingerprints=fingerprints)
+            _expand_in_place(decoded, lookup, config, name=name, fingerprints=fingerprints, warnings=warnings)
     except ExpandError as err:
         _name_the_vm(err, name)
         raise
@@ -173,10 +173,12 @@ def _expand_in_place(
     *,
     name: str,
     fingerprints: Mapping[int, bytes],
+    warnings: list[str],
 ) -> None:
     spec: JSON = vm["spec"]
-    instancetype = find_instancetype(vm, lookup, fingerprints)
-    preference = find_preference(vm, lookup, fingerprints)
+    # A deprecated object (common-instancetypes' label) is named in a warning; KubeVirt does not warn.
+    instancetype = find_instancetype(vm, lookup, fingerprints, deprecations=warnings)
+    preference = find_preference(vm, lookup, fingerprints, deprecations=warnings)
 
     template = spec.get("template")
     if template is None:

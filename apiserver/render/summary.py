@@ -4,7 +4,10 @@ KubeVirt's VEP 280 proposes ``status.instancetypeRef.resources`` (CPU topology a
 instancetype, of the pinned revision only). This summary is taken from the rendering itself, so it
 also counts the preference (its preferred topology spreads the vCPUs), says whether each object came
 from the ControllerRevision the VM is pinned to or the live object, and a VM whose rendering fails gets
-the reason and message instead of figures. Pure: it reads what the rendering returned and read.
+the reason and message instead of figures. An instancetype or preference that carries
+common-instancetypes' deprecation label is marked ``deprecated: true`` and named in a ``Deprecated``
+condition (:mod:`apiserver.render.instancetype.deprecation`). Pure: it reads what the rendering returned
+and read.
 """
 
 from __future__ import annotations
@@ -12,15 +15,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from apiserver.render.instancetype.deprecation import deprecation_warning, is_deprecated, revision_deprecated
 from apiserver.render.instancetype.find import INSTANCETYPE_FAMILY, PREFERENCE_FAMILY
 from apiserver.render.kubernetes.errors import ExpandError
-from apiserver.render.objects import CONTROLLER_REVISION, ObjectRef, canonical_kind
+from apiserver.render.objects import (
+    CLUSTER_SCOPED_KINDS,
+    CONTROLLER_REVISION,
+    ObjectRef,
+    canonical_kind,
+)
 
 JSON = dict[str, Any]
 
 SOURCE_REVISION = "ControllerRevision"
 SOURCE_OBJECT = "Object"
 CONDITION_RENDERED = "Rendered"
+CONDITION_DEPRECATED = "Deprecated"
 
 
 def _dig(doc: Any, *path: str) -> Any:
@@ -53,15 +63,44 @@ def _matcher(
     )
     for revision in candidates:
         if isinstance(revision, str) and revision:
-            if objects.get(ObjectRef(CONTROLLER_REVISION, namespace, revision)) is not None:
+            rev = objects.get(ObjectRef(CONTROLLER_REVISION, namespace, revision))
+            if rev is not None:
                 live = [r for r in objects if r.kind == kind and r.name == out.get("name")]
                 if not live:
                     out["revisionName"] = revision
                     out["source"] = SOURCE_REVISION
+                    if revision_deprecated(rev):
+                        out["deprecated"] = True
                     return out
             break
     out["source"] = SOURCE_OBJECT
+    if isinstance(name, str) and name:
+        scoped = "" if kind in CLUSTER_SCOPED_KINDS else namespace
+        obj = objects.get(ObjectRef(kind, scoped, name))
+        if obj is not None and is_deprecated(obj):
+            out["deprecated"] = True
     return out
+
+
+def _deprecated_condition(summary: Mapping[str, Any], namespace: str) -> JSON | None:
+    """``Deprecated``: which of the objects read carry the deprecation label."""
+    named = []
+    for key in ("instancetype", "preference"):
+        found = summary.get(key)
+        if isinstance(found, Mapping) and found.get("deprecated"):
+            kind = str(found.get("kind") or key)
+            scoped = "" if kind in CLUSTER_SCOPED_KINDS else namespace
+            named.append(
+                deprecation_warning(kind, scoped, str(found.get("name") or found.get("revisionName")))
+            )
+    if not named:
+        return None
+    return {
+        "type": CONDITION_DEPRECATED,
+        "status": "True",
+        "reason": "DeprecatedObject",
+        "message": "; ".join(named),
+    }
 
 
 def _count(value: Any) -> int:
@@ -104,4 +143,8 @@ def summarize(
             "reason": error.reason or "Failure",
             "message": error.message,
         }
-    return {"summary": summary, "conditions": [condition]}
+    conditions = [condition]
+    deprecated = _deprecated_condition(summary, namespace)
+    if deprecated is not None:
+        conditions.append(deprecated)
+    return {"summary": summary, "conditions": conditions}

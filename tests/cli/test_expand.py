@@ -73,9 +73,24 @@ def write_case(directory: Path, case: Case) -> list[str]:
     return args
 
 
-NOT_FAILURES = ("Warning: ", "admitted: ", "summary: ")
+NOT_FAILURES = ("Warning: ", "admitted: ", "summary: ", "note: ", "skipped: ")
+# KubeVirt's not-found of an object a VM references (the API server's text): such a VM is unresolved.
+REFERENCE_NOT_FOUND = re.compile(
+    r'^(virtualmachine(cluster)?(instancetypes|preferences)\.instancetype\.kubevirt\.io|controllerrevisions\.apps) "[^"]*" not found$'
+)
+
+
+def is_unresolved(status: dict[str, Any]) -> bool:
+    """A 422 whose every cause is the not-found of a referenced object (the CLI's ``Unresolved``)."""
+    causes = status.get("details", {}).get("causes") or []
+    return bool(causes) and all(
+        c.get("reason") == "FieldValueNotFound" and REFERENCE_NOT_FOUND.match(c.get("message", ""))
+        for c in causes
+    )
+
+
 FAILURE = re.compile(
-    r"^(refused|error): (?P<file>.+?): document (?P<document>\d+)(, items\[\d+\])?: (?P<label>[^: ]+)[: ]"
+    r"^(refused|unresolved|error): (?P<file>.+?): document (?P<document>\d+)(, items\[\d+\])?: (?P<label>[^: ]+)[: ]"
 )
 
 
@@ -86,7 +101,7 @@ def status_lines(stderr: str) -> list[tuple[str, dict[str, Any]]]:
     assert len(lines) % 2 == 0, stderr
     pairs = []
     for human, body in zip(lines[::2], lines[1::2], strict=True):
-        assert human.startswith(("refused: ", "error: ")), stderr
+        assert human.startswith(("refused: ", "unresolved: ", "error: ")), stderr
         pairs.append((human, json.loads(body)))
     return pairs
 
@@ -107,15 +122,21 @@ def check_case_result(case: Case, code: int, stdout: str, stderr: str, *, output
     vm = case.input["vm"]
     label = f"{vm['metadata']['namespace']}/{vm['metadata']['name']}"
     if "error" in exp:
-        assert code == 1, stderr
         assert stdout == ""
         ((human, status),) = status_lines(stderr)
         assert error_matches(exp, status["message"]), status["message"]
-        assert human.startswith("refused: ") and human.endswith(
+        # A VM whose instancetype, preference or revision is missing is unresolved (exit 3), not refused.
+        verdict, counts, exit_code = (
+            ("unresolved", "0 refused, 1 unresolved", 3)
+            if is_unresolved(status)
+            else ("refused", "1 refused", 1)
+        )
+        assert code == exit_code, stderr
+        assert human.startswith(f"{verdict}: ") and human.endswith(
             f"vm.yaml: document 1: {label}: {status['message']}".replace("\n", " ")
         )
         assert status["kind"] == "Status" and status["code"] == 422 and status["reason"] == "Invalid"
-        assert summary(stderr).startswith("summary: 1 VM, 0 admitted, 1 refused, 0 errors, ")
+        assert summary(stderr).startswith(f"summary: 1 VM, 0 admitted, {counts}, 0 errors, ")
         return
     assert code == 0, stderr
     got = json.loads(stdout) if output == "json" else yaml.safe_load(stdout)
@@ -217,13 +238,18 @@ def test_many_cases_in_one_run(tmp_path: Path, presets: bool) -> None:
     proc = cli("expand", "-f", str(tmp_path / "all.yaml"), "-o", "json", *flags)
 
     failing = [c for c in cases if "error" in c.expected]
-    assert proc.returncode == (1 if failing else 0), proc.stderr[-2000:]
     reported = status_lines(proc.stderr)
     assert len(reported) == len(failing)
+    unresolved = 0
     for human, status in reported:
         case = by_label[failure_label(human)]
         assert "error" in case.expected, (case.id, status)
         assert error_matches(case.expected, status["message"]), (case.id, status["message"])
+        unresolved += is_unresolved(status)
+        assert human.startswith("unresolved: " if is_unresolved(status) else "refused: "), human
+    # Refused (1) wins over unresolved (3): a VM that needs fixing is the stronger verdict.
+    code = 1 if len(failing) > unresolved else 3 if unresolved else 0
+    assert proc.returncode == code, proc.stderr[-2000:]
     items = json.loads(proc.stdout)["items"]
     succeeding = [c for c in cases if "error" not in c.expected]
     assert len(items) == len(succeeding)
@@ -368,14 +394,14 @@ def test_one_failure_does_not_stop_the_others(tmp_path: Path) -> None:
     missing = vm_named("broken", instancetype={"kind": "VirtualMachineInstancetype", "name": "nope"})
     (tmp_path / "in.yaml").write_text(dump([vm_named("first"), missing, TINY, vm_named("last")]))
     proc = cli("expand", "-f", str(tmp_path), "-o", "json")
-    assert proc.returncode == 1
+    assert proc.returncode == 3  # unresolved: its instancetype is not among the inputs
     # The shape follows the input (several VMs: a List), not how many succeeded.
     items = json.loads(proc.stdout)["items"]
     assert [vm["metadata"]["name"] for vm in items] == ["first", "last"]
     ((human, status),) = status_lines(proc.stderr)
     message = 'virtualmachineinstancetypes.instancetype.kubevirt.io "nope" not found'
-    assert human == f"refused: {tmp_path / 'in.yaml'}: document 2: default/broken: {message}"
-    assert summary(proc.stderr) == "summary: 3 VMs, 2 admitted, 1 refused, 0 errors, 1 file"
+    assert human == f"unresolved: {tmp_path / 'in.yaml'}: document 2: default/broken: {message}"
+    assert summary(proc.stderr) == "summary: 3 VMs, 2 admitted, 0 refused, 1 unresolved, 0 errors, 1 file"
     assert status["message"] == message and status["code"] == 422
     assert status["details"]["causes"][0]["field"] == "spec.instancetype.name"
 
@@ -490,11 +516,12 @@ def test_a_file_that_is_not_yaml(tmp_path: Path) -> None:
     assert_usage_error(cli("expand", "-f", str(tmp_path / "picture.yaml")), "picture.yaml: document 1")
     (tmp_path / "notes.yaml").write_text("Just some notes: nothing: to see\n")
     assert_usage_error(cli("expand", "-f", str(tmp_path / "notes.yaml")), "notes.yaml: document 1, line 1")
+    # A document that is no Kubernetes object at all is passed over, counted, and named.
     (tmp_path / "words.txt").write_text("hello world\n")
-    assert_usage_error(
-        cli("expand", "-f", str(tmp_path / "words.txt")),
-        "words.txt: document 1: not a Kubernetes object (a mapping with a kind), but a string",
-    )
+    proc = cli("expand", "-f", str(tmp_path / "words.txt"))
+    assert_usage_error(proc, "error: no VirtualMachine found")
+    assert f"skipped: 1 document that is no Kubernetes object ({tmp_path / 'words.txt'})" in proc.stderr
+    assert summary(proc.stderr).endswith(", 1 file, 1 skipped")
 
 
 def test_no_vm_in_input(tmp_path: Path) -> None:

@@ -51,6 +51,13 @@ def vm(name: str, instancetype: str = "cmedium", **extra: Any) -> dict[str, Any]
     }
 
 
+def refused_vm(name: str, instancetype: str = "cmedium") -> dict[str, Any]:
+    """A VM KubeVirt refuses: it sets the sockets its instancetype sets (a conflict, 422)."""
+    refused = vm(name, instancetype)
+    refused["spec"]["template"]["spec"]["domain"]["cpu"] = {"sockets": 2}
+    return refused
+
+
 def instancetype(name: str, cpus: int) -> dict[str, Any]:
     return {
         "apiVersion": "instancetype.kubevirt.io/v1beta1",
@@ -79,14 +86,14 @@ def repo(tmp_path: Path) -> Path:
     write(vms / "21-small-again.yaml", instancetype("small", 4))
     write(vms / "30-good.yaml", vm("good"))
     write(vms / "31-uses-small.yaml", vm("uses-small", "small"))
-    write(vms / "32-refused.yaml", vm("refused", "missing"))
+    write(vms / "32-refused.yaml", refused_vm("refused"))
     write(vms / "33-good-copy.yaml", vm("good"))
     listing = {"apiVersion": "v1", "kind": "List", "items": [vm("listed-a"), vm("listed-b")]}
     (vms / "40-list.json").write_text(json.dumps(listing))
     return tmp_path
 
 
-NOT_FOUND = 'virtualmachineinstancetypes.instancetype.kubevirt.io "missing" not found'
+CONFLICT = "VM field(s) spec.template.spec.domain.cpu.sockets conflicts with selected instance type"
 SMALL_TWICE = (
     "VirtualMachineInstancetype default/small is defined twice: "
     "in vms/20-small.yaml: document 1 and in vms/21-small-again.yaml: document 1"
@@ -125,7 +132,7 @@ def test_check_reports_every_vm_and_every_problem(repo: Path) -> None:
         f"error: vms/21-small-again.yaml: document 1: {SMALL_TWICE}{REPLACES}",
         "admitted: vms/30-good.yaml: document 1: default/good",
         f"error: vms/31-uses-small.yaml: document 1: {USES_SMALL}",
-        f"refused: vms/32-refused.yaml: document 1: default/refused: {NOT_FOUND}",
+        f"refused: vms/32-refused.yaml: document 1: default/refused: {CONFLICT}",
         f"error: vms/33-good-copy.yaml: document 1: {GOOD_TWICE}",
         "admitted: vms/40-list.json: document 1, items[0]: default/listed-a",
         "admitted: vms/40-list.json: document 1, items[1]: default/listed-b",
@@ -143,7 +150,7 @@ def test_check_reports_every_vm_and_every_problem(repo: Path) -> None:
         (422, "Invalid"),
         (409, "AlreadyExists"),
     ]
-    assert statuses[3]["details"]["causes"][0]["field"] == "spec.instancetype.name"
+    assert statuses[3]["details"]["causes"][0]["field"] == "spec.template.spec.domain.cpu.sockets"
 
 
 def test_jsonl_report(repo: Path) -> None:
@@ -160,7 +167,7 @@ def test_jsonl_report(repo: Path) -> None:
         and results[0]["status"]["message"] == "mapping values are not allowed in this context"
     )
     by_outcome = {r["outcome"]: r for r in results}
-    assert by_outcome["Refused"]["status"]["message"] == NOT_FOUND
+    assert by_outcome["Refused"]["status"]["message"] == CONFLICT
     assert results[3]["status"]["message"] == USES_SMALL
     for r in results:
         # The expanded VM for what is admitted (the duplicate's first copy is rendered: its own verdict).
@@ -247,7 +254,7 @@ def test_jsonl_has_one_shape_whatever_the_count(tmp_path: Path, count: int) -> N
     assert all(list(r) == MEMBERS for r in results)
     # Broken and refused ones are lines of the same shape.
     (tmp_path / "broken.yaml").write_text("kind: [\n")
-    write(tmp_path / "refused.yaml", vm("refused", "missing"))
+    write(tmp_path / "refused.yaml", refused_vm("refused", "small"))
     proc = cli("-f", "in.yaml", "-f", "broken.yaml", "-f", "refused.yaml", "-o", "jsonl", cwd=tmp_path)
     assert proc.returncode == 2
     results = [json.loads(line) for line in proc.stdout.splitlines()]
@@ -269,7 +276,7 @@ def test_jsonl_has_one_shape_whatever_the_count(tmp_path: Path, count: int) -> N
 )
 def test_json_follows_kubectl(tmp_path: Path, vms: int, failing: int, expected: Any) -> None:
     """-o json: the VM itself when the inputs hold one VM document, else a List (empty when none renders)."""
-    docs = [vm(f"vm{i}", "missing" if i < failing else "small") for i in range(vms)]
+    docs = [refused_vm(f"vm{i}", "small") if i < failing else vm(f"vm{i}", "small") for i in range(vms)]
     write(tmp_path / "in.yaml", instancetype("small", 2), *docs)
     proc = cli("-f", "in.yaml", "-o", "json", cwd=tmp_path)
     if expected is None:
@@ -325,12 +332,12 @@ def test_a_duplicated_preset_leaves_the_vms_it_may_match_without_a_verdict(tmp_p
 def test_broken_stdin_among_files(tmp_path: Path) -> None:
     write(tmp_path / "vm.yaml", instancetype("small", 2), vm("a", "small"))
     proc = cli(
-        "-f", "vm.yaml", "-f", "-", "--check", cwd=tmp_path, stdin="kind: VirtualMachine\n---\n- a list\n"
+        "-f", "vm.yaml", "-f", "-", "--check", cwd=tmp_path, stdin="kind: VirtualMachine\n---\nmetadata: {}\n"
     )
     assert proc.returncode == 2
     assert human_lines(proc.stderr) == [
         "admitted: vm.yaml: document 2: default/a",
-        "error: <stdin>: document 2: not a Kubernetes object (a mapping with a kind), but a list",
+        "error: <stdin>: document 2: kind is missing",
         "summary: 1 VM, 1 admitted, 0 refused, 1 error, 2 files",
     ]
 
@@ -348,7 +355,7 @@ def test_progress_line_only_on_a_terminal(tmp_path: Path) -> None:
     import pty
 
     write(tmp_path / "in.yaml", instancetype("small", 2), *(vm(f"vm{i}", "small") for i in range(3)))
-    write(tmp_path / "refused.yaml", vm("refused", "missing"))
+    write(tmp_path / "refused.yaml", refused_vm("refused", "small"))
     primary, secondary = pty.openpty()
     try:
         proc = subprocess.run(
@@ -387,7 +394,7 @@ def test_progress_line_only_on_a_terminal(tmp_path: Path) -> None:
     # Drawn after each VM but the last, erased before every other line, never left behind.
     assert text == (
         "\r\x1b[Kjudged 1/4 VMs\r\x1b[Kjudged 2/4 VMs\r\x1b[Kjudged 3/4 VMs\r\x1b[K"
-        f"refused: refused.yaml: document 1: default/refused: {NOT_FOUND}\n"
+        f"refused: refused.yaml: document 1: default/refused: {CONFLICT}\n"
         + text.split("\n")[1]
         + "\nsummary: 4 VMs, 3 admitted, 1 refused, 0 errors, 2 files\n"
     )

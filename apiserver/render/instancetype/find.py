@@ -14,6 +14,7 @@ from typing import Any
 
 from apiserver.render.golang.gotext import go_lower
 from apiserver.render.instancetype import revision
+from apiserver.render.instancetype.deprecation import deprecation_warning, is_deprecated, revision_deprecated
 from apiserver.render.kubernetes import names
 from apiserver.render.kubernetes.errors import (
     CAUSE_INVALID,
@@ -35,6 +36,7 @@ from apiserver.render.objects import (
 )
 
 OBJECT_NAME_LABEL = "instancetype.kubevirt.io/object-name"
+OBJECT_KIND_LABEL = "instancetype.kubevirt.io/object-kind"
 
 JSON = dict[str, Any]
 
@@ -162,11 +164,14 @@ def find_spec(
     fingerprints: Mapping[int, bytes] = _NO_FINGERPRINTS,
     *,
     head: bool = False,
+    deprecations: list[str] | None = None,
 ) -> JSON | None:
     """The v1beta1 spec (JSON names) the VM's matcher selects, or None when the VM has no such matcher.
 
     ``head``: decode ControllerRevisions as KubeVirt at the matched commit does (whole v1beta1 objects
     only), not as v1.6 did; the VM webhook's view (:mod:`apiserver.render.admission`).
+    ``deprecations``: where to add a warning when the object read is deprecated
+    (:mod:`apiserver.render.instancetype.deprecation`).
     """
     spec = vm.get("spec") or _NO_META
     matcher = spec.get(family.matcher)
@@ -179,9 +184,12 @@ def find_spec(
 
     revision_name = matcher.get("revisionName")
     if revision_name and type(revision_name) is str:
-        return _from_revision(
-            family, lookup, namespace, revision_name, family.revision_field, fingerprints, head
-        )
+        field = family.revision_field
+        rev = _get(lookup, _ref(CONTROLLER_REVISION, namespace, revision_name, field), field)
+        found = _decode_revision(family, rev, field, fingerprints, head)
+        if deprecations is not None and revision_deprecated(rev):
+            deprecations.append(_revision_warning(family, rev, namespace))
+        return found
 
     name = matcher.get("name")
     if type(name) is not str:
@@ -196,7 +204,10 @@ def find_spec(
         rev = _get(lookup, _ref(CONTROLLER_REVISION, namespace, ref_revision, field), field)
         labels = (rev.get("metadata") or {}).get("labels") or {}
         if isinstance(labels, Mapping) and labels.get(OBJECT_NAME_LABEL) == name:
-            return _decode_revision(family, rev, field, fingerprints, head)
+            found = _decode_revision(family, rev, field, fingerprints, head)
+            if deprecations is not None and revision_deprecated(rev):
+                deprecations.append(_revision_warning(family, rev, namespace))
+            return found
         # Not this VM's matcher; but client-go decoded the whole revision before KubeVirt read its label,
         # so one it cannot decode is an error there, not a revision to pass over.
         try:
@@ -218,10 +229,27 @@ def find_spec(
     field = family.name_field
     obj = _get(lookup, _ref(canonical_kind, ref_namespace, name, field), field)
     try:
-        return _cached_spec(family, obj, "object", family.from_object, fingerprints)
+        found = _cached_spec(family, obj, "object", family.from_object, fingerprints)
     except revision.RevisionError as err:
         message = err.message
         raise ExpandError.invalid(message, Cause(family.name_field, message, CAUSE_INVALID)) from None
+    if deprecations is not None and is_deprecated(obj):
+        deprecations.append(deprecation_warning(canonical_kind, ref_namespace, name))
+    return found
+
+
+def _revision_warning(family: _Family, rev: Mapping[str, Any], namespace: str) -> str:
+    """The deprecation warning for the object a revision holds, named as the revision's labels name it."""
+    meta = rev.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else _NO_META
+    labels = meta.get("labels")
+    kind = labels.get(OBJECT_KIND_LABEL) if isinstance(labels, Mapping) else None
+    name = labels.get(OBJECT_NAME_LABEL) if isinstance(labels, Mapping) else None
+    rev_name = meta.get("name")
+    kind = kind if isinstance(kind, str) and kind else family.matcher
+    scoped = namespace if kind in (INSTANCETYPE, PREFERENCE) else ""
+    shown = name if isinstance(name, str) and name else str(rev_name)
+    return deprecation_warning(kind, scoped, shown) + f" (as pinned by ControllerRevision {rev_name})"
 
 
 def _get(lookup: ObjectLookup, ref: ObjectRef, field: str) -> Mapping[str, Any]:
@@ -230,19 +258,6 @@ def _get(lookup: ObjectLookup, ref: ObjectRef, field: str) -> Mapping[str, Any]:
         message = ref.not_found_message()
         raise ExpandError.invalid(message, Cause(field, message, CAUSE_NOT_FOUND))
     return obj
-
-
-def _from_revision(
-    family: _Family,
-    lookup: ObjectLookup,
-    namespace: str,
-    name: str,
-    field: str,
-    fingerprints: Mapping[int, bytes],
-    head: bool = False,
-) -> JSON:
-    rev = _get(lookup, _ref(CONTROLLER_REVISION, namespace, name, field), field)
-    return _decode_revision(family, rev, field, fingerprints, head)
 
 
 def _decode_revision(
@@ -263,8 +278,9 @@ def find_instancetype(
     fingerprints: Mapping[int, bytes] = _NO_FINGERPRINTS,
     *,
     head: bool = False,
+    deprecations: list[str] | None = None,
 ) -> JSON | None:
-    return find_spec(INSTANCETYPE_FAMILY, vm, lookup, fingerprints, head=head)
+    return find_spec(INSTANCETYPE_FAMILY, vm, lookup, fingerprints, head=head, deprecations=deprecations)
 
 
 def find_preference(
@@ -273,5 +289,6 @@ def find_preference(
     fingerprints: Mapping[int, bytes] = _NO_FINGERPRINTS,
     *,
     head: bool = False,
+    deprecations: list[str] | None = None,
 ) -> JSON | None:
-    return find_spec(PREFERENCE_FAMILY, vm, lookup, fingerprints, head=head)
+    return find_spec(PREFERENCE_FAMILY, vm, lookup, fingerprints, head=head, deprecations=deprecations)
