@@ -28,10 +28,12 @@ from apiserver.cli.inputs import (
 )
 from apiserver.cli.output import FORMATS, JSON, JSONL, YAML, Writer, printable
 from apiserver.cli.report import ADMITTED, ERROR, EXIT_REFUSED, EXIT_UNUSABLE, REFUSED, VM_KIND, Result, Tally
+from apiserver.documents.locate import Locator
 from apiserver.documents.manifests import Manifest, read_files
 from apiserver.render import Cause, ExpandError, ObjectIndex, ObjectRef, expand
 from apiserver.render.kubernetes.errors import MAX_MESSAGE, bound_status, invalid_status, shorten, status
 from apiserver.render.kubernetes.fieldvalidation import DEFAULT, LEVELS
+from apiserver.version import package_version
 
 EXAMPLES = """\
 examples:
@@ -104,8 +106,16 @@ def add_parser(sub: Any) -> None:
         choices=FORMATS,
         default=YAML,
         help=f"output format: {YAML} (one document per admitted VM), {JSON} (the VM when the inputs hold "
-        f"one, else a List of the admitted VMs) or {JSONL} (one JSON object per VM and per input problem: "
-        "file, document, item, line, kind, namespace, name, outcome, status, warnings, object)",
+        f"one, else a List of the admitted VMs), {JSONL} (one JSON object per VM and per input problem: "
+        "file, document, item, line, kind, namespace, name, outcome, status, causes, warnings, object), "
+        "or a report for CI: junit (JUnit XML), sarif (SARIF 2.1.0), codequality (GitLab Code Quality)",
+    )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="on stderr, only the failures (no admitted VM, warning or summary); their Status JSON too "
+        "unless stdout is a report (jsonl, junit, sarif, codequality)",
     )
     parser.add_argument(
         "--check",
@@ -168,15 +178,21 @@ def _run(args: argparse.Namespace) -> int:
         stdout=sys.stdout,
         stderr=sys.stderr,
         progress=sys.stderr.isatty(),
+        quiet=args.quiet,
+        version=package_version(),
     )
     for warning in prepared.warnings:
         writer.warning(warning)
     tally = Tally(files=len(files))
+    # The text of each file, composed for its lines only when a result there needs them.
+    locators = {file.source: Locator(file.data) for file in files if file.data is not None}
     for entry in prepared.entries:
         if isinstance(entry, Manifest):
             result = _judge(entry, prepared.index, prepared.conflicts, kubevirt, args)
         else:
             result = entry
+        if result.outcome != ADMITTED or result.warnings:
+            result.locate(locators.get(result.file))
         tally.add(result)
         writer.result(result)
     if not tally.vms and not tally.errors:

@@ -8,8 +8,13 @@ summary line last).
   ``... -o json | jq .spec`` keeps working for one VM.
 - ``-o jsonl``: one :class:`~apiserver.cli.report.Result` per line, for every VM and input problem, the
   same members whatever the count (see :mod:`apiserver.cli.report`).
+- ``-o junit``, ``-o sarif``, ``-o codequality``: the same results as one report for a CI system, written at
+  the end (see :mod:`apiserver.cli.ciformats`); no VM is printed.
 
 ``--check`` prints no VM (a jsonl line's ``object`` is null) and names each admitted VM on stderr.
+``--quiet`` keeps stderr to the failures: each ``refused:``/``error:`` line, and its Status as JSON only
+when stdout is not a report that holds it already (``jsonl`` and the CI formats); no ``admitted:`` line,
+warning, progress or summary. A run where every VM is admitted says nothing on stderr.
 
 When stderr is a terminal and the run takes more than a second, a progress line (``judged 1200/5000
 VMs``) is kept at the bottom of it, redrawn at most ten times a second and erased before anything else
@@ -26,11 +31,14 @@ from typing import Any, TextIO
 
 import yaml
 
+from apiserver.cli import ciformats
 from apiserver.cli.report import ADMITTED, REFUSED, Result, Tally
 from apiserver.documents.reader import KubeDumper, reads_back_as_text
 
 YAML, JSON, JSONL = "yaml", "json", "jsonl"
-FORMATS = (YAML, JSON, JSONL)
+FORMATS = (YAML, JSON, JSONL, *ciformats.REPORT_FORMATS)
+# What stdout holds when it is a report (every verdict with its Status): no VM is printed.
+REPORTS = (JSONL, *ciformats.REPORT_FORMATS)
 
 # What a line must not hold as is (names and fields come from the input): control characters could
 # forge lines or send terminal escape sequences, and U+0085/U+2028/U+2029 end a line for some readers.
@@ -75,15 +83,27 @@ class Writer:
     """Writes each result as it comes, and what needs them all (a ``List``, the summary) at the end."""
 
     def __init__(
-        self, output: str, *, check: bool, vms: int, stdout: TextIO, stderr: TextIO, progress: bool = False
+        self,
+        output: str,
+        *,
+        check: bool,
+        vms: int,
+        stdout: TextIO,
+        stderr: TextIO,
+        progress: bool = False,
+        quiet: bool = False,
+        version: str = "",
     ) -> None:
         self.output = output
         self.check = check
+        self.quiet = quiet
+        self.version = version
         self.single = vms == 1
         self.stdout = stdout
         self.stderr = stderr
         self._vms: list[dict[str, Any]] = []
-        self._progress = _Progress(stderr, vms) if progress else None
+        self._results: list[Result] = []  # for a CI report, written at the end
+        self._progress = _Progress(stderr, vms) if progress and not quiet else None
 
     def note(self, line: str) -> None:
         self._erase_progress()
@@ -100,7 +120,8 @@ class Writer:
         self.stdout.write(text)
 
     def warning(self, text: str) -> None:
-        self.note(f"Warning: {text}")
+        if not self.quiet:
+            self.note(f"Warning: {text}")
 
     def result(self, result: Result) -> None:
         where = result.where()
@@ -109,7 +130,7 @@ class Writer:
         for warning in result.warnings:
             self.warning(f"{prefix}: {warning}")
         if result.outcome == ADMITTED:
-            if self.check:
+            if self.check and not self.quiet:
                 self.note(f"admitted: {prefix}")
             elif result.object is not None:
                 self._vm(result.object)
@@ -119,9 +140,13 @@ class Writer:
             verdict = "refused" if result.outcome == REFUSED else "error"
             named = bool(label) and message.startswith(label + " ")  # ours name the object first
             self.note(f"{verdict}: {where if named else prefix}: {message}")
-            self.stderr.write(json_line(status) + "\n")
+            if not (self.quiet and self.output in REPORTS):
+                self.stderr.write(json_line(status) + "\n")
         if self.output == JSONL:
             self._out(json_line(result.to_json()) + "\n")
+        elif self.output in ciformats.REPORT_FORMATS:
+            result.object = None  # the report never holds the VM: keep no more than it needs
+            self._results.append(result)
         if self._progress is not None and result.is_vm:
             self._progress.advance()
 
@@ -139,8 +164,11 @@ class Writer:
                 self._write_json({"apiVersion": "v1", "kind": "List", "items": self._vms})
             elif self._vms:
                 self._write_json(self._vms[0])
+        elif self.output in ciformats.REPORT_FORMATS:
+            self._out(ciformats.write(self.output, self._results, self.version))
         self.stdout.flush()
-        self.note(tally.summary())
+        if not self.quiet:
+            self.note(tally.summary())
 
     def _write_json(self, body: Mapping[str, Any]) -> None:
         self._out(json.dumps(body, indent=4, ensure_ascii=False) + "\n")

@@ -198,6 +198,9 @@ class FileRead:
     source: str
     manifests: tuple[Manifest, ...] = ()
     error: ManifestError | None = None
+    # The bytes read, kept for what needs the text again: the lines of a refused VM's fields
+    # (:class:`apiserver.documents.locate.Locator`).
+    data: bytes | None = None
 
 
 def _read_one(source: str, read: Callable[[], bytes]) -> FileRead:
@@ -206,9 +209,9 @@ def _read_one(source: str, read: Callable[[], bytes]) -> FileRead:
     except OSError as err:
         return FileRead(source, error=ManifestError(f"cannot read: {err.strerror or err}", source=source))
     try:
-        return FileRead(source, tuple(load_manifests(data, source)))
+        return FileRead(source, tuple(load_manifests(data, source)), data=data)
     except ManifestError as err:
-        return FileRead(source, error=err)
+        return FileRead(source, error=err, data=data)
 
 
 def read_files(paths: Sequence[str], *, stdin: BinaryIO | None = None) -> list[FileRead]:
