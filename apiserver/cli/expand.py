@@ -11,10 +11,11 @@ for what counts as broken input.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TextIO
 
 from apiserver.cli.helpformat import KubeHelpFormatter
 from apiserver.cli.inputs import (
@@ -26,7 +27,7 @@ from apiserver.cli.inputs import (
     read_kubevirt,
     vm_namespace,
 )
-from apiserver.cli.output import FORMATS, JSON, JSONL, YAML, Writer, printable
+from apiserver.cli.output import FORMATS, JSON, JSONL, REPORTS, YAML, Writer, printable
 from apiserver.cli.report import ADMITTED, ERROR, EXIT_REFUSED, EXIT_UNUSABLE, REFUSED, VM_KIND, Result, Tally
 from apiserver.documents.locate import Locator
 from apiserver.documents.manifests import Manifest, read_files
@@ -111,6 +112,15 @@ def add_parser(sub: Any) -> None:
         "or a report for CI: junit (JUnit XML), sarif (SARIF 2.1.0), codequality (GitLab Code Quality)",
     )
     parser.add_argument(
+        "--report",
+        action="append",
+        default=[],
+        type=_report,
+        metavar="FORMAT=FILE",
+        help=f"also write a report to FILE, beside what -o prints; FORMAT is one of {', '.join(REPORTS)}; "
+        "repeatable (e.g. --report junit=junit.xml --report codequality=quality.json)",
+    )
+    parser.add_argument(
         "-q",
         "--quiet",
         action="store_true",
@@ -151,6 +161,24 @@ def _level(value: str) -> str:
     raise argparse.ArgumentTypeError(f"must be one of {', '.join(LEVELS)}, not {value!r}")
 
 
+def _report(value: str) -> tuple[str, str]:
+    fmt, sep, path = value.partition("=")
+    if not sep or fmt not in REPORTS or not path:
+        raise argparse.ArgumentTypeError(f"expected FORMAT=FILE with FORMAT one of {', '.join(REPORTS)}")
+    return fmt, path
+
+
+def _open_reports(reports: list[tuple[str, str]], stack: contextlib.ExitStack) -> list[tuple[str, TextIO]]:
+    opened = []
+    for fmt, path in reports:
+        try:
+            stream = stack.enter_context(open(path, "w", encoding="utf-8"))  # noqa: SIM115
+        except OSError as err:
+            raise UsageError(f"--report {fmt}={path}: cannot write: {err.strerror or err}") from None
+        opened.append((fmt, stream))
+    return opened
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
@@ -164,12 +192,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    with contextlib.ExitStack() as stack:
+        return _run_reporting(args, stack)
+
+
+def _run_reporting(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     if args.namespace == "":
         raise UsageError("--namespace must not be empty")
     explicit_kubevirt = read_kubevirt(args.kubevirt, sys.stdin.buffer) if args.kubevirt else None
     files = read_files(args.filename, stdin=sys.stdin.buffer)
     prepared = prepare(files, explicit_namespace=args.namespace, field_validation=args.field_validation)
     kubevirt = explicit_kubevirt if explicit_kubevirt is not None else pick_kubevirt(prepared.kubevirts)
+    reports = _open_reports(args.report, stack)
 
     writer = Writer(
         args.output,
@@ -180,6 +214,7 @@ def _run(args: argparse.Namespace) -> int:
         progress=sys.stderr.isatty(),
         quiet=args.quiet,
         version=package_version(),
+        reports=reports,
     )
     for warning in prepared.warnings:
         writer.warning(warning)

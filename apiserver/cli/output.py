@@ -9,12 +9,13 @@ summary line last).
 - ``-o jsonl``: one :class:`~apiserver.cli.report.Result` per line, for every VM and input problem, the
   same members whatever the count (see :mod:`apiserver.cli.report`).
 - ``-o junit``, ``-o sarif``, ``-o codequality``: the same results as one report for a CI system, written at
-  the end (see :mod:`apiserver.cli.ciformats`); no VM is printed.
+  the end (see :mod:`apiserver.cli.ciformats`); no VM is printed. ``--report FORMAT=FILE`` (repeatable)
+  writes such a report (or ``jsonl``) to a file beside what ``-o`` prints, so one run feeds several.
 
 ``--check`` prints no VM (a jsonl line's ``object`` is null) and names each admitted VM on stderr.
 ``--quiet`` keeps stderr to the failures: each ``refused:``/``error:`` line, and its Status as JSON only
-when stdout is not a report that holds it already (``jsonl`` and the CI formats); no ``admitted:`` line,
-warning, progress or summary. A run where every VM is admitted says nothing on stderr.
+when no report holds it already (``-o`` or ``--report`` of ``jsonl`` or a CI format); no ``admitted:``
+line, warning, progress or summary. A run where every VM is admitted says nothing on stderr.
 
 When stderr is a terminal and the run takes more than a second, a progress line (``judged 1200/5000
 VMs``) is kept at the bottom of it, redrawn at most ten times a second and erased before anything else
@@ -23,10 +24,11 @@ is written there; logs and pipes never see it.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 import yaml
@@ -93,6 +95,7 @@ class Writer:
         progress: bool = False,
         quiet: bool = False,
         version: str = "",
+        reports: Sequence[tuple[str, TextIO]] = (),
     ) -> None:
         self.output = output
         self.check = check
@@ -103,6 +106,9 @@ class Writer:
         self.stderr = stderr
         self._vms: list[dict[str, Any]] = []
         self._results: list[Result] = []  # for a CI report, written at the end
+        self.reports = list(reports)
+        self._collect = output in ciformats.REPORT_FORMATS or any(f != JSONL for f, _ in self.reports)
+        self._reported = output in REPORTS or bool(self.reports)  # the Statuses are in a report
         self._progress = _Progress(stderr, vms) if progress and not quiet else None
 
     def note(self, line: str) -> None:
@@ -140,13 +146,17 @@ class Writer:
             verdict = "refused" if result.outcome == REFUSED else "error"
             named = bool(label) and message.startswith(label + " ")  # ours name the object first
             self.note(f"{verdict}: {where if named else prefix}: {message}")
-            if not (self.quiet and self.output in REPORTS):
+            if not (self.quiet and self._reported):
                 self.stderr.write(json_line(status) + "\n")
         if self.output == JSONL:
             self._out(json_line(result.to_json()) + "\n")
-        elif self.output in ciformats.REPORT_FORMATS:
-            result.object = None  # the report never holds the VM: keep no more than it needs
-            self._results.append(result)
+        for fmt, stream in self.reports:
+            if fmt == JSONL:
+                stream.write(json_line(result.to_json()) + "\n")
+        if self._collect:
+            kept = copy.copy(result)
+            kept.object = None  # a CI report never holds the VM: keep no more than it needs
+            self._results.append(kept)
         if self._progress is not None and result.is_vm:
             self._progress.advance()
 
@@ -166,6 +176,10 @@ class Writer:
                 self._write_json(self._vms[0])
         elif self.output in ciformats.REPORT_FORMATS:
             self._out(ciformats.write(self.output, self._results, self.version))
+        for fmt, stream in self.reports:
+            if fmt != JSONL:
+                stream.write(ciformats.write(fmt, self._results, self.version))
+            stream.flush()
         self.stdout.flush()
         if not self.quiet:
             self.note(tally.summary())
