@@ -74,11 +74,58 @@ def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 
 _Dumper.add_representer(str, _represent_str)
 
+try:  # libyaml's emitter under the same representers: the same bytes for what _c_writes_alike admits
+
+    class _CDumper(yaml.CSafeDumper):
+        pass
+
+    _CDumper.add_representer(str, _represent_str)
+except AttributeError:  # pragma: no cover - PyYAML built without libyaml
+    _CDumper = None  # type: ignore[assignment, misc]
+
+# Where libyaml's emitter and PyYAML's part ways (found by tests/cli/test_yaml_output.py): characters
+# outside printable ASCII (escapes, the astral planes, U+0085 and U+2028 breaks), empty keys and long keys
+# (written as ``? key`` by one and not the other: one counts characters, the other bytes), and a block
+# scalar at the document's end (libyaml closes it with ``...``). Such a VM is written by PyYAML's emitter.
+_MAX_C_KEY = 100
+
+
+def _c_writes_alike(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is dict:
+            for key, member in item.items():
+                if not (type(key) is str and 0 < len(key) <= _MAX_C_KEY and key.isascii() and key.isprintable()):
+                    return False
+                stack.append(member)
+        elif type(item) is list:
+            stack.extend(item)
+        elif type(item) is str:
+            if not item.isascii() or not (item.isprintable() or item.replace("\n", "").isprintable()):
+                return False
+    return True
+
+
+def _dump(obj: Mapping[str, Any], dumper: Any) -> str:
+    text: str = yaml.dump(
+        obj, Dumper=dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=1 << 16
+    )
+    return text
+
 
 def to_yaml(obj: Mapping[str, Any]) -> str:
-    return yaml.dump(
-        obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=1 << 16
-    )
+    """The VM as kubectl would print it; libyaml's emitter where it writes the same bytes (5x faster)."""
+    if _CDumper is not None and _c_writes_alike(obj):
+        text = _dump(obj, _CDumper)
+        if not text.endswith("...\n"):
+            return text
+    return _dump(obj, _Dumper)
+
+
+def to_yaml_pure(obj: Mapping[str, Any]) -> str:
+    """PyYAML's own emitter, always: what :func:`to_yaml` must equal."""
+    return _dump(obj, _Dumper)
 
 
 class Writer:
