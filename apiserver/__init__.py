@@ -1,6 +1,19 @@
 """kubevirt-expand-apiserver: render KubeVirt VirtualMachines with instancetypes and preferences applied."""
 
 from apiserver.api import Expanded, Expander, ExpandWarning, expand, expand_vm
+from apiserver.documents.manifests import ManifestError, parse_manifests, read_manifest_paths
+from apiserver.render.admission import AdmissionDenied
 from apiserver.render.kubernetes.errors import ExpandError
 
-__all__ = ["ExpandError", "ExpandWarning", "Expanded", "Expander", "expand", "expand_vm"]
+__all__ = [
+    "AdmissionDenied",
+    "ExpandError",
+    "ExpandWarning",
+    "Expanded",
+    "Expander",
+    "ManifestError",
+    "expand",
+    "expand_vm",
+    "parse_manifests",
+    "read_manifest_paths",
+]
