@@ -153,7 +153,12 @@ def junit(results: Sequence[Result]) -> str:
         totals["errors"] += errors
         for result in members:
             case = ElementTree.SubElement(
-                suite, "testcase", name=_xml(_case_name(result)), classname=_xml(file), file=_xml(file), time="0"
+                suite,
+                "testcase",
+                name=_xml(_case_name(result)),
+                classname=_xml(file),
+                file=_xml(file),
+                time="0",
             )
             line = next((c["line"] for c in result.causes if c.get("line")), result.best_line())
             if line is not None:
@@ -258,10 +263,9 @@ def codequality(results: Sequence[Result]) -> str:
     issues = []
     seen: dict[str, int] = {}
     for finding in findings(results):
-        key = "\0".join(
-            [finding.file, str(finding.result.document), str(finding.result.item), finding.rule]
-            + [finding.field or "", finding.message]
-        )
+        result = finding.result
+        parts = [finding.file, str(result.document), str(result.item), finding.rule, finding.field or ""]
+        key = "\0".join([*parts, finding.message])
         digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
         count = seen.get(digest, 0)  # the same finding twice stays two issues
         seen[digest] = count + 1

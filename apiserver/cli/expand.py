@@ -169,7 +169,7 @@ def _report(value: str) -> tuple[str, str]:
 
 
 def _open_reports(reports: list[tuple[str, str]], stack: contextlib.ExitStack) -> list[tuple[str, TextIO]]:
-    opened = []
+    opened: list[tuple[str, TextIO]] = []
     for fmt, path in reports:
         try:
             stream = stack.enter_context(open(path, "w", encoding="utf-8"))  # noqa: SIM115

@@ -79,7 +79,7 @@ try:  # libyaml's emitter under the same representers: the same bytes for what _
     class _CDumper(yaml.CSafeDumper):
         pass
 
-    _CDumper.add_representer(str, _represent_str)
+    _CDumper.add_representer(str, _represent_str)  # type: ignore[arg-type]
 except AttributeError:  # pragma: no cover - PyYAML built without libyaml
     _CDumper = None  # type: ignore[assignment, misc]
 
@@ -96,14 +96,17 @@ def _c_writes_alike(value: Any) -> bool:
         item = stack.pop()
         if type(item) is dict:
             for key, member in item.items():
-                if not (type(key) is str and 0 < len(key) <= _MAX_C_KEY and key.isascii() and key.isprintable()):
+                if not (
+                    type(key) is str and 0 < len(key) <= _MAX_C_KEY and key.isascii() and key.isprintable()
+                ):
                     return False
                 stack.append(member)
         elif type(item) is list:
             stack.extend(item)
-        elif type(item) is str:
-            if not item.isascii() or not (item.isprintable() or item.replace("\n", "").isprintable()):
-                return False
+        elif type(item) is str and not (
+            item.isascii() and (item.isprintable() or item.replace("\n", "").isprintable())
+        ):
+            return False
     return True
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+
 import yaml
 from yaml import nodes
 
@@ -165,4 +166,3 @@ class Locator:
             if best is None or depth > best[0]:
                 best = (depth, line)
         return offset + (best[1] if best is not None else _line(root))
-

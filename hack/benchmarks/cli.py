@@ -131,7 +131,9 @@ def compare(label: str, runs: dict[str, tuple[list[str], dict[str, str]]], round
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sizes", default="1000,5000")
     parser.add_argument("--baseline-tree", type=Path, help="another checkout to time the start-up of")

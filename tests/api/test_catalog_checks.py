@@ -20,7 +20,9 @@ def example_objects() -> list[dict[str, Any]]:
 def test_the_top_exports_what_the_docs_name() -> None:
     for name in apiserver.__all__:
         assert getattr(apiserver, name) is not None, name
-    assert {"AdmissionDenied", "read_manifest_paths", "parse_manifests", "ManifestError"} <= set(apiserver.__all__)
+    assert {"AdmissionDenied", "read_manifest_paths", "parse_manifests", "ManifestError"} <= set(
+        apiserver.__all__
+    )
     assert apiserver.parse_manifests("kind: VirtualMachine\nmetadata: {name: a}\n", "a.yaml")[0]["kind"] == (
         "VirtualMachine"
     )

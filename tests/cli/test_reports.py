@@ -263,7 +263,9 @@ def test_codequality_has_gitlabs_required_fields(repo: Path) -> None:
         assert isinstance(issue["check_name"], str) and issue["check_name"]
         assert issue["severity"] in CODEQUALITY_SEVERITIES
         assert isinstance(issue["location"]["path"], str)
-        assert isinstance(issue["location"]["lines"]["begin"], int) and issue["location"]["lines"]["begin"] >= 1
+        assert (
+            isinstance(issue["location"]["lines"]["begin"], int) and issue["location"]["lines"]["begin"] >= 1
+        )
     assert len({issue["fingerprint"] for issue in issues}) == len(issues)
     lines = expected_lines(repo)
     assert {i["location"]["path"]: (i["location"]["lines"]["begin"], i["severity"]) for i in issues} == {

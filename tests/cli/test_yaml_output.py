@@ -37,7 +37,9 @@ def test_a_vm_of_printable_ascii_takes_the_fast_path() -> None:
     vm = {
         "kind": "VirtualMachine",
         "metadata": {"name": "fedora", "labels": {"app.kubernetes.io/name": "y"}},
-        "spec": {"template": {"spec": {"volumes": [{"cloudInitNoCloud": {"userData": "#cloud-config\nx: 1\n"}}]}}},
+        "spec": {
+            "template": {"spec": {"volumes": [{"cloudInitNoCloud": {"userData": "#cloud-config\nx: 1\n"}}]}}
+        },
         "status": {},
     }
     assert _c_writes_alike(vm)

@@ -931,7 +931,9 @@ def test_a_dry_run_of_delete_says_it_would_delete(repo_copy: Path, tmp_path: Pat
     proc, calls = _deploy(repo_copy, tmp_path, "--dry-run", "--delete", "own-group")
     assert proc.returncode == 0, proc.stderr
     assert "would be DELETED" in proc.stderr
-    assert proc.stdout.startswith("# hack/deploy.sh --dry-run --delete own-group: these objects would be deleted")
+    assert proc.stdout.startswith(
+        "# hack/deploy.sh --dry-run --delete own-group: these objects would be deleted"
+    )
     assert calls == [], "a dry run calls no cluster"
     install, _ = _deploy(repo_copy, tmp_path, "--dry-run", "own-group")
     assert "delete" not in install.stdout.splitlines()[0] and "DELETED" not in install.stderr

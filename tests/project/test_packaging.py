@@ -292,8 +292,17 @@ def installed_cli(wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory) ->
     env = tmp_path_factory.mktemp("venv-cli")
     venv.EnvBuilder(with_pip=True, clear=True).create(env)
     proc = subprocess.run(
-        [str(env / "bin/python"), "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheelhouse)]
-        + [DISTRIBUTION],
+        [
+            str(env / "bin/python"),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-index",
+            "--find-links",
+            str(wheelhouse),
+            DISTRIBUTION,
+        ],
         capture_output=True,
         text=True,
         timeout=600,
@@ -304,7 +313,9 @@ def installed_cli(wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory) ->
     return env
 
 
-def test_the_command_line_alone_installs_and_runs_without_the_server(installed_cli: Path, tmp_path: Path) -> None:
+def test_the_command_line_alone_installs_and_runs_without_the_server(
+    installed_cli: Path, tmp_path: Path
+) -> None:
     def run(*argv: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [str(installed_cli / "bin" / SCRIPT), *argv],
