@@ -45,3 +45,12 @@ def test_a_vm_of_printable_ascii_takes_the_fast_path() -> None:
     assert _c_writes_alike(vm)
     assert not _c_writes_alike({"metadata": {"name": "caf\u00e9"}})
     assert not _c_writes_alike({"": 1})
+
+
+def test_a_value_held_twice_is_written_as_pyyaml_writes_it() -> None:
+    """PyYAML anchors a dict it meets twice; the fast path does not, so it leaves such values alone."""
+    shared = {"bus": "virtio"}
+    value = {"a": shared, "b": shared}
+    assert not _c_writes_alike(value)
+    assert to_yaml(value) == to_yaml_pure(value)
+    assert "&id001" in to_yaml(value)
