@@ -100,10 +100,14 @@ def folder(root: Path, count: int) -> Path:
 
 
 def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of the child) of one run; stdout discarded, exit 0 or 1 expected."""
+    """(wall seconds, CPU seconds of the child) of one run; stdout discarded, exit 0 or 1 expected. Run
+    from the filesystem root: ``python -m`` puts the working directory first on sys.path, which would
+    shadow the tree PYTHONPATH names."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, check=False)
+    proc = subprocess.run(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd="/", check=False
+    )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in (0, 1):
@@ -152,7 +156,7 @@ def main() -> None:
             base_env = {**os.environ, "PYTHONPATH": str(args.baseline_tree.resolve())}
             startup["baseline expand -f vm.yaml"] = ([*command, "-f", str(one), "--check"], base_env)
         compare("start-up on one file", startup, max(args.rounds, 5), "python -c pass")
-        for size in (int(s) for s in args.sizes.split(",")):
+        for size in (int(s) for s in args.sizes.split(",") if s.strip()):
             vms = folder(Path(tmp), size)
             runs = {
                 "-o jsonl": ([*command, "-f", str(vms), "-o", "jsonl"], env),
