@@ -10,15 +10,16 @@ FROM ${PYTHON_IMAGE} AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY apiserver ./apiserver
-RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+RUN pip wheel --no-cache-dir --wheel-dir /wheels ".[server]"
 
-# Stage 2: the runtime. Installs those wheels and nothing else, then removes pip itself:
+# Stage 2: the runtime: the server (the "server" extra) and the command line. Installs those wheels and
+# nothing else, then removes pip itself:
 # no compiler, no package manager, no sources in the image.
 FROM ${PYTHON_IMAGE}
 ENV PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1
 RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
-    pip install --no-cache-dir --no-index --find-links /wheels kubevirt-expand-apiserver \
+    pip install --no-cache-dir --no-index --find-links /wheels "kubevirt-expand-apiserver[server]" \
     && pip uninstall -y pip setuptools wheel
 # Numeric, so that the Deployment's runAsNonRoot can verify it (apiservice/base/deployment.yaml).
 USER 65532:65532

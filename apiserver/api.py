@@ -26,7 +26,25 @@ from apiserver.documents.reader import DocumentError, read_documents
 from apiserver.render import ObjectIndex
 from apiserver.render import expand as _expand
 from apiserver.render.golang.values import check_json
-from apiserver.render.kubernetes.errors import ExpandError
+from apiserver.render.instancetype.revision import (
+    CLUSTER_FLAVOR,
+    FLAVOR,
+    INSTANCETYPE_KINDS,
+    PREFERENCE_KINDS,
+    RevisionError,
+    instancetype_spec_from_object,
+    preference_spec_from_object,
+)
+from apiserver.render.kubernetes.errors import (
+    CAUSE_INVALID,
+    CAUSE_REQUIRED,
+    CAUSE_TOO_MANY,
+    MAX_CAUSES,
+    Cause,
+    ExpandError,
+    more_text,
+    status,
+)
 from apiserver.render.kubernetes.fieldvalidation import DEFAULT, IGNORE, LEVELS
 from apiserver.render.memo import version_of
 
@@ -127,6 +145,50 @@ def _inputs(
     listed = _checked_objects(objects, fingerprints, versions)
     config = _checked_kubevirt(kubevirt, fingerprints)
     return _LAST_INDEX.of(listed, versions), config, fingerprints
+
+
+_CATALOG_DECODERS: dict[str, Any] = {
+    **dict.fromkeys((*INSTANCETYPE_KINDS, FLAVOR, CLUSTER_FLAVOR), instancetype_spec_from_object),
+    **dict.fromkeys(PREFERENCE_KINDS, preference_spec_from_object),
+}
+
+
+def _check_catalog(objects: list[Mapping[str, Any]]) -> None:
+    """:class:`Expander`'s check of its instancetypes and preferences (flavors too): an object of such a
+    kind without a name (nothing can refer to it) or whose spec KubeVirt cannot decode (``cpu.guest:
+    "two"``) could never be used, and every VM that refers to it would fail later. Raises a 400
+    :class:`ExpandError` naming each (``objects[i]``, kind and name), at most :data:`MAX_CAUSES`."""
+    causes: list[Cause] = []
+    count = 0
+    for index, obj in enumerate(objects):
+        kind = obj.get("kind")
+        decode = _CATALOG_DECODERS.get(kind) if isinstance(kind, str) else None
+        if decode is None:
+            continue
+        meta = obj.get("metadata")
+        name = meta.get("name") if isinstance(meta, Mapping) else None
+        if not isinstance(name, str) or not name:
+            message = f"a {kind} needs metadata.name: nothing can refer to it without one"
+            found = Cause(f"objects[{index}].metadata.name", message, CAUSE_REQUIRED)
+        else:
+            try:
+                decode(obj, exact_names=False)
+                continue
+            except RevisionError as err:
+                found = Cause(f"objects[{index}]", f"{kind} {name!r}: {err}", CAUSE_INVALID)
+        count += 1
+        if len(causes) < MAX_CAUSES:
+            causes.append(found)
+    if not causes:
+        return
+    listed = [cause.to_dict() for cause in causes]
+    if count > len(causes):
+        listed.append({"reason": CAUSE_TOO_MANY, "message": more_text(count - len(causes))})
+    what = "object" if count == 1 else "objects"
+    message = f"{count} {what} could never be an instancetype or preference: " + "; ".join(
+        f"{c.field}: {c.message}" for c in causes
+    )
+    raise ExpandError(status(400, "BadRequest", message, details={"causes": listed}))
 
 
 def _check_level(field_validation: str) -> None:
@@ -321,7 +383,8 @@ class Expander:
     them here, so a call costs what the VM and the objects it references cost. The objects are
     copied: editing your dicts afterwards changes nothing here; make a new Expander for new objects.
     Errors in the objects or the configuration are the :class:`ExpandError` 400s :func:`expand`
-    raises, raised here.
+    raises, raised here; so is an instancetype or preference that could never be used (no name, or a
+    spec KubeVirt cannot decode, as ``cpu.guest: "two"``), each named by its place in ``objects``.
     """
 
     __slots__ = ("_fingerprints", "_index", "_kubevirt")
@@ -331,6 +394,7 @@ class Expander:
     ) -> None:
         found: dict[int, bytes] = {}
         checked = _checked_objects(objects, found)
+        _check_catalog(checked)
         config = _checked_kubevirt(kubevirt, found)
         self._fingerprints: dict[int, bytes] = {}
         copies = []

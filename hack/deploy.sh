@@ -68,6 +68,15 @@ if [[ "$overlay" == cert-manager ]]; then overlay=own-group; cert_manager=1; fi
 [[ "$timeout" =~ ^[0-9]+$ ]] || { echo "deploy.sh: --timeout must be whole seconds" >&2; exit 2; }
 command -v "$kubectl" >/dev/null || { echo "deploy.sh: $kubectl not found (set KUBECTL)" >&2; exit 1; }
 
+# The cluster first: nothing is written (no CA, no key in .certs/) for a cluster kubectl cannot reach.
+if [[ $dry_run -eq 0 ]]; then
+  if ! reach=$("$kubectl" get --raw /version --request-timeout=15s 2>&1 >/dev/null); then
+    echo "deploy.sh: cannot reach the cluster of the current kubeconfig context ($reach); nothing was" \
+      "written or changed. Check KUBECONFIG and 'kubectl config current-context'." >&2
+    exit 1
+  fi
+fi
+
 # A throwaway kustomization beside the certificates (.certs/ is git-ignored; a dry run uses a temporary
 # folder instead, removed on exit): the overlay, the certificate source, and the image override.
 certs="$root/.certs"
@@ -135,6 +144,12 @@ rendered="$build/rendered.yaml"
 apiservices=$(awk '/^kind: APIService$/ {a=1} a && /^  name: / {print $2; a=0} /^---$/ {a=0}' "$rendered")
 
 if [[ $dry_run -eq 1 ]]; then
+  if [[ $delete -eq 1 ]]; then
+    # Say so: the objects below would be removed, not applied.
+    echo "deploy.sh: dry run of --delete: the objects below would be DELETED (the APIServices first, and" \
+      "any other APIService routed to this server's Service, which only the cluster can tell)" >&2
+    echo "# hack/deploy.sh --dry-run --delete $overlay: these objects would be deleted, not applied"
+  fi
   cat "$rendered"
   exit 0
 fi

@@ -11,10 +11,11 @@ for what counts as broken input.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TextIO
 
 from apiserver.cli.helpformat import KubeHelpFormatter
 from apiserver.cli.inputs import (
@@ -31,7 +32,7 @@ from apiserver.cli.inputs import (
     skip_kinds,
     vm_namespace,
 )
-from apiserver.cli.output import FORMATS, JSON, JSONL, YAML, Writer, printable
+from apiserver.cli.output import FORMATS, JSON, JSONL, REPORTS, YAML, Writer, printable
 from apiserver.cli.report import (
     ADMITTED,
     ERROR,
@@ -43,6 +44,7 @@ from apiserver.cli.report import (
     Result,
     Tally,
 )
+from apiserver.documents.locate import Locator
 from apiserver.documents.manifests import Manifest, read_files
 from apiserver.render import Cause, ExpandError, ObjectIndex, ObjectRef, expand
 from apiserver.render.kubernetes.errors import (
@@ -61,6 +63,7 @@ from apiserver.render.objects import (
     INSTANCETYPE,
     PREFERENCE,
 )
+from apiserver.version import package_version
 
 EXAMPLES = """\
 examples:
@@ -168,8 +171,25 @@ def add_parser(sub: Any) -> None:
         choices=FORMATS,
         default=YAML,
         help=f"output format: {YAML} (one document per admitted VM), {JSON} (the VM when the inputs hold "
-        f"one, else a List of the admitted VMs) or {JSONL} (one JSON object per VM and per input problem: "
-        "file, document, item, line, kind, namespace, name, outcome, status, warnings, object)",
+        f"one, else a List of the admitted VMs), {JSONL} (one JSON object per VM and per input problem: "
+        "file, document, item, line, kind, namespace, name, outcome, status, causes, warnings, object), "
+        "or a report for CI: junit (JUnit XML), sarif (SARIF 2.1.0), codequality (GitLab Code Quality)",
+    )
+    parser.add_argument(
+        "--report",
+        action="append",
+        default=[],
+        type=_report,
+        metavar="FORMAT=FILE",
+        help=f"also write a report to FILE, beside what -o prints; FORMAT is one of {', '.join(REPORTS)}; "
+        "repeatable (e.g. --report junit=junit.xml --report codequality=quality.json)",
+    )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="on stderr, only the failures (no admitted VM, warning or summary); their Status JSON too "
+        "unless stdout is a report (jsonl, junit, sarif, codequality)",
     )
     parser.add_argument(
         "--check",
@@ -205,6 +225,24 @@ def _level(value: str) -> str:
     raise argparse.ArgumentTypeError(f"must be one of {', '.join(LEVELS)}, not {value!r}")
 
 
+def _report(value: str) -> tuple[str, str]:
+    fmt, sep, path = value.partition("=")
+    if not sep or fmt not in REPORTS or not path:
+        raise argparse.ArgumentTypeError(f"expected FORMAT=FILE with FORMAT one of {', '.join(REPORTS)}")
+    return fmt, path
+
+
+def _open_reports(reports: list[tuple[str, str]], stack: contextlib.ExitStack) -> list[tuple[str, TextIO]]:
+    opened: list[tuple[str, TextIO]] = []
+    for fmt, path in reports:
+        try:
+            stream = stack.enter_context(open(path, "w", encoding="utf-8"))  # noqa: SIM115
+        except OSError as err:
+            raise UsageError(f"--report {fmt}={path}: cannot write: {err.strerror or err}") from None
+        opened.append((fmt, stream))
+    return opened
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
@@ -218,6 +256,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    with contextlib.ExitStack() as stack:
+        return _run_reporting(args, stack)
+
+
+def _run_reporting(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     if args.namespace == "":
         raise UsageError("--namespace must not be empty")
     explicit_kubevirt = read_kubevirt(args.kubevirt, sys.stdin.buffer) if args.kubevirt else None
@@ -242,6 +285,7 @@ def _run(args: argparse.Namespace) -> int:
         kubevirt = pick_kubevirt(prepared.kubevirts)
     if kubevirt is None and catalog is not None:
         kubevirt = pick_kubevirt(catalog.kubevirts)
+    reports = _open_reports(args.report, stack)
 
     writer = Writer(
         args.output,
@@ -250,17 +294,24 @@ def _run(args: argparse.Namespace) -> int:
         stdout=sys.stdout,
         stderr=sys.stderr,
         progress=sys.stderr.isatty(),
+        quiet=args.quiet,
+        version=package_version(),
+        reports=reports,
     )
     if catalog is not None:
         writer.note(catalog.describe())
     for warning in prepared.warnings:
         writer.warning(warning)
     tally = Tally(files=len(files), skipped=prepared.skipped.total)
+    # The text of each file, composed for its lines only when a result there needs them.
+    locators = {file.source: Locator(file.data) for file in files if file.data is not None}
     for entry in prepared.entries:
         if isinstance(entry, Manifest):
             result = _judge(entry, prepared.index, prepared.conflicts, kubevirt, args)
         else:
             result = entry
+        if result.outcome != ADMITTED or result.warnings:
+            result.locate(locators.get(result.file))
         tally.add(result)
         writer.result(result)
     if not tally.vms and not tally.errors:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from apiserver.documents.locate import Locator
 from apiserver.documents.manifests import Manifest
 
 ADMITTED: Final = "Admitted"
@@ -47,7 +48,9 @@ class Result:
 
     ``document`` is the 1-based YAML/JSON document of ``file`` (``None`` when the file as a whole could
     not be read), ``item`` the 0-based index in the ``items`` of a ``List`` document, ``line`` the line
-    of a syntax error. ``object`` is the expanded VM (``Admitted``, unless the run is ``--check``).
+    of a syntax error or a key given twice. ``causes`` are the Status's causes, each with the ``line`` of
+    the field it names, and ``start`` the object's first line (see :meth:`locate`; ``start`` is not in
+    the jsonl line). ``object`` is the expanded VM (``Admitted``, unless the run is ``--check``).
     """
 
     file: str
@@ -59,8 +62,10 @@ class Result:
     name: str | None = None
     line: int | None = None
     status: dict[str, Any] | None = None
+    causes: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     object: dict[str, Any] | None = None
+    start: int | None = None
 
     @classmethod
     def of(cls, manifest: Manifest, outcome: str, **members: Any) -> Result:
@@ -88,6 +93,26 @@ class Result:
         qualified = f"{self.namespace}/{name}" if self.namespace else name
         return qualified if self.is_vm else f"{self.kind} {qualified}"
 
+    def locate(self, locator: Locator | None) -> None:
+        """Give each cause of the Status the line of its field in the input (``None`` when it names
+        none, or the text is gone: ``locator`` is ``None``), and the result its object's first line."""
+        details = (self.status or {}).get("details")
+        causes = details.get("causes") if isinstance(details, dict) else None
+        placed: list[dict[str, Any]] = []
+        for cause in causes if isinstance(causes, list) else []:
+            where = cause.get("field")
+            line = None
+            if locator is not None and self.document is not None and isinstance(where, str) and where:
+                line = locator.line(self.document, self.item, where)
+            placed.append({**cause, "line": line})
+        self.causes = placed
+        if locator is not None and self.document is not None:
+            self.start = locator.start(self.document, self.item)
+
+    def best_line(self) -> int | None:
+        """Where a report points when it has nothing closer: the syntax error, else the object."""
+        return self.line if self.line is not None else self.start
+
     def to_json(self) -> dict[str, Any]:
         """The ``-o jsonl`` line: every member always present, in this order."""
         return {
@@ -100,6 +125,7 @@ class Result:
             "name": self.name,
             "outcome": self.outcome,
             "status": self.status,
+            "causes": self.causes,
             "warnings": self.warnings,
             "object": self.object,
         }

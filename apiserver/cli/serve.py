@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from apiserver.auth import options as auth_options
+from apiserver.cli import SERVE_HELP
 from apiserver.cli.helpformat import KubeHelpFormatter
 from apiserver.http.logging import FORMATS, configure
 from apiserver.http.server import ServeError, Server, host_port, serve
@@ -96,7 +97,7 @@ def _port(value: str) -> int:
 def add_parser(sub: Any) -> None:
     parser: argparse.ArgumentParser = sub.add_parser(
         "serve",
-        help="run the aggregated API server (expand-spec, expand-vm-spec)",
+        help=SERVE_HELP,
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=KubeHelpFormatter,

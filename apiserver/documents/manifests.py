@@ -236,6 +236,9 @@ class FileRead:
     manifests: tuple[Manifest, ...] = ()
     error: ManifestError | None = None
     foreign: tuple[Foreign, ...] = ()  # with read_files(foreign=True): documents passed over
+    # The bytes read, kept for what needs the text again: the lines of a refused VM's fields
+    # (:class:`apiserver.documents.locate.Locator`).
+    data: bytes | None = None
 
 
 def _read_one(source: str, read: Callable[[], bytes], foreign: bool = False) -> FileRead:
@@ -247,8 +250,8 @@ def _read_one(source: str, read: Callable[[], bytes], foreign: bool = False) -> 
     try:
         manifests = tuple(load_manifests(data, source, foreign=passed))
     except ManifestError as err:
-        return FileRead(source, error=err)
-    return FileRead(source, manifests, foreign=tuple(passed or ()))
+        return FileRead(source, error=err, data=data)
+    return FileRead(source, manifests, foreign=tuple(passed or ()), data=data)
 
 
 def read_files(

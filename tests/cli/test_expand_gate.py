@@ -27,6 +27,7 @@ MEMBERS = [
     "name",
     "outcome",
     "status",
+    "causes",
     "warnings",
     "object",
 ]

@@ -823,6 +823,10 @@ echo "$*" >> "$CALLS"
 case "$1" in
   kustomize) exec "$REAL_KUBECTL" "$@" ;;
   get)
+    if [[ "$2" == --raw && "$3" == /version ]]; then
+      [[ "${FAKE_REACH_RC:-0}" == 0 ]] || echo "dial tcp 127.0.0.1:6443: connect: connection refused" >&2
+      exit "${FAKE_REACH_RC:-0}"
+    fi
     if [[ "$2" == crd ]]; then exit "${FAKE_CRD_RC:-0}"; fi
     if [[ "$2" == apiservices ]]; then printf '%s' "${FAKE_APISERVICES:-}"; exit 0; fi
     if [[ "$2" == apiservice && "$*" == *jsonpath=\{.spec.service* ]]; then
@@ -913,6 +917,26 @@ def test_deploy_delete_removes_the_apiservices_before_the_server(repo_copy: Path
         "delete apiservice v1alpha3.subresources.kubevirt.io --ignore-not-found",
     ]
     assert deletes[3].startswith("delete -f ") and len(deletes) == 4
+
+
+def test_deploy_writes_nothing_for_a_cluster_it_cannot_reach(repo_copy: Path, tmp_path: Path) -> None:
+    proc, calls = _deploy(repo_copy, tmp_path, "own-group", reach_rc="1")
+    assert proc.returncode == 1
+    assert "cannot reach the cluster" in proc.stderr and "connection refused" in proc.stderr
+    assert calls == ["get --raw /version --request-timeout=15s"]
+    assert not (repo_copy / ".certs").exists(), "no CA or key written for a cluster that is not there"
+
+
+def test_a_dry_run_of_delete_says_it_would_delete(repo_copy: Path, tmp_path: Path) -> None:
+    proc, calls = _deploy(repo_copy, tmp_path, "--dry-run", "--delete", "own-group")
+    assert proc.returncode == 0, proc.stderr
+    assert "would be DELETED" in proc.stderr
+    assert proc.stdout.startswith(
+        "# hack/deploy.sh --dry-run --delete own-group: these objects would be deleted"
+    )
+    assert calls == [], "a dry run calls no cluster"
+    install, _ = _deploy(repo_copy, tmp_path, "--dry-run", "own-group")
+    assert "delete" not in install.stdout.splitlines()[0] and "DELETED" not in install.stderr
 
 
 # What `kubectl get apiservices -o jsonpath=...` lists after `deploy.sh kubevirt-group` beside KubeVirt-less

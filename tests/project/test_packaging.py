@@ -113,7 +113,9 @@ def test_the_build_stage_makes_the_wheels_from_the_files_it_copies() -> None:
     _, stages = dockerfile()
     build = stages[0]
     assert build.name, "the build stage is named, so the runtime stage can refer to it"
-    assert any(re.search(r"\bpip wheel\b.*--wheel-dir /wheels \.$", run) for run in build.args("RUN"))
+    assert any(
+        re.search(r"\bpip wheel\b.*--wheel-dir /wheels \"\.\[server\]\"$", run) for run in build.args("RUN")
+    ), "the build stage makes the wheels of the project with its server extra"
     copied = build_stage_sources()
     assert {"pyproject.toml", "apiserver"} <= set(copied)
     # The readme pyproject.toml names is needed by the build too.
@@ -139,7 +141,7 @@ def test_the_runtime_stage_installs_only_the_wheels_and_runs_unprivileged() -> N
             words = [w for w in words if not w.startswith("--mount=")]
             if words[:2] == ["pip", "install"]:
                 assert "--no-index" in words, "the runtime stage must install from the wheels alone"
-                assert words[-1] == DISTRIBUTION
+                assert words[-1] == f"{DISTRIBUTION}[server]", "the image is the server's"
             elif words[:2] == ["pip", "uninstall"]:
                 assert "pip" in words, "pip removes itself once the wheels are in"
             else:
@@ -282,6 +284,67 @@ def installed(wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
     )
     assert proc.returncode == 0, f"the runtime stage's pip install fails:\n{proc.stderr[-3000:]}"
     return env
+
+
+@pytest.fixture(scope="module")
+def installed_cli(wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv with the base install only (no ``server`` extra), from the same wheels, offline."""
+    env = tmp_path_factory.mktemp("venv-cli")
+    venv.EnvBuilder(with_pip=True, clear=True).create(env)
+    proc = subprocess.run(
+        [
+            str(env / "bin/python"),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-index",
+            "--find-links",
+            str(wheelhouse),
+            DISTRIBUTION,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env={**_clean_env(), "PIP_FIND_LINKS": "", "PIP_EXTRA_INDEX_URL": ""},
+    )
+    assert proc.returncode == 0, f"the base install fails:\n{proc.stderr[-3000:]}"
+    return env
+
+
+def test_the_command_line_alone_installs_and_runs_without_the_server(
+    installed_cli: Path, tmp_path: Path
+) -> None:
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(installed_cli / "bin" / SCRIPT), *argv],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=_clean_env(),
+            timeout=patience(60),
+            check=False,
+        )
+
+    server_only = ("aiohttp", "kubernetes_asyncio", "prometheus_client", "cryptography", "watchfiles")
+    for module in server_only:
+        proc = subprocess.run(
+            [str(installed_cli / "bin/python"), "-c", f"import {module}"],
+            capture_output=True,
+            cwd=tmp_path,
+            env=_clean_env(),
+            check=False,
+        )
+        assert proc.returncode != 0, f"{module} is installed without the server extra"
+    expanded = run("expand", "-f", str(ROOT / "examples"), "--check")
+    assert expanded.returncode == 0, expanded.stderr
+    assert expanded.stderr.splitlines()[-1].startswith("summary: 3 VMs, 3 admitted")
+    listed = run("--help")
+    assert listed.returncode == 0 and "serve" in listed.stdout
+    serve = run("serve", "--manifests", str(ROOT / "examples"))
+    assert serve.returncode == 2
+    assert f"pip install '{DISTRIBUTION}[server]'" in serve.stderr and "Traceback" not in serve.stderr
 
 
 def _clean_env() -> dict[str, str]:

@@ -365,6 +365,7 @@ kind: VirtualMachine
 metadata:
   name: refused
 spec:
+  runStrategy: Halted
   instancetype:
     name: no-such-instancetype
   template:
@@ -454,5 +455,29 @@ def test_ci_recipe(tmp_path: Path, recipe: Recipe) -> None:
     (root / "vms" / "refused.yaml").write_text(REFUSED_VM)
     failed, printed = run_ci(root, env, steps)
     assert failed, f"{recipe.where}: a refused VM should fail the job\n{printed[-3000:]}"
-    if any(step.when == "failure" for step in steps):  # GitHub's annotations
-        assert "::error file=vms/refused.yaml,title=Refused::" in printed, printed[-3000:]
+    if any(step.when == "failure" for step in steps):  # GitHub's annotations, at the refused field's line
+        line = next(i for i, text in enumerate(REFUSED_VM.splitlines(), 1) if "no-such-instancetype" in text)
+        assert f"::error file=vms/refused.yaml,line={line},title=Refused::" in printed, printed[-3000:]
+    for step in steps:  # the reports the job keeps, written whatever the verdict
+        if not step.command.startswith("kubevirt-expand "):
+            continue
+        for report in re.findall(r"--report \w+=(\S+)|> (\S+)", step.command):
+            path = root / (report[0] or report[1])
+            assert path.is_file() and path.stat().st_size, f"{recipe.where}: {path.name} not written"
+
+
+def test_ci_recipes_pin_what_exists() -> None:
+    """Every revision a recipe installs is the COMMIT placeholder the docs explain, or a tag of this
+    repository (none is published yet): never a version nobody can fetch."""
+    tags = subprocess.run(
+        ["git", "tag", "--list"], cwd=REPO, capture_output=True, text=True, check=False
+    ).stdout.split()
+    pins = [
+        pin
+        for recipe in recipes("ci")
+        for pin in re.findall(r"kubevirt-expand-apiserver@([\w.-]+)|^\s*rev: *([\w.-]+)", recipe.code, re.M)
+    ]
+    assert pins, "the CI recipes should pin a revision"
+    for pin in (a or b for a, b in pins):
+        assert pin == "COMMIT" or pin in tags, f"{pin}: not a tag of this repository"
+    assert "COMMIT" in (REPO / "docs" / "ci-automation.md").read_text().split("### GitHub Actions")[0]

@@ -120,7 +120,7 @@ def table_cells(summary: Mapping[str, Any], condition: Mapping[str, Any]) -> tup
     return (
         _matcher_cell(summary.get("instancetype")),
         _matcher_cell(summary.get("preference")),
-        cpu["vcpus"] if cpu else "<none>",
+        cpu["vcpus"] if cpu else None,  # an integer column: null where there is none, as kube-apiserver sends
         memory.get("guest") or "<none>",
         "Rendered" if ok else str(condition.get("reason") or "Failed"),
         f"{cpu['sockets']}/{cpu['cores']}/{cpu['threads']}" if cpu else "<none>",

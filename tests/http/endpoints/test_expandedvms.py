@@ -175,6 +175,14 @@ async def test_table(server: tuple[RunningServer, ClusterSource]) -> None:
     rows = {r["cells"][0]: r["cells"] for r in doc["rows"]}
     assert rows["other"][1:6] == ["big", "cores", 8, "1Gi", "Rendered"]
     assert rows["broken"][5] == "Invalid"
+    # A typed column carries null where the VM does not render (kube-apiserver's Tables do; kubectl
+    # prints <none>), never a string where an integer is declared.
+    types = [c["type"] for c in doc["columnDefinitions"]]
+    assert types[3] == "integer" and rows["broken"][3] is None
+    for cells in rows.values():
+        for kind, cell in zip(types, cells, strict=False):
+            if kind == "integer":
+                assert cell is None or type(cell) is int, cells
 
 
 async def _watch(srv: RunningServer, query: str, events: list[dict[str, Any]], stop: asyncio.Event) -> None:

@@ -1,0 +1,334 @@
+"""The reports CI systems read (``-o junit``, ``-o sarif``, ``-o codequality``), the line of each cause's
+field (``causes`` in ``-o jsonl``) and ``--quiet``, through the installed command on a folder of VMs.
+
+SARIF is checked against the structure SARIF 2.1.0's schema requires, written out below from the
+standard (the OASIS schema file is not vendored: its terms are OASIS's IPR policy, not an open-source
+licence), and against the official schema file itself when ``SARIF_SCHEMA`` names a copy of it
+(``sarif-2.1/schema/sarif-schema-2.1.0.json`` of github.com/oasis-tcs/sarif-spec). JUnit is read with
+the standard library's XML parser and checked for what the Jenkins/GitLab JUnit schema requires
+(``testsuite`` name and tests, ``testcase`` name and classname, counts that add up). Code Quality is
+checked for the fields GitLab documents as required.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree
+
+import jsonschema
+import pytest
+
+from tests.cli.test_expand_gate import EXAMPLES, cli
+
+# A VM with a field KubeVirt does not know (refused at --field-validation Strict) and a cause for it.
+UNKNOWN_FIELD_YAML = """\
+apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata:
+  name: typo
+spec:
+  runStrategy: Halted
+  instancetype:
+    name: cmedium
+    kind: VirtualMachineInstancetype
+  template:
+    spec:
+      domain:
+        devices: {}
+        cpuu:
+          cores: 2
+"""
+REFUSED_JSON = {
+    "apiVersion": "v1",
+    "kind": "List",
+    "items": [
+        {
+            "apiVersion": "kubevirt.io/v1",
+            "kind": "VirtualMachine",
+            "metadata": {"name": "missing-type"},
+            "spec": {
+                "runStrategy": "Halted",
+                "instancetype": {"kind": "VirtualMachineInstancetype", "name": "nope"},
+                "template": {"spec": {"domain": {"devices": {}}}},
+            },
+        }
+    ],
+}
+BROKEN = "kind: VirtualMachine\nmetadata:\n  name: a: b\n"
+
+
+def line_of(path: Path, needle: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if needle in line)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    vms = tmp_path / "vms"
+    shutil.copytree(EXAMPLES, vms)
+    (vms / "typo.yaml").write_text(UNKNOWN_FIELD_YAML)
+    (vms / "missing.json").write_text(json.dumps(REFUSED_JSON, indent=2))
+    (vms / "zz-broken.yaml").write_text(BROKEN)
+    return tmp_path
+
+
+def expected_lines(repo: Path) -> dict[str, int]:
+    """Where each finding must point, found in the files as written."""
+    return {
+        "vms/typo.yaml": line_of(repo / "vms/typo.yaml", "cpuu:"),
+        "vms/missing.json": line_of(repo / "vms/missing.json", '"name": "nope"'),
+        "vms/zz-broken.yaml": 3,  # the syntax error the reader reports
+    }
+
+
+def test_jsonl_causes_carry_the_line_of_their_field(repo: Path) -> None:
+    proc = cli("-f", "vms/", "--check", "-o", "jsonl", cwd=repo)
+    assert proc.returncode == 2, proc.stderr
+    results = {r["file"]: r for r in map(json.loads, proc.stdout.splitlines())}
+    typo = results["vms/typo.yaml"]
+    assert typo["outcome"] == "Refused"
+    assert [(c["field"], c["line"]) for c in typo["causes"]] == [
+        ("spec.template.spec.domain.cpuu", line_of(repo / "vms/typo.yaml", "cpuu:"))
+    ]
+    missing = results["vms/missing.json"]
+    assert (missing["item"], missing["outcome"]) == (0, "Refused")
+    assert [(c["field"], c["line"]) for c in missing["causes"]] == [
+        ("spec.instancetype.name", line_of(repo / "vms/missing.json", '"name": "nope"'))
+    ]
+    # The causes are the Status's own, each with its line added.
+    assert [{k: v for k, v in c.items() if k != "line"} for c in missing["causes"]] == missing["status"][
+        "details"
+    ]["causes"]
+    assert all(r["causes"] == [] for r in results.values() if r["outcome"] == "Admitted")
+
+
+# What SARIF 2.1.0 requires of a log, a run, a result and a location (sarif-v2.1.0 sections 3.13, 3.14,
+# 3.18, 3.19, 3.27, 3.28, 3.29, 3.30, 3.49), as a JSON schema; no additional constraint of ours.
+SARIF_REQUIRED: dict[str, Any] = {
+    "type": "object",
+    "required": ["version", "runs"],
+    "properties": {
+        "version": {"const": "2.1.0"},
+        "$schema": {"type": "string"},
+        "runs": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["tool"],
+                "properties": {
+                    "tool": {
+                        "type": "object",
+                        "required": ["driver"],
+                        "properties": {
+                            "driver": {
+                                "type": "object",
+                                "required": ["name"],
+                                "properties": {
+                                    "name": {"type": "string"},
+                                    "rules": {
+                                        "type": "array",
+                                        "items": {"type": "object", "required": ["id"]},
+                                    },
+                                },
+                            }
+                        },
+                    },
+                    "results": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["message"],
+                            "properties": {
+                                "level": {"enum": ["none", "note", "warning", "error"]},
+                                "ruleIndex": {"type": "integer", "minimum": -1},
+                                "message": {
+                                    "type": "object",
+                                    "anyOf": [{"required": ["text"]}, {"required": ["id"]}],
+                                },
+                                "locations": {
+                                    "type": "array",
+                                    "items": {
+                                        "type": "object",
+                                        "properties": {
+                                            "physicalLocation": {
+                                                "type": "object",
+                                                "properties": {
+                                                    "artifactLocation": {
+                                                        "type": "object",
+                                                        "properties": {"uri": {"type": "string"}},
+                                                    },
+                                                    "region": {
+                                                        "type": "object",
+                                                        "properties": {
+                                                            "startLine": {"type": "integer", "minimum": 1}
+                                                        },
+                                                    },
+                                                },
+                                            }
+                                        },
+                                    },
+                                },
+                            },
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+
+
+def sarif_of(repo: Path) -> dict[str, Any]:
+    proc = cli("-f", "vms/", "-o", "sarif", cwd=repo)
+    assert proc.returncode == 2, proc.stderr
+    log: dict[str, Any] = json.loads(proc.stdout)
+    return log
+
+
+def test_sarif_has_what_the_standard_requires(repo: Path) -> None:
+    log = sarif_of(repo)
+    jsonschema.Draft7Validator(SARIF_REQUIRED).validate(log)
+    (run,) = log["runs"]
+    rules = [rule["id"] for rule in run["tool"]["driver"]["rules"]]
+    places = {}
+    for result in run["results"]:
+        assert rules[result["ruleIndex"]] == result["ruleId"]
+        (location,) = result["locations"]
+        physical = location["physicalLocation"]
+        places[physical["artifactLocation"]["uri"]] = (result["ruleId"], physical["region"]["startLine"])
+    lines = expected_lines(repo)
+    assert places == {
+        "vms/typo.yaml": ("FieldValueUnknownField", lines["vms/typo.yaml"]),
+        "vms/missing.json": ("FieldValueNotFound", lines["vms/missing.json"]),
+        "vms/zz-broken.yaml": ("BadRequest", lines["vms/zz-broken.yaml"]),
+    }
+
+
+def test_sarif_a_wrong_log_fails_the_structure_check() -> None:
+    """The check above can fail: a region at line 0 and a result without a message are refused."""
+    bad = {"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "x"}}, "results": [{"level": "error"}]}]}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft7Validator(SARIF_REQUIRED).validate(bad)
+
+
+@pytest.mark.skipif(
+    not os.environ.get("SARIF_SCHEMA"), reason="SARIF_SCHEMA does not name the OASIS sarif-schema-2.1.0.json"
+)
+def test_sarif_validates_against_the_official_schema(repo: Path) -> None:
+    schema = json.loads(Path(os.environ["SARIF_SCHEMA"]).read_text())
+    validator = jsonschema.validators.validator_for(schema)
+    validator(schema, format_checker=validator.FORMAT_CHECKER).validate(sarif_of(repo))
+
+
+def test_junit_counts_add_up_and_failures_point_at_the_field(repo: Path) -> None:
+    proc = cli("-f", "vms/", "-o", "junit", cwd=repo)
+    assert proc.returncode == 2, proc.stderr
+    root = ElementTree.fromstring(proc.stdout.encode())
+    assert root.tag == "testsuites"
+    cases: dict[str, ElementTree.Element] = {}
+    for suite in root.iter("testsuite"):
+        assert suite.get("name")
+        members = suite.findall("testcase")
+        assert int(suite.get("tests", "-1")) == len(members)
+        assert int(suite.get("failures", "-1")) == sum(len(c.findall("failure")) for c in members)
+        assert int(suite.get("errors", "-1")) == sum(len(c.findall("error")) for c in members)
+        for case in members:
+            assert case.get("name") and case.get("classname") == suite.get("name")
+            cases[f"{suite.get('name')}: {case.get('name')}"] = case
+    assert int(root.get("tests", "-1")) == len(cases)
+    lines = expected_lines(repo)
+    typo = cases["vms/typo.yaml: document 1: default/typo"]
+    (failure,) = typo.findall("failure")
+    assert typo.get("line") == str(lines["vms/typo.yaml"])
+    assert f"vms/typo.yaml:{lines['vms/typo.yaml']}: spec.template.spec.domain.cpuu:" in (failure.text or "")
+    (error,) = cases["vms/zz-broken.yaml: document 1"].findall("error")
+    assert error.get("type") == "BadRequest"
+    passed = cases["vms/vm-fedora.yaml: document 1: default/fedora"]
+    assert list(passed) == []
+
+
+CODEQUALITY_SEVERITIES = {"info", "minor", "major", "critical", "blocker"}
+
+
+def test_codequality_has_gitlabs_required_fields(repo: Path) -> None:
+    proc = cli("-f", "vms/", "-o", "codequality", cwd=repo)
+    assert proc.returncode == 2, proc.stderr
+    issues = json.loads(proc.stdout)
+    assert isinstance(issues, list)
+    for issue in issues:
+        assert isinstance(issue["description"], str) and issue["description"]
+        assert isinstance(issue["check_name"], str) and issue["check_name"]
+        assert issue["severity"] in CODEQUALITY_SEVERITIES
+        assert isinstance(issue["location"]["path"], str)
+        assert (
+            isinstance(issue["location"]["lines"]["begin"], int) and issue["location"]["lines"]["begin"] >= 1
+        )
+    assert len({issue["fingerprint"] for issue in issues}) == len(issues)
+    lines = expected_lines(repo)
+    assert {i["location"]["path"]: (i["location"]["lines"]["begin"], i["severity"]) for i in issues} == {
+        "vms/typo.yaml": (lines["vms/typo.yaml"], "major"),
+        "vms/missing.json": (lines["vms/missing.json"], "major"),
+        "vms/zz-broken.yaml": (lines["vms/zz-broken.yaml"], "critical"),
+    }
+
+
+def test_reports_on_a_clean_folder_are_empty_of_findings(tmp_path: Path) -> None:
+    shutil.copytree(EXAMPLES, tmp_path / "vms")
+    for fmt in ("sarif", "codequality", "junit"):
+        proc = cli("-f", "vms/", "-o", fmt, "--quiet", cwd=tmp_path)
+        assert (proc.returncode, proc.stderr) == (0, ""), fmt
+    assert json.loads(cli("-f", "vms/", "-o", "codequality", cwd=tmp_path).stdout) == []
+    assert json.loads(cli("-f", "vms/", "-o", "sarif", cwd=tmp_path).stdout)["runs"][0]["results"] == []
+
+
+def test_quiet_prints_the_failures_only(repo: Path) -> None:
+    loud = cli("-f", "vms/", "--check", "-o", "jsonl", cwd=repo)
+    quiet = cli("-f", "vms/", "--check", "-o", "jsonl", "--quiet", cwd=repo)
+    assert quiet.returncode == loud.returncode == 2
+    assert quiet.stdout == loud.stdout
+    failures = [line for line in loud.stderr.splitlines() if line.startswith(("refused:", "error:"))]
+    assert len(failures) == 3
+    assert quiet.stderr.splitlines() == failures  # no admitted line, Status JSON or summary
+    # Without a report on stdout the Status stays on stderr, after its line.
+    yaml_quiet = cli("-f", "vms/", "--quiet", cwd=repo)
+    lines = yaml_quiet.stderr.splitlines()
+    assert [line for line in lines if not line.startswith("{")] == failures
+    assert [json.loads(line)["kind"] for line in lines if line.startswith("{")] == ["Status"] * 3
+
+
+def test_report_files_beside_the_output_equal_the_reports_on_stdout(repo: Path) -> None:
+    proc = cli(
+        "-f",
+        "vms/",
+        "--check",
+        "--report",
+        "junit=out/junit.xml",
+        "--report",
+        "codequality=out/quality.json",
+        "--report",
+        "jsonl=out/report.jsonl",
+        cwd=repo,
+    )
+    assert proc.returncode == 2 and "no such file" in proc.stderr.lower(), "out/ does not exist yet"
+    (repo / "out").mkdir()
+    both = cli(
+        "-f",
+        "vms/",
+        "-o",
+        "sarif",
+        "--report",
+        "junit=out/junit.xml",
+        "--report",
+        "codequality=out/quality.json",
+        "--report",
+        "jsonl=out/report.jsonl",
+        cwd=repo,
+    )
+    assert both.returncode == 2
+    assert both.stdout == cli("-f", "vms/", "-o", "sarif", cwd=repo).stdout
+    for fmt, name in (("junit", "junit.xml"), ("codequality", "quality.json"), ("jsonl", "report.jsonl")):
+        alone = cli("-f", "vms/", "-o", fmt, cwd=repo)
+        assert (repo / "out" / name).read_text() == alone.stdout, fmt
