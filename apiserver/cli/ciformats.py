@@ -5,14 +5,15 @@ Written once at the end of the run, from the same :class:`~apiserver.cli.report.
 (:meth:`~apiserver.cli.report.Result.locate`):
 
 - **JUnit XML** (GitLab's ``artifacts:reports:junit``, Jenkins' ``junit`` step): a ``testsuite`` per input
-  file, a ``testcase`` per VM and per input problem; a refused VM is a ``failure``, an input problem an
-  ``error``, each with the Status's message and its causes (field and line) as the text.
+  file, a ``testcase`` per VM and per input problem; a refused VM is a ``failure``, an unresolved one
+  (KubeVirt would admit it; what it names was not given) ``skipped``, an input problem an ``error``,
+  each with the Status's message and its causes (field and line) as the text.
 - **SARIF 2.1.0** (GitHub code scanning's upload, kube-linter's format): one ``result`` per cause of each
   refusal or error (per Status when it has no causes) and per warning, each with a region at its line;
   the rule is the cause's reason (``FieldValueInvalid``...) or the Status's (``AlreadyExists``...).
 - **GitLab Code Quality**: a JSON array of issues with ``description``, ``check_name``, ``fingerprint``,
   ``severity`` (``critical`` for input that cannot be judged, ``major`` for a refusal, ``minor`` for a
-  warning) and ``location.path``/``location.lines.begin``.
+  warning or an unresolved VM; SARIF's level is ``warning`` for those two) and ``location.path``/``location.lines.begin``.
 
 Admitted VMs appear in JUnit (passed test cases) only; the other two list what needs a look.
 """
@@ -30,7 +31,7 @@ from typing import Any
 from urllib.parse import quote
 from xml.etree import ElementTree
 
-from apiserver.cli.report import ADMITTED, REFUSED, Result
+from apiserver.cli.report import ADMITTED, REFUSED, UNRESOLVED, Result
 from apiserver.documents.manifests import STDIN_SOURCE
 
 JUNIT, SARIF, CODEQUALITY = "junit", "sarif", "codequality"
@@ -84,6 +85,8 @@ def findings(results: Sequence[Result]) -> Iterator[Finding]:
     for result in results:
         prefix = _prefix(result)
         if result.outcome != ADMITTED:
+            # Unresolved: KubeVirt would admit the VM, what it names was not given (no refusal to report)
+            level = "warning" if result.outcome == UNRESOLVED else "error"
             message = str((result.status or {}).get("message", result.outcome))
             if result.causes:
                 for cause in result.causes:
@@ -94,12 +97,12 @@ def findings(results: Sequence[Result]) -> Iterator[Finding]:
                         str(cause.get("reason") or _status_reason(result)),
                         f"{prefix}: {text}" if prefix else text,
                         line if isinstance(line, int) else result.best_line(),
-                        "error",
+                        level,
                         cause.get("field") or None,
                     )
             else:
                 text = f"{prefix}: {message}" if prefix else message
-                yield Finding(result, _status_reason(result), text, result.best_line(), "error")
+                yield Finding(result, _status_reason(result), text, result.best_line(), level)
         for warning in result.warnings:
             yield Finding(result, WARNING_RULE, f"{prefix}: {warning}", result.best_line(), "warning")
 
@@ -134,10 +137,11 @@ def junit(results: Sequence[Result]) -> str:
     for result in results:
         suites.setdefault(result.file, []).append(result)
     root = ElementTree.Element("testsuites", name=TOOL)
-    totals = {"tests": 0, "failures": 0, "errors": 0}
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for file, members in suites.items():
         failures = sum(1 for r in members if r.outcome == REFUSED)
-        errors = sum(1 for r in members if r.outcome not in (ADMITTED, REFUSED))
+        skipped = sum(1 for r in members if r.outcome == UNRESOLVED)
+        errors = sum(1 for r in members if r.outcome not in (ADMITTED, REFUSED, UNRESOLVED))
         suite = ElementTree.SubElement(
             root,
             "testsuite",
@@ -145,12 +149,13 @@ def junit(results: Sequence[Result]) -> str:
             tests=str(len(members)),
             failures=str(failures),
             errors=str(errors),
-            skipped="0",
+            skipped=str(skipped),
             time="0",
         )
         totals["tests"] += len(members)
         totals["failures"] += failures
         totals["errors"] += errors
+        totals["skipped"] += skipped
         for result in members:
             case = ElementTree.SubElement(
                 suite,
@@ -168,7 +173,7 @@ def junit(results: Sequence[Result]) -> str:
                     out = ElementTree.SubElement(case, "system-out")
                     out.text = _xml("\n".join(f"warning: {w}" for w in result.warnings))
                 continue
-            tag = "failure" if result.outcome == REFUSED else "error"
+            tag = {REFUSED: "failure", UNRESOLVED: "skipped"}.get(result.outcome, "error")
             problem = ElementTree.SubElement(
                 case,
                 tag,

@@ -101,7 +101,7 @@ def folder(root: Path, count: int) -> Path:
 
 def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     """(wall seconds, CPU seconds of the child) of one run; stdout discarded, exit 0 or 1 expected. Run
-    from the filesystem root: ``python -m`` puts the working directory first on sys.path, which would
+    from the filesystem root: ``python -m`` puts the working directory first on the import path, which would
     shadow the tree PYTHONPATH names."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()

@@ -49,11 +49,11 @@ REFUSED_JSON = {
         {
             "apiVersion": "kubevirt.io/v1",
             "kind": "VirtualMachine",
-            "metadata": {"name": "missing-type"},
+            "metadata": {"name": "conflict"},
             "spec": {
                 "runStrategy": "Halted",
-                "instancetype": {"kind": "VirtualMachineInstancetype", "name": "nope"},
-                "template": {"spec": {"domain": {"devices": {}}}},
+                "instancetype": {"kind": "VirtualMachineInstancetype", "name": "cmedium"},
+                "template": {"spec": {"domain": {"cpu": {"cores": 4}, "devices": {}}}},
             },
         }
     ],
@@ -79,7 +79,7 @@ def expected_lines(repo: Path) -> dict[str, int]:
     """Where each finding must point, found in the files as written."""
     return {
         "vms/typo.yaml": line_of(repo / "vms/typo.yaml", "cpuu:"),
-        "vms/missing.json": line_of(repo / "vms/missing.json", '"name": "nope"'),
+        "vms/missing.json": line_of(repo / "vms/missing.json", '"cores": 4'),
         "vms/zz-broken.yaml": 3,  # the syntax error the reader reports
     }
 
@@ -96,7 +96,7 @@ def test_jsonl_causes_carry_the_line_of_their_field(repo: Path) -> None:
     missing = results["vms/missing.json"]
     assert (missing["item"], missing["outcome"]) == (0, "Refused")
     assert [(c["field"], c["line"]) for c in missing["causes"]] == [
-        ("spec.instancetype.name", line_of(repo / "vms/missing.json", '"name": "nope"'))
+        ("spec.template.spec.domain.cpu.cores", line_of(repo / "vms/missing.json", '"cores": 4'))
     ]
     # The causes are the Status's own, each with its line added.
     assert [{k: v for k, v in c.items() if k != "line"} for c in missing["causes"]] == missing["status"][
@@ -202,7 +202,7 @@ def test_sarif_has_what_the_standard_requires(repo: Path) -> None:
     lines = expected_lines(repo)
     assert places == {
         "vms/typo.yaml": ("FieldValueUnknownField", lines["vms/typo.yaml"]),
-        "vms/missing.json": ("FieldValueNotFound", lines["vms/missing.json"]),
+        "vms/missing.json": ("FieldValueInvalid", lines["vms/missing.json"]),
         "vms/zz-broken.yaml": ("BadRequest", lines["vms/zz-broken.yaml"]),
     }
 
@@ -332,3 +332,26 @@ def test_report_files_beside_the_output_equal_the_reports_on_stdout(repo: Path) 
     for fmt, name in (("junit", "junit.xml"), ("codequality", "quality.json"), ("jsonl", "report.jsonl")):
         alone = cli("-f", "vms/", "-o", fmt, cwd=repo)
         assert (repo / "out" / name).read_text() == alone.stdout, fmt
+
+
+def test_an_unresolved_vm_is_no_refusal_in_any_report(tmp_path: Path) -> None:
+    """A VM whose instancetype was not given (KubeVirt would admit it) is skipped in JUnit, a warning in
+    SARIF and minor in Code Quality, at the line of the field that names what is missing."""
+    vms = tmp_path / "vms"
+    shutil.copytree(EXAMPLES, vms)
+    missing = UNKNOWN_FIELD_YAML.replace("name: typo", "name: lost").replace("name: cmedium", "name: nope")
+    missing = missing.replace("        cpuu:\n          cores: 2\n", "")
+    (vms / "lost.yaml").write_text(missing)
+    line = line_of(vms / "lost.yaml", "name: nope")
+    junit = cli("-f", "vms/", "-o", "junit", cwd=tmp_path)
+    assert junit.returncode == 3, junit.stderr
+    root = ElementTree.fromstring(junit.stdout)
+    assert (root.get("skipped"), root.get("failures"), root.get("errors")) == ("1", "0", "0")
+    (case,) = [c for c in root.iter("testcase") if c.find("skipped") is not None]
+    assert case.get("line") == str(line) and "nope" in (case.find("skipped").get("message") or "")  # type: ignore[union-attr]
+    sarif = json.loads(cli("-f", "vms/", "-o", "sarif", cwd=tmp_path).stdout)
+    (result,) = sarif["runs"][0]["results"]
+    assert result["level"] == "warning"
+    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == line
+    (issue,) = json.loads(cli("-f", "vms/", "-o", "codequality", cwd=tmp_path).stdout)
+    assert (issue["severity"], issue["location"]["lines"]["begin"]) == ("minor", line)

@@ -367,12 +367,17 @@ metadata:
 spec:
   runStrategy: Halted
   instancetype:
-    name: no-such-instancetype
+    name: cmedium
+    kind: VirtualMachineInstancetype
   template:
     spec:
       domain:
+        cpu:
+          cores: 4
         devices: {}
 """
+# The field KubeVirt's webhook names in its refusal (a conflict with the instancetype's CPU).
+REFUSED_FIELD_TEXT = "cores: 4"
 
 
 @dataclass(frozen=True)
@@ -456,7 +461,7 @@ def test_ci_recipe(tmp_path: Path, recipe: Recipe) -> None:
     failed, printed = run_ci(root, env, steps)
     assert failed, f"{recipe.where}: a refused VM should fail the job\n{printed[-3000:]}"
     if any(step.when == "failure" for step in steps):  # GitHub's annotations, at the refused field's line
-        line = next(i for i, text in enumerate(REFUSED_VM.splitlines(), 1) if "no-such-instancetype" in text)
+        line = next(i for i, text in enumerate(REFUSED_VM.splitlines(), 1) if REFUSED_FIELD_TEXT in text)
         assert f"::error file=vms/refused.yaml,line={line},title=Refused::" in printed, printed[-3000:]
     for step in steps:  # the reports the job keeps, written whatever the verdict
         if not step.command.startswith("kubevirt-expand "):
