@@ -1,0 +1,1 @@
+"""KubeVirt's VM controller (``pkg/virt-controller/watch/vm``), pure: what it does to a VM, one module per step."""
