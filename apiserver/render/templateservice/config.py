@@ -59,7 +59,7 @@ class LauncherConfig:
     cpu_model: str = ""
     max_cpu_sockets: int = 0
     max_guest: Quantity | None = None
-    max_hotplug_ratio: int = 1
+    max_hotplug_ratio: int = DEFAULT_MAX_HOTPLUG_RATIO
     kubevirt_annotations: Mapping[str, str] = field(default_factory=dict)
     hypervisor: str = "kvm"
     image_pull_policy: str = ""
@@ -135,14 +135,12 @@ def _build(kubevirt: Mapping[str, Any]) -> LauncherConfig:
     values["permitted_host_devices"] = conf.get("permittedHostDevices")
     values["cpu_model"] = conf.get("cpuModel") or ""
     values["image_pull_policy"] = conf.get("imagePullPolicy") or ""
-    live = conf.get("liveUpdateConfiguration")
-    if live is not None:
-        values["max_cpu_sockets"] = _int(live.get("maxCpuSockets"), 0)
-        if live.get("maxGuest") is not None:
-            values["max_guest"] = resource_list({"m": live["maxGuest"]})["m"]
-        values["max_hotplug_ratio"] = _int(live.get("maxHotplugRatio"), DEFAULT_MAX_HOTPLUG_RATIO)
-    else:
-        values["max_hotplug_ratio"] = DEFAULT_MAX_HOTPLUG_RATIO
+    # decoded over the default liveUpdateConfiguration ({maxHotplugRatio: 4})
+    live = conf.get("liveUpdateConfiguration") or {}
+    values["max_cpu_sockets"] = _int(live.get("maxCpuSockets"), 0)
+    if live.get("maxGuest") is not None:
+        values["max_guest"] = resource_list({"m": live["maxGuest"]})["m"]
+    values["max_hotplug_ratio"] = _int(live.get("maxHotplugRatio"), DEFAULT_MAX_HOTPLUG_RATIO)
     hypervisors = conf.get("hypervisors") or ()
     if (
         fg.is_enabled(CONFIGURABLE_HYPERVISOR, admission.feature_gates, admission.disabled_feature_gates)
