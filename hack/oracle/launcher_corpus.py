@@ -905,7 +905,44 @@ def combinations(count: int = 300, seed: int = 7) -> Iterator[Case]:
         yield f"mix-{index}", case(tspec, kubevirt=conf or None, arch=arch, quota=quota)
 
 
+EXAMPLES = REPO / "examples"
+EXAMPLE_KINDS = (
+    "VirtualMachineInstancetype",
+    "VirtualMachineClusterInstancetype",
+    "VirtualMachinePreference",
+    "VirtualMachineClusterPreference",
+    "ControllerRevision",
+)
+
+
+def example_objects() -> tuple[list[JSON], list[JSON], JSON | None]:
+    """The examples folder: its VMs, the objects they may reference, its KubeVirt CR."""
+    from apiserver.documents.manifests import parse_manifests
+
+    vms, objects, kubevirt = [], [], None
+    for path in sorted(EXAMPLES.glob("*.yaml")):
+        for obj in parse_manifests(path.read_text(), str(path)):
+            if obj.get("kind") == "VirtualMachine":
+                vms.append(obj)
+            elif obj.get("kind") in EXAMPLE_KINDS:
+                objects.append(obj)
+            elif obj.get("kind") == "KubeVirt":
+                kubevirt = obj
+    return vms, objects, kubevirt
+
+
+def examples() -> Iterator[Case]:
+    """The examples' VMs as the collection renders them (no presets)."""
+    vms, objects, kubevirt = example_objects()
+    for example in vms:
+        given: JSON = {"vm": example, "objects": objects, "arch": "amd64"}
+        if kubevirt is not None:
+            given["kubevirt"] = kubevirt
+        yield example["metadata"]["name"], given
+
+
 FAMILIES: dict[str, Callable[[], Iterator[Case]]] = {
+    "examples": examples,
     "architectures": architectures,
     "topologies": topologies,
     "memory": memory_sizes,
