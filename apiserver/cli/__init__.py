@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from apiserver.cli import expand, serve
+    from apiserver.cli import expand, resources, serve
     from apiserver.version import KUBEVIRT_MATCHED, package_version
 
     parser = argparse.ArgumentParser(
@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     expand.add_parser(sub)
+    resources.add_parser(sub)
     serve.add_parser(sub)
     return parser
 
