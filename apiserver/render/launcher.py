@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from apiserver.render.golang.values import fingerprint
 from apiserver.render.kubernetes.errors import Cause, ExpandError
 from apiserver.render.templateservice.config import launcher_config
 from apiserver.render.templateservice.pod import PodResources, render_pod_resources
@@ -56,7 +57,7 @@ def launch(
             f"unsupported architecture {arch!r}: one of {', '.join(ARCHITECTURES)}",
             Cause("arch", f"Unsupported value: {arch!r}", "FieldValueNotSupported"),
         )
-    config = launcher_config(kubevirt)
+    config = launcher_config(kubevirt, fingerprint=fingerprint(kubevirt) if kubevirt else None)
     vm = dict(expanded_vm)
     meta = dict(vm.get("metadata") or {})
     meta.setdefault("namespace", "default")

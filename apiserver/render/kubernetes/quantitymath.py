@@ -10,6 +10,8 @@ exact here; Go's int64 amounts would only differ beyond int64, which no pod reso
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from apiserver.render.kubernetes.quantity import (
     BINARY_SI,
     DECIMAL_SI,
@@ -30,6 +32,7 @@ __all__ = [
     "resource_list",
     "resource_text",
     "sub",
+    "total",
     "value",
     "zero",
 ]
@@ -78,16 +81,35 @@ def new_quantity(value: int, fmt: str) -> Quantity:
 
 def new_scaled(value: int, scale: int) -> Quantity:
     """``resource.NewScaledQuantity(value, scale)``: DecimalSI."""
+    if value == 0:
+        return _ZEROS[DECIMAL_SI]
     return _make(value, scale, DECIMAL_SI)
+
+
+_ZEROS = {fmt: Quantity(0, 0, fmt, None, (0, 0)) for fmt in (DECIMAL_SI, BINARY_SI, "DecimalExponent")}
 
 
 def zero(fmt: str = DECIMAL_SI) -> Quantity:
     """A zero ``Quantity{Format: fmt}`` (Go's zero value has no format; it prints ``0`` either way)."""
-    return Quantity(0, 0, fmt, None, (0, 0))
+    return _ZEROS.get(fmt) or Quantity(0, 0, fmt, None, (0, 0))
 
 
+def total(start: Quantity, addends: list[Quantity]) -> Quantity:
+    """``start.Add(a)`` for each addend in turn, computed once: the exact sum, in the format the last
+    ``Add`` onto a zero running total gave it."""
+    fmt = start.format
+    e = min([start.exponent, *(a.exponent for a in addends)])
+    m = start.mantissa * 10 ** (start.exponent - e)
+    for a in addends:
+        if m == 0:
+            fmt = a.format
+        m += a.mantissa * 10 ** (a.exponent - e)
+    return _make(m, e, fmt)
+
+
+@lru_cache(maxsize=1024)
 def must_parse(text: str) -> Quantity:
-    """``resource.MustParse`` of a constant or computed text."""
+    """``resource.MustParse`` of a constant or computed text (immutable results, so cached)."""
     return parse_quantity_text(text)
 
 
@@ -108,6 +130,12 @@ def cpu_of(resources: ResourceList | None) -> Quantity:
     return got if got is not None else zero(DECIMAL_SI)
 
 
+@lru_cache(maxsize=4096)
+def _reparsed(text: str) -> Quantity:
+    """The quantity Go holds after encoding a quantity to ``text`` and decoding it again."""
+    return parse_quantity(text)
+
+
 def resource_list(raw: object) -> ResourceList:
     """A decoded ``ResourceList`` (JSON object of quantities) as Go holds it after decoding; members
     that are not quantities are left out (the decoder upstream has refused them already)."""
@@ -115,7 +143,7 @@ def resource_list(raw: object) -> ResourceList:
     if isinstance(raw, dict):
         for name, val in raw.items():
             if isinstance(val, str | int | float) and not isinstance(val, bool):
-                out[name] = parse_quantity(quantity_of(val).canonical())
+                out[name] = _reparsed(quantity_of(val).canonical())
     return out
 
 

@@ -90,19 +90,22 @@ _CONFIGS: Memo[LauncherConfig] = Memo(64)
 DEFAULT_LAUNCHER_CONFIG = LauncherConfig()
 
 
-def launcher_config(kubevirt: Mapping[str, Any] | None) -> LauncherConfig:
-    """The configuration from a KubeVirt CR or a bare KubeVirtConfiguration."""
+def launcher_config(
+    kubevirt: Mapping[str, Any] | None, *, fingerprint: bytes | None = None
+) -> LauncherConfig:
+    """The configuration from a KubeVirt CR or a bare KubeVirtConfiguration (``fingerprint``: its JSON
+    text, when known to be JSON; results are reused per CR version, apiserver.render.memo)."""
     if not kubevirt:
         return DEFAULT_LAUNCHER_CONFIG
-    return _CONFIGS.get(kubevirt, lambda: _build(kubevirt))
+    return _CONFIGS.get(kubevirt, lambda: _build(kubevirt, fingerprint), fingerprint=fingerprint)
 
 
 def _int(value: Any, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value else default
 
 
-def _build(kubevirt: Mapping[str, Any]) -> LauncherConfig:
-    admission = admission_config(kubevirt)
+def _build(kubevirt: Mapping[str, Any], fingerprint: bytes | None) -> LauncherConfig:
+    admission = admission_config(kubevirt, fingerprint=fingerprint)
     annotations = (kubevirt.get("metadata") or {}).get("annotations") if kubevirt.get("spec") else None
     values: dict[str, Any] = {
         "admission": admission,

@@ -23,6 +23,7 @@ from apiserver.render.kubernetes.quantitymath import (
     new_scaled,
     resource_list,
 )
+from apiserver.render.kubernetes.quantitymath import total as sum_of
 from apiserver.render.templateservice import vmi as traits
 from apiserver.render.templateservice.config import LauncherConfig
 
@@ -135,9 +136,7 @@ def kvm_memory_overhead(vmi: JSON, arch: str, ratio_text: str | None) -> Overhea
     if added is not None:
         parts.append(("reservedOverhead", added))
 
-    total = new_scaled(0, KILO)
-    for _, part in parts:
-        total = add(total, part)
+    total = sum_of(new_scaled(0, KILO), [part for _, part in parts])
 
     if ratio_text:
         ratio = go_parse_float(ratio_text)
@@ -178,9 +177,7 @@ def calculate_memory_overhead(config: LauncherConfig, vmi: JSON, cluster_arch: s
     arch = (vmi.get("spec") or {}).get("architecture") or cluster_arch
     overhead = kvm_memory_overhead(vmi, arch, config.additional_overhead_ratio)
     network = network_memory_overhead(vmi, config.network_bindings)
-    net_total = _zero_plain()
-    for _, part in network:
-        net_total = add(net_total, part)
+    net_total = sum_of(_zero_plain(), [part for _, part in network])
     total = add(overhead.total, net_total)
     return Overhead(total, overhead.parts + tuple(network))
 
