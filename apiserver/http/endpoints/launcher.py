@@ -12,7 +12,8 @@ too (``get namespaces``, ``list resourcequotas`` reviewed for the caller) where 
 the answer's ``assumed`` says what was taken instead. The answer is a ``VirtualMachineLaunch``::
 
     {"apiVersion": "expand.kubevirt-expand.io/v1", "kind": "VirtualMachineLaunch",
-     "metadata": {"name", "namespace"}, "vmi": {...}, "pod": {...}, "assumed": [...]}
+     "metadata": {"name", "namespace"}, "vmi": {...}, "pod": {...}, "assumed": [...],
+     "quota": {"fits": bool, "refusedBy": [...]}}
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from apiserver.http.media import encode, negotiate
 from apiserver.http.settings import Settings
 from apiserver.render import ExpandError
 from apiserver.render.kubernetes.errors import VM_GROUP, status
+from apiserver.render.kubernetes.quota import Pod, admit
 from apiserver.render.launcher import ARCHITECTURES, launch
 from apiserver.render.virtconfig import cluster_config
 from apiserver.sources.access import AccessRefused
@@ -96,6 +98,10 @@ class LauncherHandlers:
         if not known:
             assumed.append("the source does not hold Namespaces and ResourceQuotas: none were read")
         meta = rendered.result.vm.get("metadata") or {}
+        pod = launched.pod
+        containers = [(c.name, c.requests, c.limits) for c in (*pod.containers, *pod.init_containers)]
+        label = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+        (verdict,), _ = admit([Pod(label, pod.requests, pod.limits, containers)], quotas)
         doc = {
             "apiVersion": API_VERSION,
             "kind": KIND,
@@ -103,6 +109,9 @@ class LauncherHandlers:
             "vmi": launched.vmi,
             "pod": launched.pod.to_json(),
             "assumed": assumed,
+            # kube-apiserver's quota admission of this pod against the namespace's ResourceQuotas, their
+            # status.used counting what already runs
+            "quota": {"fits": verdict.fits, "refusedBy": verdict.reasons},
         }
         return web.Response(body=encode(doc, media_type), headers={"Content-Type": media_type})
 

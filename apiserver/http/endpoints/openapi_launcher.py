@@ -51,6 +51,17 @@ def definitions() -> dict[str, Any]:
                 "metadata": _ref(OBJECT_META),
                 "vmi": _ref(VMI),
                 "pod": _ref(POD),
+                "quota": {
+                    "type": "object",
+                    "description": (
+                        "Whether kube-apiserver's quota admission would admit the pod in the namespace "
+                        "(its ResourceQuotas, status.used counted): fits, and refusedBy (its reasons)."
+                    ),
+                    "properties": {
+                        "fits": {"type": "boolean"},
+                        "refusedBy": {"type": "array", "items": {"type": "string"}},
+                    },
+                },
                 "assumed": {
                     "type": "array",
                     "items": {"type": "string"},
