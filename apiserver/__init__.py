@@ -1,6 +1,15 @@
 """kubevirt-expand-apiserver: render KubeVirt VirtualMachines with instancetypes and preferences applied."""
 
-from apiserver.api import Expanded, Expander, ExpandWarning, expand, expand_json, expand_vm, preview_change
+from apiserver.api import (
+    Expanded,
+    Expander,
+    ExpandWarning,
+    expand,
+    expand_json,
+    expand_vm,
+    launch_vm,
+    preview_change,
+)
 from apiserver.documents.manifests import ManifestError, parse_manifests, read_manifest_paths
 from apiserver.render.admission import AdmissionDenied
 from apiserver.render.kubernetes.errors import ExpandError
@@ -15,6 +24,7 @@ __all__ = [
     "expand",
     "expand_json",
     "expand_vm",
+    "launch_vm",
     "parse_manifests",
     "preview_change",
     "read_manifest_paths",

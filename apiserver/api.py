@@ -48,7 +48,7 @@ from apiserver.render.kubernetes.errors import (
 from apiserver.render.kubernetes.fieldvalidation import DEFAULT, IGNORE, LEVELS
 from apiserver.render.memo import version_of
 
-__all__ = ["ExpandWarning", "Expanded", "Expander", "expand", "expand_json", "expand_vm"]
+__all__ = ["ExpandWarning", "Expanded", "Expander", "expand", "expand_json", "expand_vm", "launch_vm"]
 
 
 class ExpandWarning(UserWarning):
@@ -515,3 +515,60 @@ def preview_change(
         validate=validate,
     )
     return result.as_status()
+
+
+def launch_vm(
+    vm: Mapping[str, Any],
+    objects: Iterable[Mapping[str, Any]] = (),
+    kubevirt: Mapping[str, Any] | None = None,
+    *,
+    arch: str | None = None,
+    presets: bool = False,
+    field_validation: str = DEFAULT,
+) -> dict[str, Any]:
+    """What ``vm`` will cost: the ``VirtualMachineLaunch`` GET launch-spec answers (``vmi``: the
+    VirtualMachineInstance KubeVirt creates; ``pod``: its virt-launcher pod's containers, init containers
+    and total requests and limits, the memory overhead and its parts; ``assumed``).
+
+    ``vm`` is expanded as :func:`expand_vm` expands it (its warnings issued as :class:`ExpandWarning`);
+    a ``Namespace`` and the ``ResourceQuota`` objects of the VM's namespace among ``objects`` are read as
+    the cluster's (``AutoResourceLimits``, the memory-limits ratio label). ``arch``: the architecture
+    virt-controller runs on (default: the configuration's default architecture). Raises
+    :class:`ExpandError` where the VM does not render or KubeVirt would create no pod.
+    """
+    from apiserver.render.launcher import launch
+    from apiserver.render.virtconfig import cluster_config
+
+    listed = list(objects)
+    expanded = expand_vm(vm, listed, kubevirt, presets=presets, field_validation=field_validation)
+    namespace = str((expanded.get("metadata") or {}).get("namespace") or "default")
+    ns_obj = next(
+        (
+            o
+            for o in listed
+            if o.get("kind") == "Namespace" and (o.get("metadata") or {}).get("name") == namespace
+        ),
+        None,
+    )
+    quotas = [
+        o
+        for o in listed
+        if o.get("kind") == "ResourceQuota"
+        and ((o.get("metadata") or {}).get("namespace") or namespace) == namespace
+    ]
+    launched = launch(
+        expanded,
+        kubevirt,
+        arch=arch or cluster_config(kubevirt).default_architecture or "amd64",
+        namespace=ns_obj,
+        quotas=quotas,
+    )
+    meta = expanded.get("metadata") or {}
+    return {
+        "apiVersion": "expand.kubevirt-expand.io/v1",
+        "kind": "VirtualMachineLaunch",
+        "metadata": {"name": meta.get("name", ""), "namespace": namespace},
+        "vmi": launched.vmi,
+        "pod": launched.pod.to_json(),
+        "assumed": list(launched.assumed),
+    }

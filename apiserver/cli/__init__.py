@@ -1,5 +1,5 @@
 """The ``kubevirt-expand`` command line: ``expand`` (offline rendering), ``preview`` (a change's effect),
-``catalog`` (a cluster's instancetypes and preferences) and ``serve`` (the API server).
+``resources`` (what a VM's pod will request), ``catalog`` (a cluster's instancetypes and preferences) and ``serve`` (the API server).
 
 Each subcommand lives in its own module exposing ``add_parser(subparsers)``; the parser it adds
 carries ``func`` (``args -> exit code``) as a default.
@@ -47,8 +47,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     if command == "expand":
         sub.add_parser("serve", help=SERVE_HELP)  # a stand-in: this run is expand's
         return parser
-    from apiserver.cli import catalog, preview
+    from apiserver.cli import catalog, preview, resources
 
+    resources.add_parser(sub)
     preview.add_parser(sub)
     catalog.add_parser(sub)
     try:

@@ -10,7 +10,16 @@ from collections.abc import AsyncIterator, Iterable
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from apiserver.http.endpoints import discovery, expand, expandedvms, health, openapi, preview, version
+from apiserver.http.endpoints import (
+    discovery,
+    expand,
+    expandedvms,
+    health,
+    launcher,
+    openapi,
+    preview,
+    version,
+)
 from apiserver.http.filters import Filter
 from apiserver.http.filters.front import front_layer
 from apiserver.http.filters.scoping import OpenScoping
@@ -87,6 +96,7 @@ def build_app(
     export_shares(metrics, "watches", watches)
     expandedvms.add_routes(app, expandedvms.ExpandedVMHandlers(store, metrics, watches))
     preview.add_routes(app, settings, source)
+    launcher.add_routes(app, settings, source)
     expand_api = {resource.canonical for resource in app.router.resources()}
     discovery.add_routes(app, settings, collection=store is not None)
     openapi.add_routes(app, settings, collection=store is not None)

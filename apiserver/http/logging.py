@@ -62,6 +62,8 @@ KNOWN_QUERY_PARAMETERS = frozenset(
         "validate",
         "fieldValidation",
         "pretty",
+        # GET launch-spec, PUT launch-vm-spec
+        "arch",
         # the expandedvirtualmachines collection
         "labelSelector",
         "fieldSelector",

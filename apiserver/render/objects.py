@@ -145,5 +145,14 @@ class ObjectIndex:
     def presets(self, namespace: str) -> Sequence[Mapping[str, Any]]:
         return self._presets.get(namespace, ())
 
+    def of_kind(self, kind: str, namespace: str | None) -> list[Mapping[str, Any]]:
+        """Every object of ``kind`` in ``namespace`` ("" for cluster-scoped ones; None: any), in name order."""
+        found = [
+            (ref.name, obj)
+            for ref, obj in self._objects.items()
+            if ref.kind == kind and (namespace is None or ref.namespace == namespace)
+        ]
+        return [obj for _, obj in sorted(found, key=lambda pair: pair[0])]
+
     def __len__(self) -> int:
         return len(self._objects)

@@ -245,6 +245,14 @@ class FolderSource:
     async def kubevirt(self) -> Mapping[str, Any] | None:
         return self._snapshot.kubevirt
 
+    async def launch_objects(
+        self, namespace: str
+    ) -> tuple[Mapping[str, Any] | None, list[Mapping[str, Any]]]:
+        """What a virt-launcher pod's resources read beside the VM: the Namespace object (its labels) and
+        the ResourceQuotas of ``namespace`` (apiserver.render.launcher)."""
+        objects = self._snapshot.objects
+        return objects.get(ObjectRef("Namespace", "", namespace)), objects.of_kind("ResourceQuota", namespace)
+
     # Peekable: the snapshot answers everything synchronously, absence included.
 
     def peek(self, ref: ObjectRef) -> Mapping[str, Any] | None:

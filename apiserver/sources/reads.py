@@ -139,6 +139,21 @@ class ScopedReads:
         """Run the pure ``work`` over the source, every object it reads read through the caller's gate."""
         return await evaluate_with_source(self._source, work, gate=self.scope.gate)
 
+    async def launch_objects(self) -> tuple[Mapping[str, Any] | None, list[Mapping[str, Any]], bool]:
+        """The scope's Namespace and its ResourceQuotas, read through the caller's gate (``get
+        namespaces``, ``list resourcequotas``), and whether the source could tell: a source that does not
+        hold them (the cluster source, for now) gives (None, [], False)."""
+        namespace = self.scope.namespace or ""
+        read = getattr(self._source, "launch_objects", None)
+        if read is None or not namespace:
+            return None, [], False
+        gate = self.scope.gate
+        if gate is not None:
+            await gate.review(Read("get", "", "namespaces", "", namespace))
+            await gate.review(Read("list", "", "resourcequotas", namespace))
+        found, quotas = await read(namespace)
+        return found, list(quotas), True
+
 
 class Reads:
     """The source, read only within a scope."""

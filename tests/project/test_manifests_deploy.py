@@ -383,6 +383,8 @@ def test_view_edit_admin_may_call_both_endpoints_of_the_served_group(overlay: st
     assert _triples(role["rules"]) == {
         (options.api_group, "virtualmachines/expand-spec", "get"),
         (options.api_group, "expand-vm-spec", "update"),
+        (options.api_group, "virtualmachines/launch-spec", "get"),
+        (options.api_group, "launch-vm-spec", "update"),
     }
     # Nobody is bound to it directly: it reaches users only through the aggregated roles.
     assert all(

@@ -9,11 +9,13 @@ import subprocess
 import time
 from typing import Any
 
+from hack.oracle import launcher_corpus as CORPUS
 from tests.realk8s.controlplane import KUBECTL, ControlPlane, poll
 from tests.realk8s.deployed import DeployedServer
 from tests.realk8s.test_auth import binding, user
 
 RESOURCE = "expandedvirtualmachines"
+CASES = CORPUS.REPO / "tests" / "render" / "launcher" / "cases"
 ROLE = "kubevirt-expand:expandedvirtualmachines"
 
 
@@ -80,19 +82,30 @@ def test_kubectl_get_table_wide_yaml_selectors_chunks(
     populate(control_plane, namespace)
     wait_listed(control_plane, namespace, 6)
     table = rows(control_plane.kubectl("get", RESOURCE, "-n", namespace).stdout)
-    assert table[0] == ["NAME", "INSTANCETYPE", "PREFERENCE", "CPU", "MEMORY", "STATUS", "AGE"]
+    assert table[0] == [
+        "NAME",
+        "INSTANCETYPE",
+        "PREFERENCE",
+        "CPU",
+        "MEMORY",
+        "CPU-REQUEST",
+        "MEMORY-REQUEST",
+        "STATUS",
+        "AGE",
+    ]
     by_name = {r[0]: r for r in table[1:]}
-    assert by_name["vm-0"][1:6] == ["small", "<none>", "2", "2Gi", "Rendered"]
-    assert by_name["big"][1:6] == ["large", "<none>", "8", "2Gi", "Rendered"]
+    assert by_name["vm-0"][1:5] + by_name["vm-0"][7:8] == ["small", "<none>", "2", "2Gi", "Rendered"]
+    assert by_name["big"][1:5] + by_name["big"][7:8] == ["large", "<none>", "8", "2Gi", "Rendered"]
+    # a VM that does not render has no pod: its request cells are null, which kubectl prints blank
     assert by_name["broken"][1:6] == ["absent", "<none>", "<none>", "<none>", "Invalid"]
 
     wide = rows(control_plane.kubectl("get", "evm", "-n", namespace, "-o", "wide").stdout)
-    assert wide[0][:7] == table[0] and wide[0][7:10] == [
+    assert wide[0][:9] == table[0] and wide[0][9:12] == [
         "TOPOLOGY",
         "INSTANCETYPE-SOURCE",
         "PREFERENCE-SOURCE",
     ]
-    assert {r[0]: r[7] for r in wide[1:]}["big"] == "1/8/1" or {r[0]: r[7] for r in wide[1:]}[
+    assert {r[0]: r[9] for r in wide[1:]}["big"] == "1/8/1" or {r[0]: r[9] for r in wide[1:]}[
         "big"
     ] == "8/1/1"
 
@@ -195,3 +208,30 @@ def test_rbac_refused_then_granted(
     assert len(granted.stdout.split()) == 6
     # Listing every namespace is still refused: the grant is for this one.
     assert control_plane.kubectl("get", RESOURCE, "-A", f"--as={carol}", check=False).returncode == 1
+
+
+def test_kubectl_get_shows_the_examples_pod_requests_as_kubevirt_computes_them(
+    deployed: DeployedServer, control_plane: ControlPlane, namespace: str
+) -> None:
+    """The examples' VMs through kubectl: CPU-REQUEST and MEMORY-REQUEST are the virt-launcher pod's
+    requests KubeVirt's own template service gave for them (``expand-launcher``, committed as
+    tests/render/launcher/cases/examples.jsonl)."""
+    vms, objects, _ = CORPUS.example_objects()
+    moved = []
+    for obj in [*objects, *vms]:
+        obj = json.loads(json.dumps(obj))
+        if obj.get("metadata", {}).get("namespace"):
+            obj["metadata"]["namespace"] = namespace
+        moved.append(obj)
+    control_plane.apply(*moved)
+    wait_listed(control_plane, namespace, len(vms))
+    table = rows(control_plane.kubectl("get", RESOURCE, "-n", namespace).stdout)
+    assert table[0][5:7] == ["CPU-REQUEST", "MEMORY-REQUEST"]
+    shown = {r[0]: r[5:7] for r in table[1:]}
+    answers = {
+        case["name"]: case["answer"]["total"]["requests"]
+        for case in map(json.loads, (CASES / "examples.jsonl").read_text().splitlines())
+    }
+    assert set(shown) == set(answers) == {vm["metadata"]["name"] for vm in vms}
+    for name, requests in answers.items():
+        assert shown[name] == [requests["cpu"], requests["memory"]], name

@@ -222,7 +222,21 @@ def column_definitions() -> list[dict[str, Any]]:
 
 def _row(item: Item, now: float, include: str) -> dict[str, Any]:
     c = item.cells
-    cells = [item.key[1], c[0], c[1], c[2], c[3], c[4], age(item.created, now), c[5], c[6], c[7], c[8]]
+    cells = [
+        item.key[1],
+        c[0],
+        c[1],
+        c[2],
+        c[3],
+        c[9],
+        c[10],
+        c[4],
+        age(item.created, now),
+        c[5],
+        c[6],
+        c[7],
+        c[8],
+    ]
     row: dict[str, Any] = {"cells": cells}
     if include == "Object":
         row["object"] = orjson.Fragment(item.body)
@@ -656,6 +670,7 @@ def redacted(item: Item, version: str | None = None) -> bytes:
     summary = doc.get("summary") or {}
     summary.pop("cpu", None)
     summary.pop("memory", None)
+    summary.pop("launcherPod", None)
     for key in ("instancetype", "preference"):  # which was found (a pinned revision, or live) is not told
         matcher = summary.get(key)
         if isinstance(matcher, dict):

@@ -19,6 +19,7 @@ import orjson
 from aiohttp import web
 
 from apiserver.http.endpoints import openapi_expandedvms as evm_api
+from apiserver.http.endpoints import openapi_launcher as launcher_api
 from apiserver.http.endpoints import openapi_preview as preview_api
 from apiserver.http.errors import not_found
 from apiserver.http.media import JSON, YAML, negotiate, respond_cacheable
@@ -255,6 +256,53 @@ def _preview_v3(paths: dict[str, Any]) -> None:
     }
 
 
+def _launcher_v2(paths: dict[str, Any], settings: Settings, version: str) -> None:
+    """GET launch-spec and PUT launch-vm-spec of one version."""
+    for op in launcher_api.operations(settings.api_group, version):
+        params = [dict(p) for p in op["parameters"]]
+        if op["body"]:
+            params.insert(0, {"name": "body", "in": "body", "required": True, "schema": _ref2(VM)})
+        responses: dict[str, Any] = {"200": {"description": "OK", "schema": _ref2(launcher_api.LAUNCH)}}
+        responses.update(
+            {c: {"description": _ERRORS[c], "schema": _ref2(STATUS)} for c in launcher_api.ERRORS}
+        )
+        operation: dict[str, Any] = {
+            "description": op["description"],
+            "operationId": op["operationId"],
+            "produces": MEDIA_TYPES,
+            "schemes": ["https"],
+            "tags": [_tag(settings.api_group, version)],
+            "parameters": params,
+            "responses": responses,
+            "x-kubernetes-action": op["method"],
+            "x-kubernetes-group-version-kind": dict(launcher_api.GVK),
+        }
+        if op["body"]:
+            operation["consumes"] = MEDIA_TYPES
+        paths.setdefault(op["path"], {})[op["method"]] = operation
+
+
+def _launcher_v3(paths: dict[str, Any], settings: Settings, version: str) -> None:
+    for op in launcher_api.operations(settings.api_group, version):
+        responses: dict[str, Any] = {
+            "200": {"description": "OK", "content": _content(launcher_api.LAUNCH, MEDIA_TYPES)}
+        }
+        for code in launcher_api.ERRORS:
+            responses[code] = {"description": _ERRORS[code], "content": _content(STATUS, [JSON])}
+        operation: dict[str, Any] = {
+            "description": op["description"],
+            "operationId": op["operationId"],
+            "tags": [_tag(settings.api_group, version)],
+            "parameters": [_param_v3(p) for p in op["parameters"]],
+            "responses": responses,
+            "x-kubernetes-action": op["method"],
+            "x-kubernetes-group-version-kind": dict(launcher_api.GVK),
+        }
+        if op["body"]:
+            operation["requestBody"] = {"required": True, "content": _content(VM, MEDIA_TYPES)}
+        paths[op["path"]] = {op["method"]: operation}
+
+
 def openapi_v2(settings: Settings, collection: bool = False) -> dict[str, Any]:
     """``collection``: include ``expandedvirtualmachines`` (served only with the VM cache)."""
     paths: dict[str, Any] = {}
@@ -286,7 +334,10 @@ def openapi_v2(settings: Settings, collection: bool = False) -> dict[str, Any]:
             if op["body"]:
                 operation["consumes"] = MEDIA_TYPES
             paths.setdefault(op["path"], {})[op["method"]] = operation
+    for version in settings.api_versions:
+        _launcher_v2(paths, settings, version)
     defs = copy.deepcopy(definitions())
+    defs.update(launcher_api.definitions())
     if collection:
         _collection_v2(paths)
         defs.update(evm_api.definitions())
@@ -429,7 +480,10 @@ def openapi_v3(settings: Settings, version: str, group: str = "", collection: bo
         if op["body"]:
             operation["requestBody"] = {"required": True, "content": _content(VM, MEDIA_TYPES)}
         paths[op["path"]] = {op["method"]: operation}
+    if ours:
+        _launcher_v3(paths, settings, version)
     defs = copy.deepcopy(definitions())
+    defs.update(launcher_api.definitions())
     if collection and group == evm.GROUP and version == evm.VERSION:
         _collection_v3(paths)
         defs.update(evm_api.definitions())

@@ -1,13 +1,15 @@
 """KubeVirt's VM controller (``pkg/virt-controller/watch/vm``) at d923fdb, pure: what it does with a VM.
 
-The modules here mirror the parts of virt-controller's VM controller that decide what happens to a
-running VM when its spec changes: whether the change is applied live or needs a restart
+The modules here mirror the parts of virt-controller's VM controller that build the VMI a started VM
+runs as (:mod:`.startvmi`, for its virt-launcher pod's resources: ``apiserver.render.launcher``) and that
+decide what happens to a running VM when its spec changes: whether the change is applied live or needs a restart
 (``RestartRequired``), and which patches KubeVirt writes to the running VMI. Each module's docstring
 names the KubeVirt file and functions it follows.
 
 ======================================================  ==================================================
 KubeVirt (package: function)                            here
 ======================================================  ==================================================
+watch/vm: ``startVMI``, ``SetupVMIFromVM``              :mod:`.startvmi`
 watch/vm: ``sync`` (the RestartRequired slice)          :func:`.sync.sync_pass`
 watch/vm: ``syncRestartRequired``, ``setRestartRequired`` :func:`.restartrequired.sync_restart_required`
 watch/vm: ``validLiveUpdateVolumes``/``...Disks``       :mod:`.livevolumes`

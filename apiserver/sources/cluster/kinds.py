@@ -70,6 +70,10 @@ VOLUME_SNAPSHOT = Resource("snapshot.storage.k8s.io", "v1", "volumesnapshots", o
 VIRTUAL_MACHINE_INSTANCE = Resource(
     "kubevirt.io", "v1", "virtualmachineinstances", o.VIRTUAL_MACHINE_INSTANCE, True
 )
+# What a virt-launcher pod's resources depend on beside the VM (launch-spec): the VM's Namespace (its
+# labels) and the ResourceQuotas there. Read fresh for each request, through the caller's review.
+NAMESPACE = Resource("", "v1", "namespaces", "Namespace", False)
+RESOURCE_QUOTA = Resource("", "v1", "resourcequotas", "ResourceQuota", True)
 
 # Watched and cached: what nearly every expand reads.
 CACHED = (INSTANCETYPE, CLUSTER_INSTANCETYPE, PREFERENCE, CLUSTER_PREFERENCE, PRESET, KUBEVIRT)

@@ -39,6 +39,9 @@ RULES: tuple[Rule, ...] = (
     Rule(kinds.CONTROLLER_REVISION.group, kinds.CONTROLLER_REVISION.plural, ("get",)),
     # inferFromVolume: the labels of the volume a VM names; validate=true: a ready VM's running VMI.
     *(Rule(r.group, r.plural, ("get",)) for r in kinds.DIRECT.values()),
+    # launch-spec: the VM's Namespace (its labels) and the ResourceQuotas of that namespace.
+    Rule(kinds.NAMESPACE.group, kinds.NAMESPACE.plural, ("get",)),
+    Rule(kinds.RESOURCE_QUOTA.group, kinds.RESOURCE_QUOTA.plural, ("list",)),
 )
 
 # --vm-cache: VMs listed and watched in every namespace.

@@ -175,6 +175,14 @@ class ClusterSource:
         items = await self._shared(("list", o.PRESET, namespace), lambda: self._list(kinds.PRESET, namespace))
         return sorted(items, key=lambda p: str(p["metadata"]["name"]))
 
+    async def launch_objects(
+        self, namespace: str
+    ) -> tuple[Mapping[str, Any] | None, list[Mapping[str, Any]]]:
+        """The Namespace and its ResourceQuotas, read fresh (launch-spec; the caller was reviewed)."""
+        found = await self._read(kinds.NAMESPACE, "", namespace)
+        quotas = await self._list(kinds.RESOURCE_QUOTA, namespace)
+        return found, list(quotas)
+
     async def kubevirt(self) -> Mapping[str, Any] | None:
         cache = self.caches.get(o.KUBEVIRT)
         if cache is not None and cache.usable:

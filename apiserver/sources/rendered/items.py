@@ -16,8 +16,10 @@ from typing import Any
 import orjson
 
 from apiserver.render import ExpandError
+from apiserver.render.launcher import launch
 from apiserver.render.objects import ObjectRef
 from apiserver.render.summary import summarize
+from apiserver.render.virtconfig import cluster_config
 from apiserver.sources.access import Reviews, reviews_of
 
 GROUP = "expand.kubevirt-expand.io"
@@ -89,6 +91,8 @@ TABLE_COLUMNS: tuple[tuple[str, str, str, str, int], ...] = (
     ("Preference", "string", "", "Preference the VM references", 0),
     ("CPU", "integer", "", "vCPUs of the rendered VM (sockets x cores x threads)", 0),
     ("Memory", "string", "", "Guest memory of the rendered VM", 0),
+    ("CPU-Request", "string", "", "CPU the VM's virt-launcher pod requests (KubeVirt's template service)", 0),
+    ("Memory-Request", "string", "", "Memory the VM's virt-launcher pod requests, its overhead included", 0),
     ("Status", "string", "", "Rendered, or the reason the rendering failed", 0),
     ("Age", "string", "", "Time since the VM was created", 0),
     ("Topology", "string", "", "sockets/cores/threads", 1),
@@ -127,7 +131,28 @@ def table_cells(summary: Mapping[str, Any], condition: Mapping[str, Any]) -> tup
         _source_cell(summary.get("instancetype")),
         _source_cell(summary.get("preference")),
         "" if ok else str(condition.get("message") or ""),
+        _request_cell(summary, "cpu"),
+        _request_cell(summary, "memory"),
     )
+
+
+def _request_cell(summary: Mapping[str, Any], name: str) -> str | None:
+    """The pod's total request of ``name``; null when the pod could not be rendered."""
+    pod = summary.get("launcherPod")
+    if not isinstance(pod, Mapping):
+        return None
+    got = ((pod.get("total") or {}).get("requests") or {}).get(name)
+    return str(got) if got is not None else None
+
+
+def launcher_pod(rendered: Mapping[str, Any], kubevirt: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The resources of the virt-launcher pod KubeVirt would create for the rendered VM (no quota or
+    namespace labels assumed: they change limits only), or None where KubeVirt would create none."""
+    try:
+        arch = cluster_config(kubevirt).default_architecture or "amd64"
+        return launch(rendered, kubevirt, arch=arch).pod.to_json()
+    except ExpandError:
+        return None
 
 
 def make_item(
@@ -138,6 +163,7 @@ def make_item(
     warnings: Sequence[str],
     objects: Mapping[ObjectRef, Any],
     version: str,
+    kubevirt: Mapping[str, Any] | None = None,
 ) -> Item:
     """Encode one item; ``rendered`` is the VM GET expand-spec returns, None when ``error`` says why not."""
     meta = vm.get("metadata") or {}
@@ -149,6 +175,10 @@ def make_item(
     if labels:
         out_meta["labels"] = labels
     parts = summarize(vm, rendered, error, objects)
+    if rendered is not None:
+        pod = launcher_pod(rendered, kubevirt)
+        if pod is not None:
+            parts["summary"]["launcherPod"] = pod
     head_doc = {
         "apiVersion": API_VERSION,
         "kind": KIND,

@@ -39,6 +39,7 @@ from typing import Any, overload
 from apiserver.render import ExpandError
 from apiserver.render import objects as o
 from apiserver.render.objects import ref_of
+from apiserver.render.templateservice.config import launcher_config
 from apiserver.render.virtconfig import cluster_config
 from apiserver.runtime.heap import return_freed
 from apiserver.sources.base import Source, SourceUnavailable
@@ -204,18 +205,17 @@ class _Batch:
 
 
 def _config_key(cr: Mapping[str, Any] | None) -> Any:
-    """What a rendering reads of the KubeVirt CR; two CRs with equal keys render every VM alike."""
+    """What a rendering reads of the KubeVirt CR; two CRs with equal keys render every VM alike (the
+    item's virt-launcher pod included: ratios, support containers, feature gates)."""
     try:
-        return cluster_config(cr)
+        return (cluster_config(cr), launcher_config(cr))
     except ExpandError as err:
         return ("error", err.message)
 
 
 def _uses_config(vm: Mapping[str, Any]) -> bool:
-    spec = vm.get("spec")
-    return isinstance(spec, Mapping) and (
-        spec.get("instancetype") is not None or spec.get("preference") is not None
-    )
+    """Whether the VM's item changes with the KubeVirt CR: every item does, through its pod's resources."""
+    return True
 
 
 class RenderedStore:
@@ -491,6 +491,7 @@ class RenderedStore:
             result.warnings if result is not None else (),
             rendered.objects,
             version,
+            self._current_kubevirt(),
         )
 
     def _index(self, key: Key, deps: tuple[Any, ...], uses_config: bool) -> None:

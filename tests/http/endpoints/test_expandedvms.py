@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from apiserver.render.launcher import launch
 from apiserver.sources.cluster import ClusterSource
 from tests.support.fakekube import FakeKube
 from tests.support.fakekube.testing import eventually, instancetype, kubeconfig, obj, preference, synced
@@ -171,10 +172,27 @@ async def test_table(server: tuple[RunningServer, ClusterSource]) -> None:
     doc = (await srv.get(f"{BASE}/namespaces/ns2/expandedvirtualmachines", headers={"Accept": TABLE})).json()
     assert doc["kind"] == "Table"
     names = [c["name"] for c in doc["columnDefinitions"] if c["priority"] == 0]
-    assert names == ["Name", "Instancetype", "Preference", "CPU", "Memory", "Status", "Age"]
+    assert names == [
+        "Name",
+        "Instancetype",
+        "Preference",
+        "CPU",
+        "Memory",
+        "CPU-Request",
+        "Memory-Request",
+        "Status",
+        "Age",
+    ]
     rows = {r["cells"][0]: r["cells"] for r in doc["rows"]}
-    assert rows["other"][1:6] == ["big", "cores", 8, "1Gi", "Rendered"]
-    assert rows["broken"][5] == "Invalid"
+    assert rows["other"][1:5] == ["big", "cores", 8, "1Gi"]
+    assert rows["other"][7] == "Rendered"
+    # the pod's requests: the template service's, for the VM as the collection rendered it
+    item = (await srv.get(f"{BASE}/namespaces/ns2/expandedvirtualmachines/other")).json()
+    pod = launch(item["virtualMachine"]).pod.to_json()["total"]["requests"]
+    assert rows["other"][5:7] == [pod["cpu"], pod["memory"]]
+    assert item["summary"]["launcherPod"]["total"]["requests"] == pod
+    # a VM that does not render has no pod: null cells
+    assert rows["broken"][5:8] == [None, None, "Invalid"]
     # A typed column carries null where the VM does not render (kube-apiserver's Tables do; kubectl
     # prints <none>), never a string where an integer is declared.
     types = [c["type"] for c in doc["columnDefinitions"]]

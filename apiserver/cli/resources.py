@@ -1,0 +1,266 @@
+"""``kubevirt-expand resources``: what the VMs of some manifests will cost, and whether they fit the
+ResourceQuotas beside them, before anything is applied.
+
+Each VM is expanded as ``kubevirt-expand expand`` expands it, then run through KubeVirt's VM controller,
+VMI webhook and template service (:func:`apiserver.render.launcher.launch`): the virt-launcher pod's
+requests and limits. The Namespace objects and ResourceQuotas among the inputs are used as the cluster
+would use them (``AutoResourceLimits``, the auto memory-limits ratio label), and the pods are admitted
+against the quotas of their namespace in input order, as kube-apiserver's quota admission would admit
+them at start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from apiserver.cli.expand import _set_vm_namespace
+from apiserver.cli.helpformat import KubeHelpFormatter
+from apiserver.cli.inputs import UsageError, pick_kubevirt, prepare, read_kubevirt, vm_namespace
+from apiserver.cli.output import printable, to_yaml
+from apiserver.cli.report import EXIT_ADMITTED, EXIT_REFUSED, EXIT_UNUSABLE
+from apiserver.documents.manifests import Manifest, read_files
+from apiserver.render import ExpandError, ObjectIndex, expand
+from apiserver.render.kubernetes.quantitymath import ResourceList, add, resource_list, resource_text
+from apiserver.render.kubernetes.quota import Pod, admit
+from apiserver.render.launcher import ARCHITECTURES, launch
+from apiserver.render.virtconfig import cluster_config
+
+TEXT, JSON, JSONL, YAML = "text", "json", "jsonl", "yaml"
+FORMATS = (TEXT, JSON, JSONL, YAML)
+
+EXAMPLES = """\
+examples:
+  # What each VM of a folder will request and limit, and each namespace's total
+  kubevirt-expand resources -f examples/
+
+  # Check the VMs against the ResourceQuotas of another folder (exit 1 when one would be refused)
+  kubevirt-expand resources -f vms/ -f quotas/ -o jsonl
+
+exit status:
+  0  every VM renders and its pod fits the ResourceQuotas of its namespace
+  1  some VM does not render, or its pod would be refused at start by a quota (named, with the amounts)
+  2  unusable input (a file that cannot be read, no VirtualMachine at all) or a usage error
+"""
+
+
+def add_parser(sub: Any) -> None:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "resources",
+        help="the virt-launcher pod each VM will cost, per namespace, against its ResourceQuotas (offline)",
+        description=(
+            "Render every VirtualMachine of the given manifests as KubeVirt would start it: the "
+            "VirtualMachineInstance and its virt-launcher pod's requests and limits (the memory overhead "
+            "included), sum them per namespace and admit them against the ResourceQuota objects found "
+            "beside them."
+        ),
+        epilog=EXAMPLES,
+        formatter_class=KubeHelpFormatter,
+    )
+    parser.add_argument("-f", "--filename", action="append", required=True, metavar="FILE|DIR|-")
+    parser.add_argument("--kubevirt", metavar="FILE", help="KubeVirt CR or KubeVirtConfiguration")
+    parser.add_argument("-n", "--namespace", help="namespace of the VMs and objects that have none")
+    parser.add_argument(
+        "--arch",
+        choices=ARCHITECTURES,
+        help="the architecture virt-controller runs on (default: the KubeVirt CR's default architecture)",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=FORMATS,
+        default=TEXT,
+        help=f"{TEXT} (a table per VM, then per namespace), {JSON} or {YAML} (one document: vms, "
+        f"namespaces), {JSONL} (one line per VM, then one per namespace)",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except UsageError as err:
+        print(f"error: {printable(str(err))}", file=sys.stderr)
+        return EXIT_UNUSABLE
+
+
+def _requests_limits(pod: Mapping[str, Any]) -> tuple[ResourceList, ResourceList]:
+    total = pod.get("total") or {}
+    return resource_list(total.get("requests")), resource_list(total.get("limits"))
+
+
+def _vm_report(
+    manifest: Manifest, index: ObjectIndex, kubevirt: Mapping[str, Any] | None, args: argparse.Namespace
+) -> dict[str, Any]:
+    vm = manifest.object
+    namespace = vm_namespace(vm, args.namespace)
+    name = str((vm.get("metadata") or {}).get("name") or "")
+    out: dict[str, Any] = {"namespace": namespace, "name": name, "source": manifest.source}
+    try:
+        _set_vm_namespace(vm, args.namespace)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            rendered = expand(vm, index, kubevirt=kubevirt, exact_names=False)
+        arch = args.arch or cluster_config(kubevirt).default_architecture or "amd64"
+        ns_obj = next(
+            (
+                n
+                for n in index.of_kind("Namespace", None)
+                if (n.get("metadata") or {}).get("name") == namespace
+            ),
+            None,
+        )
+        launched = launch(
+            rendered.vm,
+            kubevirt,
+            arch=arch,
+            namespace=ns_obj,
+            quotas=index.of_kind("ResourceQuota", namespace),
+        )
+    except ExpandError as err:
+        out["status"] = err.status
+        return out
+    out["pod"] = launched.pod.to_json()
+    out["assumed"] = list(launched.assumed)
+    return out
+
+
+def _run(args: argparse.Namespace) -> int:
+    explicit = read_kubevirt(args.kubevirt, sys.stdin.buffer) if args.kubevirt else None
+    files = read_files(args.filename, stdin=sys.stdin.buffer)
+    prepared = prepare(files, explicit_namespace=args.namespace, field_validation="Ignore")
+    kubevirt = explicit if explicit is not None else pick_kubevirt(prepared.kubevirts)
+    unusable = [e for e in prepared.entries if not isinstance(e, Manifest)]
+    for entry in unusable:
+        print(f"error: {entry.label()}: {(entry.status or {}).get('message', '')}", file=sys.stderr)
+    vms = [_vm_report(e, prepared.index, kubevirt, args) for e in prepared.entries if isinstance(e, Manifest)]
+    if not vms:
+        print(f"error: no VirtualMachine found in {', '.join(args.filename)}", file=sys.stderr)
+        return EXIT_UNUSABLE
+
+    namespaces: dict[str, dict[str, Any]] = {}
+    for ns in sorted({v["namespace"] for v in vms}):
+        rendered = [v for v in vms if v["namespace"] == ns and "pod" in v]
+        pods = []
+        for v in rendered:
+            requests, limits = _requests_limits(v["pod"])
+            containers = [
+                (
+                    c["name"],
+                    resource_list(c["resources"].get("requests")),
+                    resource_list(c["resources"].get("limits")),
+                )
+                for c in v["pod"]["containers"] + [i for i in v["pod"]["initContainers"]]
+            ]
+            pods.append(Pod(f"{ns}/{v['name']}", requests, limits, containers))
+        verdicts, uses = admit(pods, prepared.index.of_kind("ResourceQuota", ns))
+        for v, verdict in zip(rendered, verdicts, strict=True):
+            v["fits"] = verdict.fits
+            if verdict.reasons:
+                v["refusedBy"] = verdict.reasons
+        total_requests: ResourceList = {}
+        total_limits: ResourceList = {}
+        for pod in pods:
+            for total, part in ((total_requests, pod.requests), (total_limits, pod.limits)):
+                for key, q in part.items():
+                    total[key] = add(total[key], q) if key in total else q
+        namespaces[ns] = {
+            "namespace": ns,
+            "vms": len([v for v in vms if v["namespace"] == ns]),
+            "requests": resource_text(total_requests),
+            "limits": resource_text(total_limits),
+            # whether every pod has a limit of it (else the namespace's total is not a limit)
+            "limited": {r: all(limited(v["pod"], r) for v in rendered) for r in ("cpu", "memory")},
+            "quotas": [
+                {"name": u.name, "hard": resource_text(u.hard), "usedAfterAdmitted": resource_text(u.used)}
+                for u in uses
+            ],
+        }
+    _write(args.output, vms, list(namespaces.values()))
+    refused = any("status" in v or not v.get("fits", True) for v in vms)
+    if unusable:
+        return EXIT_UNUSABLE
+    return EXIT_REFUSED if refused else EXIT_ADMITTED
+
+
+def _cell(resources: Mapping[str, str], name: str) -> str:
+    return resources.get(name, "-")
+
+
+def limited(pod: Mapping[str, Any], name: str) -> bool:
+    """Whether every container of the pod sets a limit of ``name``: otherwise the pod has none (a
+    container without one may use what the node has) and the total's figure is not a limit."""
+    return all(
+        name in (c["resources"].get("limits") or {}) for c in [*pod["containers"], *pod["initContainers"]]
+    )
+
+
+def _write(output: str, vms: list[dict[str, Any]], namespaces: list[dict[str, Any]]) -> None:
+    if output == JSONL:
+        for v in vms:
+            print(json.dumps({"kind": "VirtualMachine", **v}, separators=(",", ":")))
+        for n in namespaces:
+            print(json.dumps({"kind": "Namespace", **n}, separators=(",", ":")))
+        return
+    if output in (JSON, YAML):
+        doc = {"vms": vms, "namespaces": namespaces}
+        print(
+            json.dumps(doc, indent=2) if output == JSON else to_yaml(doc), end="\n" if output == JSON else ""
+        )
+        return
+    rows = [("NAMESPACE", "NAME", "CPU-REQUEST", "MEMORY-REQUEST", "CPU-LIMIT", "MEMORY-LIMIT", "FITS")]
+    for v in vms:
+        if "pod" not in v:
+            rows.append(
+                (
+                    v["namespace"],
+                    v["name"],
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                    "no: " + str(v["status"].get("message", ""))[:80],
+                )
+            )
+            continue
+        total = v["pod"]["total"]
+        rows.append(
+            (
+                v["namespace"],
+                v["name"],
+                _cell(total["requests"], "cpu"),
+                _cell(total["requests"], "memory"),
+                _cell(total["limits"], "cpu") if limited(v["pod"], "cpu") else "none",
+                _cell(total["limits"], "memory") if limited(v["pod"], "memory") else "none",
+                "yes" if v.get("fits", True) else "no",
+            )
+        )
+    _table(rows)
+    print()
+    ns_rows = [("NAMESPACE", "VMS", "CPU-REQUEST", "MEMORY-REQUEST", "CPU-LIMIT", "MEMORY-LIMIT", "QUOTAS")]
+    for n in namespaces:
+        ns_rows.append(
+            (
+                n["namespace"],
+                str(n["vms"]),
+                _cell(n["requests"], "cpu"),
+                _cell(n["requests"], "memory"),
+                _cell(n["limits"], "cpu") if n["limited"]["cpu"] else "none",
+                _cell(n["limits"], "memory") if n["limited"]["memory"] else "none",
+                ",".join(q["name"] for q in n["quotas"]) or "<none>",
+            )
+        )
+    _table(ns_rows)
+    for v in vms:
+        for reason in v.get("refusedBy", ()):
+            print(f"{v['namespace']}/{v['name']} would be refused at start: {reason}", file=sys.stderr)
+
+
+def _table(rows: Sequence[Sequence[str]]) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("   ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())

@@ -1,0 +1,1 @@
+"""virt-api's VirtualMachineInstance mutating webhook (``pkg/virt-api/webhooks/mutating-webhook``), pure."""

@@ -1,0 +1,145 @@
+"""``kubevirt-expand resources``: each VM's virt-launcher pod (KubeVirt's own numbers: the examples family
+of the launcher corpus), the namespace's total, and the quota check against ResourceQuota objects in the
+inputs: which VMs fit, which would be refused at start and by how much, as text, JSON lines and the
+exit code."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from apiserver.cli import main
+from apiserver.render.kubernetes.quantity import parse_quantity
+
+REPO = Path(__file__).parents[2]
+EXAMPLES = REPO / "examples"
+ANSWERS = {
+    c["name"]: c["answer"]
+    for c in map(json.loads, (REPO / "tests/render/launcher/cases/examples.jsonl").read_text().splitlines())
+}
+
+
+def quota(name: str, hard: dict[str, str], used: dict[str, str] | None = None) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"hard": hard},
+    }
+    if used:
+        doc["status"] = {"hard": hard, "used": used}
+    return doc
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["resources", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def jsonl(out: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def test_each_vm_costs_what_kubevirt_computes(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "-f", str(EXAMPLES), "-o", "jsonl")
+    assert code == 0
+    lines = jsonl(out)
+    vms = {line["name"]: line for line in lines if line["kind"] == "VirtualMachine"}
+    assert set(vms) == set(ANSWERS)
+    for name, answer in ANSWERS.items():
+        assert vms[name]["pod"]["total"] == answer["total"]
+        assert vms[name]["pod"]["memoryOverhead"] == answer["memoryOverhead"]
+        assert vms[name]["fits"] is True
+    (namespace,) = [line for line in lines if line["kind"] == "Namespace"]
+    total = sum(parse_quantity(a["total"]["requests"]["memory"]).value for a in ANSWERS.values())
+    assert parse_quantity(namespace["requests"]["memory"]).value == total
+    assert namespace["vms"] == 3 and namespace["quotas"] == []
+
+
+def test_the_table_names_every_vm_and_the_namespace_total(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "-f", str(EXAMPLES))
+    assert code == 0
+    vm_table, ns_table = out.strip().split("\n\n")
+    rows = [line.split() for line in vm_table.splitlines()]
+    assert rows[0] == [
+        "NAMESPACE",
+        "NAME",
+        "CPU-REQUEST",
+        "MEMORY-REQUEST",
+        "CPU-LIMIT",
+        "MEMORY-LIMIT",
+        "FITS",
+    ]
+    for row in rows[1:]:
+        requests = ANSWERS[row[1]]["total"]["requests"]
+        # the compute container sets no CPU or memory limit: the pod has none
+        assert row[2:] == [requests["cpu"], requests["memory"], "none", "none", "yes"]
+    assert ns_table.splitlines()[1].split()[:2] == ["default", "3"]
+
+
+def test_a_quota_too_small_refuses_the_vm_that_passes_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    memory = sorted(parse_quantity(a["total"]["requests"]["memory"]).value for a in ANSWERS.values())
+    # room for the two smallest pods, not for the third
+    limit = memory[0] + memory[1] + memory[2] // 2
+    folder = tmp_path / "in"
+    shutil.copytree(EXAMPLES, folder)
+    (folder / "quota.yaml").write_text(yaml.safe_dump(quota("team", {"requests.memory": str(limit)})))
+    code, out, err = run(capsys, "-f", str(folder), "-o", "jsonl")
+    assert code == 1
+    vms = [line for line in jsonl(out) if line["kind"] == "VirtualMachine"]
+    refused = [v for v in vms if not v["fits"]]
+    assert len(refused) == 1
+    (reason,) = refused[0]["refusedBy"]
+    assert reason.startswith("exceeded quota: team, requested: requests.memory=")
+    assert f"limited: requests.memory={limit}" in reason
+    # the text output says the same on stderr, naming the VM
+    code, _, err = run(capsys, "-f", str(folder))
+    assert code == 1
+    assert f"default/{refused[0]['name']} would be refused at start: exceeded quota: team" in err
+
+
+def test_usage_already_counted_by_the_quota_is_taken_into_account(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    folder = tmp_path / "in"
+    shutil.copytree(EXAMPLES, folder)
+    (folder / "quota.yaml").write_text(yaml.safe_dump(quota("pods", {"pods": "5"}, used={"pods": "3"})))
+    code, out, _ = run(capsys, "-f", str(folder), "-o", "jsonl")
+    assert code == 1
+    fits = [v["fits"] for v in jsonl(out) if v["kind"] == "VirtualMachine"]
+    assert fits == [True, True, False]
+
+
+def test_a_limits_quota_sets_memory_limits_and_asks_for_cpu_limits(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    folder = tmp_path / "in"
+    shutil.copytree(EXAMPLES, folder)
+    (folder / "quota.yaml").write_text(
+        yaml.safe_dump(quota("limits", {"limits.memory": "100Gi", "limits.cpu": "10"}))
+    )
+    code, out, _ = run(capsys, "-f", str(folder), "-o", "jsonl")
+    vms = [v for v in jsonl(out) if v["kind"] == "VirtualMachine"]
+    for v in vms:
+        compute = v["pod"]["containers"][0]["resources"]
+        # AutoResourceLimits: KubeVirt sets the limits the quota asks for (memory: 2x the request)
+        assert (
+            parse_quantity(compute["limits"]["memory"]).value
+            == 2 * parse_quantity(compute["requests"]["memory"]).value
+        )
+        assert "cpu" in compute["limits"]
+    assert code == 0, [v.get("refusedBy") for v in vms]
+
+
+def test_unusable_input_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "empty.yaml").write_text("kind: ConfigMap\napiVersion: v1\nmetadata: {name: x}\n")
+    code, _, err = run(capsys, "-f", str(tmp_path))
+    assert code == 2 and "no VirtualMachine found" in err
