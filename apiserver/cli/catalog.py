@@ -159,9 +159,18 @@ def _kubeconfig(explicit: str | None) -> str | None:
 
 
 async def _take(args: argparse.Namespace, path: str | None) -> tuple[list[dict[str, Any]], list[str]]:
-    # The cluster client's dependencies are imported only here: `expand` never needs them.
-    from apiserver.sources.base import SourceUnavailable
-    from apiserver.sources.cluster.client import ApiError, KubeClient, load_configuration
+    # The cluster client's dependencies are imported only here: `expand` never needs them, and the base
+    # install (without the server extra) does not have them.
+    try:
+        from apiserver.sources.base import SourceUnavailable
+        from apiserver.sources.cluster.client import ApiError, KubeClient, load_configuration
+    except ModuleNotFoundError as err:
+        from apiserver.cli import SERVER_EXTRA
+
+        raise SnapshotError(
+            f"reading a cluster needs the server's dependencies (no module {err.name!r}); "
+            f"install them with: pip install '{SERVER_EXTRA}'"
+        ) from None
 
     try:
         config = await load_configuration(path, context=args.context)

@@ -341,7 +341,15 @@ def test_the_command_line_alone_installs_and_runs_without_the_server(
     assert expanded.returncode == 0, expanded.stderr
     assert expanded.stderr.splitlines()[-1].startswith("summary: 3 VMs, 3 admitted")
     listed = run("--help")
-    assert listed.returncode == 0 and "serve" in listed.stdout
+    assert listed.returncode == 0
+    assert all(command in listed.stdout for command in ("serve", "preview", "resources", "catalog"))
+    costs = run("resources", "-f", str(ROOT / "examples"))
+    assert costs.returncode == 0 and "Traceback" not in costs.stderr, costs.stderr
+    same = run("preview", "--before", str(ROOT / "examples"), "--after", str(ROOT / "examples"))
+    assert same.returncode == 0 and "Traceback" not in same.stderr, same.stderr
+    snapshot = run("catalog", "snapshot", "-o", str(tmp_path / "catalog.yaml"))
+    assert snapshot.returncode == 2 and "Traceback" not in snapshot.stderr
+    assert f"pip install '{DISTRIBUTION}[server]'" in snapshot.stderr
     serve = run("serve", "--manifests", str(ROOT / "examples"))
     assert serve.returncode == 2
     assert f"pip install '{DISTRIBUTION}[server]'" in serve.stderr and "Traceback" not in serve.stderr
