@@ -292,9 +292,12 @@ def prepare(
     skip: frozenset[str] = frozenset(),
     catalog: Catalog | None = None,
     skipped: Skipped | None = None,
+    read_also: frozenset[str] = frozenset(),
 ) -> Prepared:
     """Sort the files' objects out (see the module docstring). ``skip``: kinds to pass over;
-    ``skipped``: where the run's count of what it passed over is kept (files excluded already)."""
+    ``skipped``: where the run's count of what it passed over is kept (files excluded already);
+    ``read_also``: kinds beyond KubeVirt's that the command reads (``resources``: Namespaces and
+    ResourceQuotas), kept rather than passed over."""
     namespace = explicit_namespace or DEFAULT_NAMESPACE
     out = Prepared()
     if skipped is not None:
@@ -311,7 +314,8 @@ def prepare(
             obj = manifest.object
             vm = is_vm(obj)
             kind = obj["kind"]
-            if kind in skip or not (vm or (kind in KUBEVIRT_KINDS and kind != VIRTUAL_MACHINE)):
+            known = vm or (kind in KUBEVIRT_KINDS and kind != VIRTUAL_MACHINE) or kind in read_also
+            if kind in skip or not known:
                 if kind == VIRTUAL_MACHINE and not vm:  # another project's VirtualMachine
                     kind = f"{kind} ({str(obj.get('apiVersion')).partition('/')[0]})"
                 out.skipped.kinds[kind] = out.skipped.kinds.get(kind, 0) + 1

@@ -132,7 +132,12 @@ def _vm_report(
 def _run(args: argparse.Namespace) -> int:
     explicit = read_kubevirt(args.kubevirt, sys.stdin.buffer) if args.kubevirt else None
     files = read_files(args.filename, stdin=sys.stdin.buffer)
-    prepared = prepare(files, explicit_namespace=args.namespace, field_validation="Ignore")
+    prepared = prepare(
+        files,
+        explicit_namespace=args.namespace,
+        field_validation="Ignore",
+        read_also=frozenset({"Namespace", "ResourceQuota"}),
+    )
     kubevirt = explicit if explicit is not None else pick_kubevirt(prepared.kubevirts)
     unusable = [e for e in prepared.entries if not isinstance(e, Manifest)]
     for entry in unusable:
