@@ -80,15 +80,6 @@ def go_member(value: Any, name: str) -> Any:
     return None
 
 
-def clone(value: Any) -> Any:
-    """A deep copy of decoded JSON (dicts, lists, scalars): ``copy.deepcopy`` without its memo, 4x faster."""
-    if type(value) is dict:
-        return {k: clone(v) for k, v in value.items()}
-    if type(value) is list:
-        return [clone(v) for v in value]
-    return value
-
-
 def quantity(value: Any) -> Quantity:
     """A decoded quantity as Go parsed it (not its canonical text read back: ``1e30`` prints as ``1``),
     or Go's zero Quantity for an absent one."""

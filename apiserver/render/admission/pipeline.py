@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apiserver.render.admission import dra, featuregates, instancetype, network, schema, volumerequests
-from apiserver.render.admission._go import KubeVirtPanic, clone, go_member, obj, text
+from apiserver.render.admission._go import KubeVirtPanic, go_member, obj, text
 from apiserver.render.admission.clusterconfig import AdmissionConfig
 from apiserver.render.admission.vm_spec import validate_data_volume_template_namespaces, validate_vm_spec
 from apiserver.render.admission.vmi_spec import validate_vmi_spec
@@ -35,6 +35,7 @@ from apiserver.render.defaults import (
     set_default_volume_disks,
     set_vmi_spec_defaults,
 )
+from apiserver.render.golang.tree import clone
 from apiserver.render.instancetype.apply_instancetype import apply_instancetype
 from apiserver.render.instancetype.apply_preference import apply_preference
 from apiserver.render.instancetype.find import find_instancetype, find_preference

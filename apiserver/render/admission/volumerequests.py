@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from apiserver.render.admission._go import Causes, clone, has, invalid, items, obj, text
+from apiserver.render.admission._go import Causes, has, invalid, items, obj, text
 from apiserver.render.admission.disks import validate_hotplug_disk
 from apiserver.render.golang import gojson
+from apiserver.render.golang.tree import clone
 from apiserver.render.kubernetes.errors import Cause
 
 _FIELD = "Status.volumeRequests"

@@ -18,15 +18,6 @@ VMI_SPEC = "kubevirt.io/api/core/v1.VirtualMachineInstanceSpec"
 RESTART_REQUIRED = "RestartRequired"
 
 
-def clone(value: Any) -> Any:
-    """A deep copy of decoded JSON (scalars, quantities included, are immutable and shared)."""
-    if type(value) is dict:
-        return {k: clone(v) for k, v in value.items()}
-    if type(value) is list:
-        return [clone(v) for v in value]
-    return value
-
-
 def _empty(value: Any) -> bool:
     return value is None or value == [] or value == {}
 

@@ -16,9 +16,10 @@ from typing import Any
 
 from apiserver.render.admission.memory import live_update_memory_error
 from apiserver.render.defaults import set_vmi_spec_defaults
+from apiserver.render.golang.tree import clone
 from apiserver.render.kubernetes.quantity import BINARY_SI, new_quantity, quantity_of, quantity_text
 from apiserver.render.virtconfig import cluster_config, decode_configuration
-from apiserver.render.vmcontroller._go import JSON, clone
+from apiserver.render.vmcontroller._go import JSON
 from apiserver.render.vmcontroller.firmware import legacy_uuid
 
 _MAX_VCPUS = 512  # setupCPUHotplug's upper bound

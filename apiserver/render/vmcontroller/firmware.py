@@ -9,7 +9,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from apiserver.render.vmcontroller._go import JSON, clone, domain, template_spec
+from apiserver.render.golang.tree import clone
+from apiserver.render.vmcontroller._go import JSON, domain, template_spec
 
 _FIRMWARE_NAMESPACE = uuid.UUID("6a1a24a1-4061-4607-8bf4-a3963d0c5895")
 FIRMWARE_PATH = "/spec/template/spec/domain/firmware"

@@ -18,11 +18,11 @@ from typing import Any
 from apiserver.render.admission.cpu import number_of_vcpus
 from apiserver.render.admission.memory import live_update_memory_error
 from apiserver.render.golang import gojson
+from apiserver.render.golang.tree import clone
 from apiserver.render.kubernetes.quantity import BINARY_SI, DECIMAL_SI, Quantity, cmp, quantity_of
 from apiserver.render.objects import ObjectLookup
 from apiserver.render.vmcontroller._go import (
     JSON,
-    clone,
     has_condition_status,
     set_restart_required,
     spec_field_equal,

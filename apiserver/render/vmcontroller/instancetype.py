@@ -10,12 +10,13 @@ a status ref naming the matcher's object, else the live object.
 
 from __future__ import annotations
 
+from apiserver.render.golang.tree import clone
 from apiserver.render.instancetype.apply_instancetype import BASE, apply_instancetype
 from apiserver.render.instancetype.apply_preference import apply_preference
 from apiserver.render.instancetype.find import find_instancetype, find_preference
 from apiserver.render.kubernetes.errors import ExpandError
 from apiserver.render.objects import ObjectLookup
-from apiserver.render.vmcontroller._go import JSON, clone, template_spec
+from apiserver.render.vmcontroller._go import JSON, template_spec
 
 FAILED_FIND_INSTANCETYPE = "FailedFindInstancetype"
 FAILED_FIND_PREFERENCE = "FailedFindPreference"

@@ -12,9 +12,9 @@ import re
 from typing import Any
 
 from apiserver.render.golang import gojson
+from apiserver.render.golang.tree import clone
 from apiserver.render.vmcontroller._go import (
     JSON,
-    clone,
     devices,
     has_condition_status,
     semantic_equal,

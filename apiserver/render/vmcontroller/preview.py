@@ -23,10 +23,11 @@ from typing import Any
 from apiserver.render.admission import AdmissionDenied
 from apiserver.render.expand import expand
 from apiserver.render.golang import gojson
+from apiserver.render.golang.tree import clone
 from apiserver.render.kubernetes.errors import CAUSE_TYPE_INVALID, Cause, ExpandError
 from apiserver.render.objects import ObjectLookup
 from apiserver.render.vmcontroller import jsonpatch, revision
-from apiserver.render.vmcontroller._go import JSON, clone
+from apiserver.render.vmcontroller._go import JSON
 from apiserver.render.vmcontroller.sync import SyncResult, controller_config, decode_vmi, sync_pass
 
 LIVE = "live"

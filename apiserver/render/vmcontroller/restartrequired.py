@@ -10,13 +10,13 @@ equal to the VMI's.
 
 from __future__ import annotations
 
+from apiserver.render.golang.tree import clone
 from apiserver.render.objects import ObjectLookup
 from apiserver.render.vmcontroller import network
 from apiserver.render.vmcontroller._go import (
     JSON,
     RESTART_REQUIRED,
     VMI_SPEC,
-    clone,
     devices,
     domain,
     get_condition,

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from apiserver.render.golang import gojson
-from apiserver.render.vmcontroller._go import JSON, clone
+from apiserver.render.golang.tree import clone
+from apiserver.render.vmcontroller._go import JSON
 
 SPEC = "kubevirt.io/api/core/v1.VirtualMachineSpec"
 

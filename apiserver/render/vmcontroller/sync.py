@@ -23,6 +23,7 @@ from typing import Any
 
 from apiserver.render.admission import admission_config
 from apiserver.render.golang import gojson
+from apiserver.render.golang.tree import clone
 from apiserver.render.kubernetes.errors import CAUSE_INVALID, Cause, ExpandError
 from apiserver.render.kubernetes.quantity import QuantityError, quantity_text
 from apiserver.render.objects import ObjectLookup
@@ -32,7 +33,6 @@ from apiserver.render.vmcontroller._go import (
     JSON,
     RESTART_REQUIRED,
     VMI_SPEC,
-    clone,
     devices,
     get_condition,
     restart_required,

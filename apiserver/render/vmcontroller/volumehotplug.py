@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from apiserver.render.golang import gojson
-from apiserver.render.vmcontroller._go import JSON, clone, semantic_equal
+from apiserver.render.golang.tree import clone
+from apiserver.render.vmcontroller._go import JSON, semantic_equal
 from apiserver.render.vmcontroller.livevolumes import DISK, VOLUME
 
 VOLUMES_PATH = "/spec/volumes"
