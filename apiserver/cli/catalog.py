@@ -13,7 +13,6 @@ left out, so that a snapshot kept in git changes only when the catalog does.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 import tempfile
@@ -23,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from apiserver.cli.clusterread import ClusterReadError, add_connection_flags, list_objects, read_cluster
 from apiserver.cli.helpformat import KubeHelpFormatter
 from apiserver.cli.report import EXIT_ADMITTED, EXIT_UNUSABLE
 from apiserver.render.objects import (
@@ -59,23 +59,8 @@ NAMESPACED_KINDS = (
 )
 KUBEVIRT_PATH = "/apis/kubevirt.io/v1/kubevirts"
 
-# What the API server fills in, left out of a snapshot (it would change with every write).
-_SERVER_META = (
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "managedFields",
-    "selfLink",
-    "ownerReferences",
-    "finalizers",
-)
-_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-_PAGE = "500"
-
-
-class SnapshotError(Exception):
-    """The snapshot cannot be taken; ``str()`` is the one line to print."""
+# The snapshot cannot be taken; ``str()`` is the one line to print.
+SnapshotError = ClusterReadError
 
 
 def add_parser(sub: Any) -> None:
@@ -110,32 +95,15 @@ def add_parser(sub: Any) -> None:
         help="also take this namespace's own instancetypes and preferences; repeatable",
     )
     snapshot.add_argument(
-        "--kubeconfig",
-        metavar="FILE",
-        help="kubeconfig to use (default: $KUBECONFIG, else ~/.kube/config, else the pod's service account)",
-    )
-    snapshot.add_argument(
-        "--context", metavar="NAME", help="kubeconfig context to use (default: its current)"
-    )
-    snapshot.add_argument(
         "--no-kubevirt", action="store_true", help="leave the KubeVirt CR out (its defaults then apply)"
     )
-    snapshot.add_argument(
-        "--request-timeout",
-        type=float,
-        default=30.0,
-        metavar="SECONDS",
-        help="longest wait for one answer of the API server (default 30)",
-    )
+    add_connection_flags(snapshot)
     snapshot.set_defaults(func=run_snapshot)
 
 
 def run_snapshot(args: argparse.Namespace) -> int:
     try:
-        path = _kubeconfig(args.kubeconfig)
-        if path and os.pathsep not in path and not Path(path).is_file():
-            raise SnapshotError(f"cannot load the cluster configuration: kubeconfig {path}: no such file")
-        objects, notes = asyncio.run(_take(args, path))
+        objects, notes = read_cluster(args, lambda client: _read(client, args))
         text = render(objects)
         _write(args.output, text)
     except SnapshotError as err:
@@ -148,121 +116,60 @@ def run_snapshot(args: argparse.Namespace) -> int:
     return EXIT_ADMITTED
 
 
-def _kubeconfig(explicit: str | None) -> str | None:
-    """As kubectl looks for it: the flag, $KUBECONFIG, ~/.kube/config; None for the pod's account."""
-    if explicit:
-        return explicit
-    if os.environ.get("KUBECONFIG"):
-        return os.environ["KUBECONFIG"]
-    home = Path.home() / ".kube" / "config"
-    return str(home) if home.is_file() else None
-
-
-async def _take(args: argparse.Namespace, path: str | None) -> tuple[list[dict[str, Any]], list[str]]:
-    # The cluster client's dependencies are imported only here: `expand` never needs them, and the base
-    # install (without the server extra) does not have them.
-    try:
-        from apiserver.sources.base import SourceUnavailable
-        from apiserver.sources.cluster.client import ApiError, KubeClient, load_configuration
-    except ModuleNotFoundError as err:
-        from apiserver.cli import SERVER_EXTRA
-
-        raise SnapshotError(
-            f"reading a cluster needs the server's dependencies (no module {err.name!r}); "
-            f"install them with: pip install '{SERVER_EXTRA}'"
-        ) from None
-
-    try:
-        config = await load_configuration(path, context=args.context)
-    except ValueError as err:
-        raise SnapshotError(str(err)) from None
-    client = KubeClient.from_configuration(config, read_timeout=args.request_timeout)
-    try:
-        return await _read(client, args)
-    except ApiError as err:
-        raise SnapshotError(f"the Kubernetes API refused: {err} ({err.code} {err.reason})") from None
-    except SourceUnavailable as err:
-        raise SnapshotError(str(err)) from None
-    finally:
-        await client.close()
-
-
 async def _read(client: Any, args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[str]]:
+    return await read_catalog_objects(
+        client, args.namespace, kubevirt=not args.no_kubevirt, what="the catalog", need_instancetypes=True
+    )
+
+
+async def read_catalog_objects(
+    client: Any,
+    namespaces: Sequence[str],
+    *,
+    kubevirt: bool = True,
+    what: str = "the catalog",
+    need_instancetypes: bool = True,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The KubeVirt CR (the first; ``kubevirt``), the cluster's instancetypes and preferences and those of
+    ``namespaces``, and the warnings to print. Without the instancetype API, raises
+    :class:`ClusterReadError` when ``need_instancetypes``, else reads none."""
     from apiserver.sources.cluster.client import ApiError
 
     notes: list[str] = []
-    try:
-        group = await client.get(f"/apis/{INSTANCETYPE_GROUP}", verb="discovery")
-    except ApiError as err:
-        if err.code == 404:
-            raise SnapshotError(
-                f"the cluster serves no {INSTANCETYPE_GROUP} API: is KubeVirt installed?"
-            ) from None
-        raise
-    version = str(
-        (group.get("preferredVersion") or {}).get("groupVersion") or f"{INSTANCETYPE_GROUP}/v1beta1"
-    )
     objects: list[dict[str, Any]] = []
-    if not args.no_kubevirt:
+    if kubevirt:
         try:
-            crs = await _list(client, KUBEVIRT_PATH, "kubevirt.io/v1", KUBEVIRT)
+            crs = await list_objects(client, KUBEVIRT_PATH, "kubevirt.io/v1", KUBEVIRT)
         except ApiError as err:
             if err.code not in (403, 404):
                 raise
             crs = []
-            notes.append(f"Warning: no KubeVirt CR in the catalog: {err} ({err.code})")
+            notes.append(f"Warning: no KubeVirt CR in {what}: {err} ({err.code})")
         if not crs and not notes:
-            notes.append("Warning: the cluster has no KubeVirt CR: the catalog has none (defaults apply)")
+            notes.append(f"Warning: the cluster has no KubeVirt CR: {what} has none (defaults apply)")
         objects.extend(crs[:1])
         if len(crs) > 1:
-            notes.append(f"Warning: {len(crs)} KubeVirt CRs; the catalog holds the first only")
+            notes.append(f"Warning: {len(crs)} KubeVirt CRs; {what} holds the first only")
+    try:
+        group = await client.get(f"/apis/{INSTANCETYPE_GROUP}", verb="discovery")
+    except ApiError as err:
+        if err.code != 404:
+            raise
+        if need_instancetypes:
+            raise SnapshotError(
+                f"the cluster serves no {INSTANCETYPE_GROUP} API: is KubeVirt installed?"
+            ) from None
+        return objects, notes
+    version = str(
+        (group.get("preferredVersion") or {}).get("groupVersion") or f"{INSTANCETYPE_GROUP}/v1beta1"
+    )
     for kind, plural in CLUSTER_KINDS:
-        objects.extend(await _list(client, f"/apis/{version}/{plural}", version, kind))
-    for namespace in dict.fromkeys(args.namespace):
+        objects.extend(await list_objects(client, f"/apis/{version}/{plural}", version, kind))
+    for namespace in dict.fromkeys(namespaces):
         for kind, plural in NAMESPACED_KINDS:
             path = f"/apis/{version}/namespaces/{namespace}/{plural}"
-            objects.extend(await _list(client, path, version, kind))
+            objects.extend(await list_objects(client, path, version, kind))
     return objects, notes
-
-
-async def _list(client: Any, path: str, api_version: str, kind: str) -> list[dict[str, Any]]:
-    """Every object of a list, page by page, cleaned and sorted by namespace and name."""
-    found: list[dict[str, Any]] = []
-    token = ""
-    while True:
-        query = {"limit": _PAGE, **({"continue": token} if token else {})}
-        page = await client.get(path, query, verb="list")
-        for item in page.get("items") or []:
-            if isinstance(item, dict):
-                found.append(clean(item, api_version, kind))
-        token = str((page.get("metadata") or {}).get("continue") or "")
-        if not token:
-            break
-    found.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"].get("name", "")))
-    return found
-
-
-def clean(obj: Mapping[str, Any], api_version: str, kind: str) -> dict[str, Any]:
-    """The object as one would write it: type set, server-set metadata and status left out."""
-    meta = dict(obj.get("metadata") or {})
-    for key in _SERVER_META:
-        meta.pop(key, None)
-    annotations = meta.get("annotations")
-    if isinstance(annotations, dict) and _LAST_APPLIED in annotations:
-        annotations = {k: v for k, v in annotations.items() if k != _LAST_APPLIED}
-        if annotations:
-            meta["annotations"] = annotations
-        else:
-            meta.pop("annotations")
-    out: dict[str, Any] = {
-        "apiVersion": obj.get("apiVersion") or api_version,
-        "kind": obj.get("kind") or kind,
-        "metadata": meta,
-    }
-    for key, value in obj.items():
-        if key not in ("apiVersion", "kind", "metadata", "status"):
-            out[key] = value
-    return out
 
 
 def describe(objects: Sequence[Mapping[str, Any]]) -> str:

@@ -18,16 +18,34 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from apiserver.cli.catalog import read_catalog_objects
+from apiserver.cli.clusterread import (
+    ClusterReadError,
+    add_connection_flags,
+    context_namespace,
+    get_object,
+    kubeconfig_path,
+    list_objects,
+    read_cluster,
+)
 from apiserver.cli.expand import _set_vm_namespace
 from apiserver.cli.helpformat import KubeHelpFormatter
-from apiserver.cli.inputs import UsageError, pick_kubevirt, prepare, read_kubevirt, vm_namespace
+from apiserver.cli.inputs import (
+    DEFAULT_NAMESPACE,
+    UsageError,
+    pick_kubevirt,
+    prepare,
+    read_kubevirt,
+    vm_namespace,
+)
 from apiserver.cli.output import printable, to_yaml
 from apiserver.cli.report import EXIT_ADMITTED, EXIT_REFUSED, EXIT_UNUSABLE
-from apiserver.documents.manifests import Manifest, read_files
+from apiserver.documents.manifests import FileRead, Manifest, read_files
 from apiserver.render import ExpandError, ObjectIndex, expand
 from apiserver.render.kubernetes.quantitymath import ResourceList, add, resource_list, resource_text
 from apiserver.render.kubernetes.quota import Pod, admit
 from apiserver.render.launcher import ARCHITECTURES, launch
+from apiserver.render.objects import CONTROLLER_REVISION, VIRTUAL_MACHINE
 from apiserver.render.virtconfig import cluster_config
 
 TEXT, JSON, JSONL, YAML = "text", "json", "jsonl", "yaml"
@@ -41,10 +59,18 @@ examples:
   # Check the VMs against the ResourceQuotas of another folder (exit 1 when one would be refused)
   kubevirt-expand resources -f vms/ -f quotas/ -o jsonl
 
+  # A namespace of the current cluster: its VMs against its ResourceQuotas' live usage
+  kubevirt-expand resources --cluster -n team-a
+
+  # What kubectl prints works too (List documents)
+  { kubectl get namespace team-a -o yaml; echo ---; kubectl get vm,virtualmachineinstancetypes,resourcequotas \
+      -n team-a -o yaml; } | kubevirt-expand resources -f -
+
 exit status:
   0  every VM renders and its pod fits the ResourceQuotas of its namespace
   1  some VM does not render, or its pod would be refused at start by a quota (named, with the amounts)
-  2  unusable input (a file that cannot be read, no VirtualMachine at all) or a usage error
+  2  unusable input (a file that cannot be read, no VirtualMachine at all), a cluster that cannot be
+     read, or a usage error
 """
 
 
@@ -61,9 +87,29 @@ def add_parser(sub: Any) -> None:
         epilog=EXAMPLES,
         formatter_class=KubeHelpFormatter,
     )
-    parser.add_argument("-f", "--filename", action="append", required=True, metavar="FILE|DIR|-")
+    parser.add_argument(
+        "-f", "--filename", action="append", metavar="FILE|DIR|-", help="manifests to read (or --cluster)"
+    )
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="read the VMs of a namespace of the current cluster (kubeconfig, as kubectl), with their "
+        "instancetypes and preferences, the KubeVirt CR, the Namespace and its ResourceQuotas (their "
+        "live status.used), instead of files",
+    )
+    parser.add_argument(
+        "-A",
+        "--all-namespaces",
+        action="store_true",
+        help="with --cluster: the VMs of every namespace",
+    )
     parser.add_argument("--kubevirt", metavar="FILE", help="KubeVirt CR or KubeVirtConfiguration")
-    parser.add_argument("-n", "--namespace", help="namespace of the VMs and objects that have none")
+    parser.add_argument(
+        "-n",
+        "--namespace",
+        help="namespace of the VMs and objects that have none; with --cluster, the namespace read "
+        "(default: the kubeconfig context's, else default)",
+    )
     parser.add_argument(
         "--arch",
         choices=ARCHITECTURES,
@@ -77,15 +123,96 @@ def add_parser(sub: Any) -> None:
         help=f"{TEXT} (a table per VM, then per namespace), {JSON} or {YAML} (one document: vms, "
         f"namespaces), {JSONL} (one line per VM, then one per namespace)",
     )
+    add_connection_flags(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
-    except UsageError as err:
+    except (UsageError, ClusterReadError) as err:
         print(f"error: {printable(str(err))}", file=sys.stderr)
         return EXIT_UNUSABLE
+
+
+def _from_cluster(args: argparse.Namespace, want_kubevirt: bool) -> tuple[list[FileRead], str]:
+    """The cluster's objects as one input: the VMs of the namespace (or all), what they use, the
+    Namespaces and their ResourceQuotas with ``status``. Warnings go to stderr."""
+    objects, notes = read_cluster(args, lambda client: _read_cluster(client, args, want_kubevirt))
+    for note in notes:
+        print(note, file=sys.stderr)
+    where = "every namespace of the cluster" if args.all_namespaces else f"namespace {args.namespace}"
+    source = "cluster"
+    manifests = tuple(Manifest(source, number, obj) for number, obj in enumerate(objects, 1))
+    return [FileRead(source, manifests)], where
+
+
+async def _read_cluster(
+    client: Any, args: argparse.Namespace, want_kubevirt: bool
+) -> tuple[list[dict[str, Any]], list[str]]:
+    from apiserver.sources.cluster.client import ApiError
+
+    vm_path = (
+        "/apis/kubevirt.io/v1/virtualmachines"
+        if args.all_namespaces
+        else f"/apis/kubevirt.io/v1/namespaces/{args.namespace}/virtualmachines"
+    )
+    vms = await list_objects(client, vm_path, "kubevirt.io/v1", VIRTUAL_MACHINE, keep_status=True)
+    namespaces = sorted({str(vm["metadata"].get("namespace") or "") for vm in vms} - {""})
+    if not args.all_namespaces and args.namespace not in namespaces:
+        namespaces.append(args.namespace)
+    objects, notes = await read_catalog_objects(
+        client, namespaces, kubevirt=want_kubevirt, what="the run", need_instancetypes=False
+    )
+    for ns in namespaces:
+        try:
+            found = await get_object(client, f"/api/v1/namespaces/{ns}", "v1", "Namespace")
+        except ApiError as err:
+            if err.code != 403:
+                raise
+            found = None
+            notes.append(f"Warning: namespace {ns} not read ({err.code}): its labels are taken as none")
+        if found is not None:
+            objects.append(found)
+        path = f"/api/v1/namespaces/{ns}/resourcequotas"
+        objects.extend(await list_objects(client, path, "v1", "ResourceQuota", keep_status=True))
+    for vm in vms:
+        ns = str(vm["metadata"].get("namespace") or "")
+        for name in sorted(_revision_names(vm)):
+            path = f"/apis/apps/v1/namespaces/{ns}/controllerrevisions/{name}"
+            try:
+                revision = await get_object(client, path, "apps/v1", CONTROLLER_REVISION)
+            except ApiError as err:
+                if err.code != 403:
+                    raise
+                notes.append(f"Warning: ControllerRevision {ns}/{name} not read ({err.code})")
+                continue
+            if revision is not None:
+                objects.append(revision)
+    return [*objects, *vms], notes
+
+
+def _revision_names(vm: Mapping[str, Any]) -> set[str]:
+    """The ControllerRevisions a VM names: ``spec.{instancetype,preference}.revisionName`` and its status
+    refs' ``controllerRevisionRef``."""
+    names = set()
+    spec, status = vm.get("spec") or {}, vm.get("status") or {}
+    for matcher in ("instancetype", "preference"):
+        name = (spec.get(matcher) or {}).get("revisionName") if isinstance(spec, dict) else None
+        if isinstance(name, str) and name:
+            names.add(name)
+        ref = status.get(f"{matcher}Ref") if isinstance(status, dict) else None
+        name = ((ref or {}).get("controllerRevisionRef") or {}).get("name") if isinstance(ref, dict) else None
+        if isinstance(name, str) and name:
+            names.add(name)
+    return names
+
+
+def running(vm: Mapping[str, Any]) -> bool:
+    """Whether the VM's VMI exists (``status.created``), so that its pod is counted already in its
+    namespace's ResourceQuotas' ``status.used``: it is not admitted a second time."""
+    status = vm.get("status")
+    return isinstance(status, Mapping) and status.get("created") is True
 
 
 def _requests_limits(pod: Mapping[str, Any]) -> tuple[ResourceList, ResourceList]:
@@ -100,6 +227,8 @@ def _vm_report(
     namespace = vm_namespace(vm, args.namespace)
     name = str((vm.get("metadata") or {}).get("name") or "")
     out: dict[str, Any] = {"namespace": namespace, "name": name, "source": manifest.source}
+    if running(vm):
+        out["running"] = True
     try:
         _set_vm_namespace(vm, args.namespace)
         with warnings.catch_warnings():
@@ -130,8 +259,20 @@ def _vm_report(
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.cluster == bool(args.filename):
+        raise UsageError("give either -f FILE|DIR|- or --cluster")
+    if args.all_namespaces and not args.cluster:
+        raise UsageError("-A/--all-namespaces reads a cluster: give --cluster")
+    if args.all_namespaces and args.namespace:
+        raise UsageError("-A/--all-namespaces and -n/--namespace exclude each other")
     explicit = read_kubevirt(args.kubevirt, sys.stdin.buffer) if args.kubevirt else None
-    files = read_files(args.filename, stdin=sys.stdin.buffer)
+    if args.cluster:
+        if not args.all_namespaces and not args.namespace:
+            path = kubeconfig_path(args.kubeconfig)
+            args.namespace = context_namespace(path, args.context) or DEFAULT_NAMESPACE
+        files, where = _from_cluster(args, explicit is None)
+    else:
+        files, where = read_files(args.filename, stdin=sys.stdin.buffer), ", ".join(args.filename)
     prepared = prepare(
         files,
         explicit_namespace=args.namespace,
@@ -144,13 +285,13 @@ def _run(args: argparse.Namespace) -> int:
         print(f"error: {entry.label()}: {(entry.status or {}).get('message', '')}", file=sys.stderr)
     vms = [_vm_report(e, prepared.index, kubevirt, args) for e in prepared.entries if isinstance(e, Manifest)]
     if not vms:
-        print(f"error: no VirtualMachine found in {', '.join(args.filename)}", file=sys.stderr)
+        print(f"error: no VirtualMachine found in {where}", file=sys.stderr)
         return EXIT_UNUSABLE
 
     namespaces: dict[str, dict[str, Any]] = {}
     for ns in sorted({v["namespace"] for v in vms}):
         rendered = [v for v in vms if v["namespace"] == ns and "pod" in v]
-        pods = []
+        pods, to_admit = [], []
         for v in rendered:
             requests, limits = _requests_limits(v["pod"])
             containers = [
@@ -162,8 +303,15 @@ def _run(args: argparse.Namespace) -> int:
                 for c in v["pod"]["containers"] + [i for i in v["pod"]["initContainers"]]
             ]
             pods.append(Pod(f"{ns}/{v['name']}", requests, limits, containers))
-        verdicts, uses = admit(pods, prepared.index.of_kind("ResourceQuota", ns))
-        for v, verdict in zip(rendered, verdicts, strict=True):
+            if v.get("running"):
+                v["fits"] = True  # its pod runs: the quotas' status.used counts it
+            else:
+                to_admit.append(v)
+        verdicts, uses = admit(
+            [p for p, v in zip(pods, rendered, strict=True) if not v.get("running")],
+            prepared.index.of_kind("ResourceQuota", ns),
+        )
+        for v, verdict in zip(to_admit, verdicts, strict=True):
             v["fits"] = verdict.fits
             if verdict.reasons:
                 v["refusedBy"] = verdict.reasons
@@ -241,7 +389,7 @@ def _write(output: str, vms: list[dict[str, Any]], namespaces: list[dict[str, An
                 _cell(total["requests"], "memory"),
                 _cell(total["limits"], "cpu") if limited(v["pod"], "cpu") else "none",
                 _cell(total["limits"], "memory") if limited(v["pod"], "memory") else "none",
-                "yes" if v.get("fits", True) else "no",
+                "running" if v.get("running") else "yes" if v.get("fits", True) else "no",
             )
         )
     _table(rows)

@@ -143,3 +143,60 @@ def test_unusable_input_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     (tmp_path / "empty.yaml").write_text("kind: ConfigMap\napiVersion: v1\nmetadata: {name: x}\n")
     code, _, err = run(capsys, "-f", str(tmp_path))
     assert code == 2 and "no VirtualMachine found" in err
+
+
+def _examples_list(*extra: dict[str, Any]) -> str:
+    """The examples as ``kubectl get -o yaml`` prints objects: one List document."""
+    items = [d for f in sorted(EXAMPLES.glob("*.yaml")) for d in yaml.safe_load_all(f.read_text()) if d]
+    return yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [*items, *extra]})
+
+
+def test_a_list_on_stdin_is_read_as_kubectl_prints_it(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+    import sys
+
+    pods = quota("pods", {"pods": "2"})
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(_examples_list(pods).encode())))
+    code, out, err = run(capsys, "-f", "-", "-o", "jsonl")
+    assert code == 1
+    vms = [v for v in jsonl(out) if v["kind"] == "VirtualMachine"]
+    assert sorted(v["name"] for v in vms) == sorted(ANSWERS)
+    assert [v["fits"] for v in vms] == [True, True, False]
+    assert vms[2]["refusedBy"] == ["exceeded quota: pods, requested: pods=1, used: pods=2, limited: pods=2"]
+
+
+def test_a_running_vm_is_not_admitted_twice(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    shutil.copytree(EXAMPLES, folder)
+    # The quota controller counts the running VM's pod in status.used: it is not counted again.
+    (folder / "quota.yaml").write_text(yaml.safe_dump(quota("pods", {"pods": "3"}, used={"pods": "1"})))
+    first = folder / "vm-fedora.yaml"
+    docs = [d for d in yaml.safe_load_all(first.read_text()) if d]
+    vm = next(d for d in docs if d["kind"] == "VirtualMachine")
+    vm["status"] = {"created": True, "ready": True}
+    first.write_text(yaml.safe_dump_all(docs))
+    code, out, err = run(capsys, "-f", str(folder))
+    assert code == 0, err
+    table = out.split("\n\n")[0]
+    row = next(line.split() for line in table.splitlines() if line.split()[1] == vm["metadata"]["name"])
+    assert row[-1] == "running"
+    assert "would be refused" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "give either -f FILE|DIR|- or --cluster"),
+        (("-f", str(EXAMPLES), "--cluster"), "give either -f FILE|DIR|- or --cluster"),
+        (("-f", str(EXAMPLES), "-A"), "-A/--all-namespaces reads a cluster: give --cluster"),
+        (("--cluster", "-A", "-n", "x"), "-A/--all-namespaces and -n/--namespace exclude each other"),
+    ],
+)
+def test_where_the_vms_come_from_is_said_once(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...], message: str
+) -> None:
+    code, out, err = run(capsys, *args)
+    assert code == 2 and out == ""
+    assert err == f"error: {message}\n"
