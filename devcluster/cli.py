@@ -197,7 +197,9 @@ def up(args: argparse.Namespace) -> int:
     overlay = OVERLAYS / args.overlay
     prepare_folder(folder)
     state: dict[str, Any] = {"overlay": args.overlay, "processes": {}}
-    plane = ControlPlane(folder, assets, extra_args=["--shutdown-watch-termination-grace-period=2s"])
+    plane = ControlPlane(
+        folder, assets, extra_args=["--shutdown-watch-termination-grace-period=2s", *args.apiserver_arg]
+    )
     state["kubeconfig"] = str(plane.admin_kubeconfig)
     state["apiserver"] = plane.url
     try:
@@ -367,6 +369,14 @@ def build_parser() -> argparse.ArgumentParser:
         "kubevirt-group, subresources.kubevirt.io as virtctl calls it)",
     )
     start.add_argument("--no-examples", action="store_true", help="do not load examples/")
+    start.add_argument(
+        "--apiserver-arg",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="one more kube-apiserver flag, given as --apiserver-arg=--FLAG=VALUE; repeatable (the policy "
+        "recipe of docs/cost.md turns ValidatingAdmissionPolicy on so)",
+    )
     for name, text in (
         ("status", "say what runs and whether the APIServices are Available"),
         ("down", "stop it and remove its folder"),

@@ -41,6 +41,12 @@ from devcluster.patience import patience
 KUBECTL = shutil.which("kubectl")
 
 FRONT_PROXY_CN = "front-proxy-client"
+# kube-apiserver v1.28 serves ValidatingAdmissionPolicy (beta, off by default) with these flags: pass them as
+# ControlPlane(extra_args=...) or `hack/dev-cluster.sh up --apiserver-arg=...` (docs/cost.md's policy recipe).
+VALIDATING_ADMISSION_POLICY_ARGS = (
+    "--feature-gates=ValidatingAdmissionPolicy=true",
+    "--runtime-config=admissionregistration.k8s.io/v1beta1=true",
+)
 
 T = TypeVar("T")
 

@@ -99,6 +99,9 @@ def add_parser(sub: Any) -> None:
     )
     add_connection_flags(snapshot)
     snapshot.set_defaults(func=run_snapshot)
+    from apiserver.cli import sizes
+
+    sizes.add_parser(actions)
 
 
 def run_snapshot(args: argparse.Namespace) -> int:

@@ -6,7 +6,14 @@ VMI webhook and template service (:func:`apiserver.render.launcher.launch`): the
 requests and limits. The Namespace objects and ResourceQuotas among the inputs are used as the cluster
 would use them (``AutoResourceLimits``, the auto memory-limits ratio label), and the pods are admitted
 against the quotas of their namespace in input order, as kube-apiserver's quota admission would admit
-them at start.
+them at start; a VM whose VMI exists (``status.created``) is counted as running, its pod already in the
+quotas' ``status.used``.
+
+The inputs are files (``-f``, ``List`` documents as ``kubectl get -o yaml`` prints them included) or, with
+``--cluster``, a namespace of the current cluster read through the kubeconfig
+(:mod:`apiserver.cli.clusterread`, shared with ``catalog snapshot``): its VMs, the instancetypes,
+preferences and ControllerRevisions they use, the KubeVirt CR, the Namespace and its ResourceQuotas with
+their live ``status.used``.
 """
 
 from __future__ import annotations

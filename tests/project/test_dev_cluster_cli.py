@@ -99,3 +99,12 @@ def test_the_built_in_crds_declare_what_the_shared_ones_do() -> None:
         for c in built_in
         if c["spec"]["names"]["kind"] == "VirtualMachine"
     )
+
+
+def test_up_passes_more_kube_apiserver_flags_on() -> None:
+    from devcluster.cli import build_parser
+    from devcluster.controlplane import VALIDATING_ADMISSION_POLICY_ARGS
+
+    given = [f"--apiserver-arg={flag}" for flag in VALIDATING_ADMISSION_POLICY_ARGS]
+    assert build_parser().parse_args(["up", *given]).apiserver_arg == list(VALIDATING_ADMISSION_POLICY_ARGS)
+    assert build_parser().parse_args(["up"]).apiserver_arg == []

@@ -14,6 +14,8 @@ Each fenced block preceded by ``<!-- recipe: KIND -->`` is run:
 - ``python``: with this Python from that folder; a line ``EXPR    # LITERAL`` must give that literal.
 - ``output``: a ``$ command`` and the output shown below it, compared exactly (stdout, then stderr).
 - ``devcluster``: run by tests/realk8s/test_dev_cluster.py (``hack/dev-cluster.sh``, a real control plane).
+- ``policy``: admission policy YAML, applied as written by tests/realk8s/test_policy.py to a real
+  kube-apiserver with ValidatingAdmissionPolicy on.
 - ``ci``: a CI configuration (a GitHub Actions workflow, a GitLab CI job, a ``.pre-commit-config.yaml``
   using this repository's ``.pre-commit-hooks.yaml``): its commands run with bash as the CI system would
   (steps in order, ``if: failure()``/``always()`` honoured, a failing command failing the job), minus
@@ -62,8 +64,8 @@ EXPECTED = {
 
 KINDS = ("server", "offline", "python", "output", "ci")
 # Marked blocks run by another module: ``devcluster`` by tests/realk8s/test_dev_cluster.py, in order on one
-# project copy (they start and stop a real control plane).
-RUN_ELSEWHERE = ("devcluster",)
+# project copy (they start and stop a real control plane); ``policy`` by tests/realk8s/test_policy.py.
+RUN_ELSEWHERE = ("devcluster", "policy")
 
 
 @dataclass(frozen=True)

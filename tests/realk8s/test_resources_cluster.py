@@ -64,7 +64,9 @@ def set_quota(cluster: ControlPlane, namespace: str, hard: str) -> None:
     )
 
 
-def resources(cluster: ControlPlane, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def resources(
+    cluster: ControlPlane, *args: str, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*COMMAND, "resources", *args],
         input=stdin if stdin is not None else "",
@@ -100,9 +102,7 @@ def test_a_namespace_of_the_cluster_against_its_quota(control_plane: ControlPlan
     assert "a-small would be refused" not in text.stderr
 
     # As JSON lines: the amounts. The usage the large VM meets is status.used plus the small VM's pod.
-    lines = resources(
-        control_plane, "--cluster", "-n", namespace, "--kubeconfig", kubeconfig, "-o", "jsonl"
-    )
+    lines = resources(control_plane, "--cluster", "-n", namespace, "--kubeconfig", kubeconfig, "-o", "jsonl")
     assert lines.returncode == 1, lines.stderr
     vms = by_name(lines.stdout)
     small = parse_quantity(vms["a-small"]["pod"]["total"]["requests"]["memory"]).value
