@@ -22,7 +22,7 @@ import argparse
 import json
 import sys
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from apiserver.cli.catalog import read_catalog_objects
@@ -49,13 +49,18 @@ from apiserver.cli.output import printable, to_yaml
 from apiserver.cli.report import EXIT_ADMITTED, EXIT_REFUSED, EXIT_UNUSABLE
 from apiserver.documents.manifests import FileRead, Manifest, read_files
 from apiserver.render import ExpandError, ObjectIndex, expand
+from apiserver.render.aaq import CALCULATORS, DEFAULT_CALCULATOR, calculator_of, gates, launcher_usage
+from apiserver.render.kubernetes.quantity import parse_quantity
 from apiserver.render.kubernetes.quantitymath import ResourceList, add, resource_list, resource_text
-from apiserver.render.kubernetes.quota import Pod, admit
+from apiserver.render.kubernetes.quota import Pod, QuotaUse, admit
 from apiserver.render.launcher import ARCHITECTURES, launch
 from apiserver.render.objects import CONTROLLER_REVISION, VIRTUAL_MACHINE
 from apiserver.render.virtconfig import cluster_config
 
 TEXT, JSON, JSONL, YAML = "text", "json", "jsonl", "yaml"
+AAQ_GROUP_VERSION = "aaq.kubevirt.io/v1alpha1"
+ARQ = "ApplicationAwareResourceQuota"
+AAQ_KIND = "AAQ"
 FORMATS = (TEXT, JSON, JSONL, YAML)
 
 EXAMPLES = """\
@@ -130,6 +135,12 @@ def add_parser(sub: Any) -> None:
         help=f"{TEXT} (a table per VM, then per namespace), {JSON} or {YAML} (one document: vms, "
         f"namespaces), {JSONL} (one line per VM, then one per namespace)",
     )
+    parser.add_argument(
+        "--aaq-calculator",
+        choices=CALCULATORS,
+        help="how application-aware-quota charges a VM's pod (default: as the AAQ CR among the inputs or "
+        f"in the cluster says, else {DEFAULT_CALCULATOR}; docs/cost.md)",
+    )
     add_connection_flags(parser)
     parser.set_defaults(func=run)
 
@@ -183,6 +194,9 @@ async def _read_cluster(
             objects.append(found)
         path = f"/api/v1/namespaces/{ns}/resourcequotas"
         objects.extend(await list_objects(client, path, "v1", "ResourceQuota", keep_status=True))
+        path = f"/apis/{AAQ_GROUP_VERSION}/namespaces/{ns}/applicationawareresourcequotas"
+        objects.extend(await _optional(client, path, ARQ, notes))
+    objects.extend((await _optional(client, f"/apis/{AAQ_GROUP_VERSION}/aaqs", AAQ_KIND, notes))[:1])
     for vm in vms:
         ns = str(vm["metadata"].get("namespace") or "")
         for name in sorted(_revision_names(vm)):
@@ -197,6 +211,21 @@ async def _read_cluster(
             if revision is not None:
                 objects.append(revision)
     return [*objects, *vms], notes
+
+
+async def _optional(client: Any, path: str, kind: str, notes: list[str]) -> list[dict[str, Any]]:
+    """A list of application-aware-quota's kinds: none, silently, where its CRD is not installed."""
+    from apiserver.sources.cluster.client import ApiError
+
+    try:
+        return await list_objects(client, path, AAQ_GROUP_VERSION, kind, keep_status=True)
+    except ApiError as err:
+        if err.code == 404:
+            return []
+        if err.code != 403:
+            raise
+        notes.append(f"Warning: {kind} objects not read ({err.code}): not compared")
+        return []
 
 
 def _revision_names(vm: Mapping[str, Any]) -> set[str]:
@@ -220,6 +249,17 @@ def running(vm: Mapping[str, Any]) -> bool:
     namespace's ResourceQuotas' ``status.used``: it is not admitted a second time."""
     status = vm.get("status")
     return isinstance(status, Mapping) and status.get("created") is True
+
+
+def _charged(calculator: str, reports: Mapping[str, Mapping[str, Any]]) -> Callable[[Pod], ResourceList]:
+    """What application-aware-quota's calculator charges for each VM's pod (by the pod's label)."""
+
+    def charged(pod: Pod) -> ResourceList:
+        v = reports[pod.label]
+        overhead = parse_quantity(v["pod"].get("memoryOverhead") or "0")
+        return launcher_usage(calculator, v["_vmi"], pod, overhead)
+
+    return charged
 
 
 def _requests_limits(pod: Mapping[str, Any]) -> tuple[ResourceList, ResourceList]:
@@ -261,6 +301,7 @@ def _vm_report(
         out["status"] = err.status
         return out
     out["pod"] = launched.pod.to_json()
+    out["_vmi"] = launched.vmi  # for AAQ's calculators; not written
     out["assumed"] = list(launched.assumed)
     return out
 
@@ -284,9 +325,12 @@ def _run(args: argparse.Namespace) -> int:
         files,
         explicit_namespace=args.namespace,
         field_validation="Ignore",
-        read_also=frozenset({"Namespace", "ResourceQuota"}),
+        read_also=frozenset({"Namespace", "ResourceQuota", ARQ, AAQ_KIND}),
     )
     kubevirt = explicit if explicit is not None else pick_kubevirt(prepared.kubevirts)
+    aaq_crs = prepared.index.of_kind(AAQ_KIND, None)
+    aaq_cr = aaq_crs[0] if aaq_crs else None
+    calculator = args.aaq_calculator or calculator_of(aaq_cr)
     unusable = [e for e in prepared.entries if not isinstance(e, Manifest)]
     for entry in unusable:
         print(f"error: {entry.label()}: {(entry.status or {}).get('message', '')}", file=sys.stderr)
@@ -314,14 +358,30 @@ def _run(args: argparse.Namespace) -> int:
                 v["fits"] = True  # its pod runs: the quotas' status.used counts it
             else:
                 to_admit.append(v)
-        verdicts, uses = admit(
-            [p for p, v in zip(pods, rendered, strict=True) if not v.get("running")],
-            prepared.index.of_kind("ResourceQuota", ns),
-        )
+        starting = [p for p, v in zip(pods, rendered, strict=True) if not v.get("running")]
+        verdicts, uses = admit(starting, prepared.index.of_kind("ResourceQuota", ns))
         for v, verdict in zip(to_admit, verdicts, strict=True):
             v["fits"] = verdict.fits
             if verdict.reasons:
                 v["refusedBy"] = verdict.reasons
+        arqs = prepared.index.of_kind(ARQ, ns)
+        ns_obj = next(
+            (
+                n
+                for n in prepared.index.of_kind("Namespace", None)
+                if (n.get("metadata") or {}).get("name") == ns
+            ),
+            None,
+        )
+        gated = gates(aaq_cr, ns_obj)
+        aaq_uses: list[QuotaUse] = []
+        if arqs and gated is not False:
+            charged = _charged(calculator, {f"{ns}/{v['name']}": v for v in to_admit})
+            aaq_verdicts, aaq_uses = admit(starting, arqs, usage_of=charged, constraints=False)
+            for v, verdict in zip(to_admit, aaq_verdicts, strict=True):
+                if not verdict.fits:
+                    v["fits"] = False
+                    v["gatedBy"] = verdict.reasons
         total_requests: ResourceList = {}
         total_limits: ResourceList = {}
         for pod in pods:
@@ -340,6 +400,22 @@ def _run(args: argparse.Namespace) -> int:
                 for u in uses
             ],
         }
+        if arqs:
+            namespaces[ns]["applicationAwareQuotas"] = {
+                "calculator": calculator,
+                # None: the Namespace was not among the inputs; taken as gated
+                "gated": gated,
+                "quotas": [
+                    {
+                        "name": u.name,
+                        "hard": resource_text(u.hard),
+                        "usedAfterAdmitted": resource_text(u.used),
+                    }
+                    for u in aaq_uses
+                ],
+            }
+    for v in vms:
+        v.pop("_vmi", None)
     _write(args.output, vms, list(namespaces.values()))
     refused = any("status" in v or not v.get("fits", True) for v in vms)
     if unusable:
@@ -411,13 +487,22 @@ def _write(output: str, vms: list[dict[str, Any]], namespaces: list[dict[str, An
                 _cell(n["requests"], "memory"),
                 _cell(n["limits"], "cpu") if n["limited"]["cpu"] else "none",
                 _cell(n["limits"], "memory") if n["limited"]["memory"] else "none",
-                ",".join(q["name"] for q in n["quotas"]) or "<none>",
+                ",".join(
+                    [q["name"] for q in n["quotas"]]
+                    + [f"{q['name']}(aaq)" for q in (n.get("applicationAwareQuotas") or {}).get("quotas", ())]
+                )
+                or "<none>",
             )
         )
     _table(ns_rows)
     for v in vms:
         for reason in v.get("refusedBy", ()):
             print(f"{v['namespace']}/{v['name']} would be refused at start: {reason}", file=sys.stderr)
+        for reason in v.get("gatedBy", ()):
+            print(
+                f"{v['namespace']}/{v['name']} would stay gated at start (application-aware quota): {reason}",
+                file=sys.stderr,
+            )
 
 
 def _table(rows: Sequence[Sequence[str]]) -> None:

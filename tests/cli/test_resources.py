@@ -200,3 +200,83 @@ def test_where_the_vms_come_from_is_said_once(
     code, out, err = run(capsys, *args)
     assert code == 2 and out == ""
     assert err == f"error: {message}\n"
+
+
+def arq(name: str, hard: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "aaq.kubevirt.io/v1alpha1",
+        "kind": "ApplicationAwareResourceQuota",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"hard": hard},
+    }
+
+
+def aaq_cr(calculator: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "aaq.kubevirt.io/v1alpha1",
+        "kind": "AAQ",
+        "metadata": {"name": "aaq"},
+        "spec": {"configuration": {"vmiCalculatorConfiguration": {"configName": calculator}}},
+    }
+
+
+def gated_namespace(**labels: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default", "labels": labels}}
+
+
+def test_an_application_aware_quota_charges_the_guest_and_holds_the_pod_back(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    folder = tmp_path / "in"
+    shutil.copytree(EXAMPLES, folder)
+    guests = [parse_quantity(a["vmi"]["spec.domain.memory"]["guest"]).value for a in ANSWERS.values()]
+    # Room for every guest but one byte (not for their pods: DedicatedVirtualResources charges the
+    # guest only): the VM admitted last is held back.
+    limit = int(sum(guests)) - 1
+    (folder / "aaq.yaml").write_text(
+        yaml.safe_dump_all(
+            [
+                arq("vm-memory", {"requests.memory/vmi": str(limit)}),
+                aaq_cr("DedicatedVirtualResources"),
+                gated_namespace(**{"application-aware-quota/enable-gating": ""}),
+            ]
+        )
+    )
+    code, out, _ = run(capsys, "-f", str(folder), "-o", "jsonl")
+    assert code == 1
+    lines = jsonl(out)
+    vms = [v for v in lines if v["kind"] == "VirtualMachine"]
+    assert [v["fits"] for v in vms] == [True, True, False]
+    assert "refusedBy" not in vms[2]
+    (reason,) = vms[2]["gatedBy"]
+    assert reason.startswith("exceeded quota: vm-memory, requested: requests.memory/vmi=")
+    assert reason.endswith(f"limited: requests.memory/vmi={limit}")
+    (ns,) = [line for line in lines if line["kind"] == "Namespace"]
+    assert ns["applicationAwareQuotas"]["calculator"] == "DedicatedVirtualResources"
+    assert ns["applicationAwareQuotas"]["gated"] is True
+    assert ns["applicationAwareQuotas"]["quotas"][0]["name"] == "vm-memory"
+
+    # The text says it on stderr, and lists the quota in the namespace's row.
+    code, out, err = run(capsys, "-f", str(folder))
+    assert code == 1
+    assert f"default/{vms[2]['name']} would stay gated at start (application-aware quota): {reason}" in err
+    assert "vm-memory(aaq)" in out
+
+    # --aaq-calculator overrides the CR: VmiPodUsage charges no requests.memory/vmi, so all fit.
+    code, _, err = run(capsys, "-f", str(folder), "--aaq-calculator", "VmiPodUsage")
+    assert code == 0, err
+
+    # A namespace AAQ does not gate holds nothing back.
+    (folder / "aaq.yaml").write_text(
+        yaml.safe_dump_all(
+            [
+                arq("vm-memory", {"requests.memory/vmi": str(limit)}),
+                aaq_cr("DedicatedVirtualResources"),
+                gated_namespace(),
+            ]
+        )
+    )
+    code, out, err = run(capsys, "-f", str(folder), "-o", "jsonl")
+    assert code == 0, err
+    (ns,) = [line for line in jsonl(out) if line["kind"] == "Namespace"]
+    assert ns["applicationAwareQuotas"]["gated"] is False

@@ -117,6 +117,9 @@ def test_a_namespace_of_the_cluster_against_its_quota(control_plane: ControlPlan
     (ns_line,) = [json.loads(x) for x in lines.stdout.splitlines() if json.loads(x)["kind"] == "Namespace"]
     assert ns_line["namespace"] == namespace and ns_line["vms"] == 2
     assert [q["name"] for q in ns_line["quotas"]] == ["team-quota"]
+    # No application-aware-quota here (its CRDs are not installed): passed over without a word.
+    assert "applicationAwareQuotas" not in ns_line
+    assert "ApplicationAwareResourceQuota" not in lines.stderr
 
     # What kubectl prints (List documents), piped in, gets the same verdicts and pods.
     printed = (

@@ -11,7 +11,7 @@ each admitted one adds to the usage the next is checked against, starting from t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,8 +52,8 @@ class QuotaUse:
 
 
 def pod_usage(pod: Pod) -> ResourceList:
-    """``podComputeUsageHelper`` plus the pod count."""
-    usage: ResourceList = {"pods": new_quantity(1, "DecimalSI")}
+    """``PodUsageFunc``: ``podComputeUsageHelper`` plus the pod counts (``pods``, ``count/pods``)."""
+    usage: ResourceList = {"pods": new_quantity(1, "DecimalSI"), "count/pods": new_quantity(1, "DecimalSI")}
     for name, q in pod.requests.items():
         usage[f"requests.{name}"] = q
         if name in _STANDARD:
@@ -86,8 +86,16 @@ def _text(q: Quantity) -> str:
     return q.canonical()
 
 
-def admit(pods: Sequence[Pod], quotas: Sequence[Mapping[str, Any]]) -> tuple[list[Verdict], list[QuotaUse]]:
-    """Each pod's verdict, in order, and each quota's usage after the admitted ones."""
+def admit(
+    pods: Sequence[Pod],
+    quotas: Sequence[Mapping[str, Any]],
+    *,
+    usage_of: Callable[[Pod], ResourceList] = pod_usage,
+    constraints: bool = True,
+) -> tuple[list[Verdict], list[QuotaUse]]:
+    """Each pod's verdict, in order, and each quota's usage after the admitted ones. ``usage_of``: the
+    evaluator's usage of a pod (kube-apiserver's pod evaluator by default; AAQ's calculators charge
+    otherwise); ``constraints``: whether the evaluator's ``Constraints`` ask for ``must specify``."""
     uses = []
     for quota in quotas:
         name = str((quota.get("metadata") or {}).get("name") or "")
@@ -97,9 +105,9 @@ def admit(pods: Sequence[Pod], quotas: Sequence[Mapping[str, Any]]) -> tuple[lis
     verdicts = []
     for pod in pods:
         verdict = Verdict(pod.label)
-        usage = pod_usage(pod)
+        usage = usage_of(pod)
         for use in uses:
-            missing = _missing(pod, use.hard)
+            missing = _missing(pod, use.hard) if constraints else []
             if missing:
                 verdict.fits = False
                 verdict.reasons.append(f"failed quota: {use.name}: must specify {'; '.join(missing)}")
