@@ -121,6 +121,18 @@ def test_a_namespace_of_the_cluster_against_its_quota(control_plane: ControlPlan
     assert "applicationAwareQuotas" not in ns_line
     assert "ApplicationAwareResourceQuota" not in lines.stderr
 
+    # Every namespace (-A): the same lines for this namespace's VMs (other tests' VMs are there too).
+    every = resources(control_plane, "--cluster", "-A", "--kubeconfig", kubeconfig, "-o", "jsonl")
+    assert every.returncode == 1, every.stderr
+    mine = {
+        line["name"]: line
+        for line in map(json.loads, every.stdout.splitlines())
+        if line["kind"] == "VirtualMachine" and line["namespace"] == namespace
+    }
+    assert set(mine) == {"a-small", "b-large"}
+    for name, line in mine.items():
+        assert line == vms[name]
+
     # What kubectl prints (List documents), piped in, gets the same verdicts and pods.
     printed = (
         control_plane.kubectl("get", "namespace", namespace, "-o", "yaml").stdout
