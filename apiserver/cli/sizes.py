@@ -6,7 +6,8 @@ minimal VM, rendered as ``resources`` renders a VM (expand, then KubeVirt's VM c
 template service): the VM names the instancetype and nothing else (no preference, no disks, no
 interfaces of its own: KubeVirt's default pod network interface), in a namespace without labels or
 ResourceQuotas, on the KubeVirt CR's default architecture. A real VM's devices, network bindings and
-preference add to its pod's overhead: the figures are a floor, the pod of a minimal VM.
+preference change its pod's overhead (most add to it; no graphics device takes 32Mi from it): the
+figures are the pod of that minimal VM, not a bound.
 
 The data's keys, all ``[-._a-zA-Z0-9]`` as ConfigMap keys must be: ``cluster.<name>.memory`` and
 ``cluster.<name>.cpu`` for a VirtualMachineClusterInstancetype, ``ns.<namespace>.<name>.memory`` and
@@ -53,7 +54,7 @@ ASSUMPTION_ANNOTATION = "kubevirt-expand.io/assumption"
 ASSUMPTION = (
     "each figure is the virt-launcher pod of a minimal VM naming the instancetype and nothing else (no "
     "preference, no devices of its own, the default pod network interface), in a namespace without "
-    "labels or quotas, on the KubeVirt CR's default architecture; a VM's devices and preference add to it"
+    "labels or quotas, on the KubeVirt CR's default architecture; a VM's own devices and preference change it"
 )
 
 
