@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from devcluster.controlplane import VALIDATING_ADMISSION_POLICY_ARGS
 from tests.realk8s.controlplane import CRDS_FILE, ControlPlane, tail, unavailable
 from tests.realk8s.deployed import DeployedServer
 from tests.support.clusters import shared_control_plane
@@ -62,6 +63,14 @@ def isolated_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Control
     # v1.28 stops listening but then never exits while a watch is open, and each stop would be a kill
     # after 20 s.
     yield from _plane(tmp_path_factory, "isolated", "--shutdown-watch-termination-grace-period=2s")
+
+
+@pytest.fixture(scope="session")
+def private_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """A control plane of its own, with ValidatingAdmissionPolicy on, for the tests that install what
+    the others must not meet: docs/cost.md's admission policy (it judges every VM of the cluster),
+    application-aware-quota's CRDs (new API groups in discovery)."""
+    yield from _plane(tmp_path_factory, "private", *VALIDATING_ADMISSION_POLICY_ARGS)
 
 
 @pytest.fixture(scope="session")

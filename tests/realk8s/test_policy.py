@@ -3,33 +3,24 @@
 written), and kubectl refuses a VM whose instancetype's virt-launcher pod would request more memory than
 the cap (an instancetype of exactly the cap too: the pod adds KubeVirt's overhead) and admits a small one.
 
-A control plane of its own (the policy applies to every VM of the cluster; the others' tests must not meet
-it), started with :data:`devcluster.controlplane.VALIDATING_ADMISSION_POLICY_ARGS`."""
+On a control plane of its own (the policy applies to every VM of the cluster; the others' tests must not
+meet it): ``private_plane``, started with :data:`devcluster.controlplane.VALIDATING_ADMISSION_POLICY_ARGS`."""
 
 from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
-from devcluster.controlplane import VALIDATING_ADMISSION_POLICY_ARGS
 from tests.cli.test_expand_gate import COMMAND
 from tests.project.test_readme_recipes import REPO, page_recipes
-from tests.realk8s.conftest import _plane
 from tests.realk8s.controlplane import ControlPlane, poll
 
 CAP = 4 * 1024**3  # the recipe's cap: 4Gi
 POLICY = "vm-pod-memory-cap"
-
-
-@pytest.fixture(scope="module")
-def policy_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    yield from _plane(tmp_path_factory, "policy", *VALIDATING_ADMISSION_POLICY_ARGS)
 
 
 def cluster_instancetype(name: str, memory: str) -> dict[str, Any]:
@@ -61,9 +52,9 @@ def create(cluster: ControlPlane, body: str, *extra: str) -> subprocess.Complete
 
 
 def test_the_recipe_refuses_a_vm_whose_pod_exceeds_the_cap(
-    policy_plane: ControlPlane, tmp_path: Path
+    private_plane: ControlPlane, tmp_path: Path
 ) -> None:
-    cluster = policy_plane
+    cluster = private_plane
     team = cluster.new_namespace("team")
     cluster.kubectl("create", "namespace", "kubevirt-expand")
     cluster.apply(

@@ -9,6 +9,7 @@ pods already running, and checks that the command counts it."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from typing import Any
 
@@ -167,3 +168,115 @@ def test_the_cluster_form_says_what_it_cannot_read(control_plane: ControlPlane) 
     assert missing.returncode == 2
     assert "kubeconfig /nonexistent/kubeconfig: no such file" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+AAQ_GROUP = "aaq.kubevirt.io"
+
+
+def aaq_crd(kind: str, plural: str, namespaced: bool) -> dict[str, Any]:
+    """A stand-in for application-aware-quota's CRD (same group, version, names, scope and status
+    subresource; any object accepted): what ``resources --cluster`` reads of it."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{AAQ_GROUP}"},
+        "spec": {
+            "group": AAQ_GROUP,
+            "scope": "Namespaced" if namespaced else "Cluster",
+            "names": {"kind": kind, "plural": plural, "singular": kind.lower()},
+            "versions": [
+                {
+                    "name": "v1alpha1",
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {
+                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                    },
+                }
+            ],
+        },
+    }
+
+
+def inline_vm(namespace: str, name: str, memory: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachine",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "runStrategy": "Halted",
+            "template": {"spec": {"domain": {"memory": {"guest": memory}, "devices": {}}}},
+        },
+    }
+
+
+def test_application_aware_quotas_of_the_cluster(private_plane: ControlPlane) -> None:
+    cluster = private_plane
+    cluster.apply(
+        aaq_crd("ApplicationAwareResourceQuota", "applicationawareresourcequotas", True),
+        aaq_crd("AAQ", "aaqs", False),
+    )
+    cluster.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+    namespace = cluster.new_namespace("aaq")
+    cluster.kubectl("label", "namespace", namespace, "application-aware-quota/enable-gating=")
+    cluster.apply(
+        inline_vm(namespace, "a-small", "1Gi"),
+        inline_vm(namespace, "b-large", "3Gi"),
+        {
+            "apiVersion": f"{AAQ_GROUP}/v1alpha1",
+            "kind": "AAQ",
+            "metadata": {"name": "aaq"},
+            "spec": {
+                "configuration": {"vmiCalculatorConfiguration": {"configName": "DedicatedVirtualResources"}}
+            },
+        },
+        {
+            "apiVersion": f"{AAQ_GROUP}/v1alpha1",
+            "kind": "ApplicationAwareResourceQuota",
+            "metadata": {"name": "vm-memory", "namespace": namespace},
+            "spec": {"hard": {"requests.memory/vmi": "3Gi"}},
+        },
+    )
+    # AAQ's controller is not running here: its part, the quota's status, written as it would.
+    status = {"status": {"hard": {"requests.memory/vmi": "3Gi"}, "used": {"requests.memory/vmi": USED}}}
+    cluster.kubectl(
+        "patch",
+        "applicationawareresourcequotas",
+        "vm-memory",
+        "-n",
+        namespace,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps(status),
+    )
+    args = ["--cluster", "-n", namespace, "--kubeconfig", str(cluster.admin_kubeconfig)]
+    lines = resources(cluster, *args, "-o", "jsonl")
+    assert lines.returncode == 1, lines.stderr
+    vms = by_name(lines.stdout)
+    # The guests' memory is charged (DedicatedVirtualResources, from the AAQ CR), not the pods'.
+    assert vms["a-small"]["fits"] is True
+    assert vms["b-large"]["fits"] is False and "refusedBy" not in vms["b-large"]
+    (reason,) = vms["b-large"]["gatedBy"]
+    requested, used, limited = re.fullmatch(
+        r"exceeded quota: vm-memory, requested: requests.memory/vmi=(\S+), "
+        r"used: requests.memory/vmi=(\S+), limited: requests.memory/vmi=(\S+)",
+        reason,
+    ).groups()  # type: ignore[union-attr]
+    assert parse_quantity(requested).value == parse_quantity("3Gi").value
+    # What AAQ counted already (status.used) and the small VM's guest, admitted first.
+    assert parse_quantity(used).value == parse_quantity(USED).value + parse_quantity("1Gi").value
+    assert limited == "3Gi"
+    (ns_line,) = [json.loads(x) for x in lines.stdout.splitlines() if json.loads(x)["kind"] == "Namespace"]
+    aaq = ns_line["applicationAwareQuotas"]
+    assert aaq["calculator"] == "DedicatedVirtualResources" and aaq["gated"] is True
+    text = resources(cluster, *args)
+    assert text.returncode == 1
+    assert (
+        f"{namespace}/b-large would stay gated at start (application-aware quota): exceeded quota: vm-memory"
+        in (text.stderr)
+    )
+    # Without the gating label, AAQ holds nothing back in the namespace.
+    cluster.kubectl("label", "namespace", namespace, "application-aware-quota/enable-gating-")
+    assert resources(cluster, *args).returncode == 0
