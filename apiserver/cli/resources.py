@@ -76,7 +76,7 @@ examples:
 
   # What kubectl prints works too (List documents)
   { kubectl get namespace team-a -o yaml; echo ---; kubectl get vm,virtualmachineinstancetypes,resourcequotas \
-      -n team-a -o yaml; } | kubevirt-expand resources -f -
+      -n team-a -o yaml; } | kubevirt-expand resources -
 
 exit status:
   0  every VM renders and its pod fits the ResourceQuotas of its namespace
@@ -101,6 +101,12 @@ def add_parser(sub: Any) -> None:
     )
     parser.add_argument(
         "-f", "--filename", action="append", metavar="FILE|DIR|-", help="manifests to read (or --cluster)"
+    )
+    parser.add_argument(
+        "inputs",
+        nargs="*",
+        metavar="FILE|DIR|-",
+        help="manifests to read, as -f (`kubectl get vm,... -o yaml | kubevirt-expand resources -`)",
     )
     parser.add_argument(
         "--cluster",
@@ -307,6 +313,7 @@ def _vm_report(
 
 
 def _run(args: argparse.Namespace) -> int:
+    args.filename = [*(args.filename or ()), *args.inputs]
     if args.cluster == bool(args.filename):
         raise UsageError("give either -f FILE|DIR|- or --cluster")
     if args.all_namespaces and not args.cluster:

@@ -159,7 +159,7 @@ def test_a_list_on_stdin_is_read_as_kubectl_prints_it(
 
     pods = quota("pods", {"pods": "2"})
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(_examples_list(pods).encode())))
-    code, out, _ = run(capsys, "-f", "-", "-o", "jsonl")
+    code, out, _ = run(capsys, "-o", "jsonl", "-")  # `-` as an argument, as -f
     assert code == 1
     vms = [v for v in jsonl(out) if v["kind"] == "VirtualMachine"]
     assert sorted(v["name"] for v in vms) == sorted(ANSWERS)

@@ -142,7 +142,7 @@ def test_a_namespace_of_the_cluster_against_its_quota(control_plane: ControlPlan
             "get", "vm,virtualmachineinstancetypes,resourcequotas", "-n", namespace, "-o", "yaml"
         ).stdout
     )
-    piped = resources(control_plane, "-f", "-", "-o", "jsonl", stdin=printed)
+    piped = resources(control_plane, "-", "-o", "jsonl", stdin=printed)
     assert piped.returncode == 1, piped.stderr
     for name, line in by_name(piped.stdout).items():
         assert {k: v for k, v in line.items() if k != "source"} == {
