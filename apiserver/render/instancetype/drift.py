@@ -150,12 +150,18 @@ def matcher_drift(member: str, vm: Mapping[str, Any], lookup: ObjectLookup) -> D
 
     if not name:
         return answer(INFERRED, f"the {member} is inferred from a volume; no object to compare with")
-    if kind not in family.kinds.values() or not names.valid_name(name) or (scoped and not names.valid_namespace(scoped)):
+    if (
+        kind not in family.kinds.values()
+        or not names.valid_name(name)
+        or (scoped and not names.valid_namespace(scoped))
+    ):
         return answer(NOT_COMPARABLE, f"the {member} matcher names no object that can exist")
     rev_name = captured_revision(member, vm, lookup)
     shown = answer("", "").describe()
     if not rev_name:
-        return answer(NO_REVISION, f"no ControllerRevision of {shown} captured yet: the VM uses the live object")
+        return answer(
+            NO_REVISION, f"no ControllerRevision of {shown} captured yet: the VM uses the live object"
+        )
     if not names.valid_name(rev_name) or not names.valid_namespace(namespace):
         return answer(NOT_COMPARABLE, f"ControllerRevision {rev_name!r} cannot exist", rev_name)
     rev = lookup.get(ObjectRef(CONTROLLER_REVISION, namespace, rev_name))
@@ -164,7 +170,9 @@ def matcher_drift(member: str, vm: Mapping[str, Any], lookup: ObjectLookup) -> D
     obj = lookup.get(ObjectRef(kind, scoped, name))
     if obj is None:
         return answer(
-            OBJECT_NOT_FOUND, f"{shown} no longer exists; the VM keeps ControllerRevision {rev_name}", rev_name
+            OBJECT_NOT_FOUND,
+            f"{shown} no longer exists; the VM keeps ControllerRevision {rev_name}",
+            rev_name,
         )
     try:
         same = same_spec(member, rev, obj)

@@ -4,8 +4,10 @@ The label selector syntax is apimachinery's ``labels.Parse``: requirements joine
 ``key``, ``!key``, ``key=value``, ``key==value``, ``key!=value``, ``key in (a,b)``, ``key notin (a,b)``,
 ``key>N`` or ``key<N``; keys and values validated as label keys and values are. The field selector
 takes ``metadata.name`` and ``metadata.namespace`` with ``=``, ``==`` or ``!=``, as kube-apiserver
-takes them for a custom resource. A bad selector is :class:`SelectorError` with kube-apiserver's
-wording, answered 400 BadRequest.
+takes them for a custom resource, and the drift fields (:data:`FIELDS`): ``status.stale`` (``true`` or
+``false``), ``spec.instancetype.name``/``.kind`` and ``spec.preference.name``/``.kind`` (a kind in any
+spelling a matcher accepts, compared canonical; a VM without the matcher has ``""``). A bad selector
+is :class:`SelectorError` with kube-apiserver's wording, answered 400 BadRequest.
 """
 
 from __future__ import annotations
@@ -15,8 +17,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from apiserver.render.admission.k8svalidation import is_qualified_name, is_valid_label_value
+from apiserver.render.golang.gotext import go_lower
+from apiserver.render.instancetype.find import INSTANCETYPE_FAMILY, PREFERENCE_FAMILY
+from apiserver.render.objects import canonical_kind
 
-FIELDS = ("metadata.name", "metadata.namespace")
+KEY_FIELDS = ("metadata.name", "metadata.namespace")
+STALE = "status.stale"
+# The fields an item carries beyond its key (apiserver.sources.rendered.items.selectable).
+ITEM_FIELDS = (
+    STALE,
+    "spec.instancetype.name",
+    "spec.instancetype.kind",
+    "spec.preference.name",
+    "spec.preference.kind",
+)
+FIELDS = KEY_FIELDS + ITEM_FIELDS
+_KINDS = {
+    "spec.instancetype.kind": INSTANCETYPE_FAMILY.kinds,
+    "spec.preference.kind": PREFERENCE_FAMILY.kinds,
+}
+_NO_FIELDS: Mapping[str, str] = {}
 
 
 class SelectorError(ValueError):
@@ -151,16 +171,28 @@ def parse_label_selector(text: str) -> LabelSelector:
 
 @dataclass(frozen=True, slots=True)
 class FieldSelector:
-    """``metadata.name``/``metadata.namespace`` requirements: (field, wanted, equal)."""
+    """Requirements on :data:`FIELDS`: (field, wanted, equal)."""
 
     requirements: tuple[tuple[str, str, bool], ...] = ()
 
-    def matches(self, namespace: str, name: str) -> bool:
+    def matches(self, namespace: str, name: str, fields: Mapping[str, str] | None = None) -> bool:
+        """Whether an item with this key and these selectable fields (``items.selectable``) is selected."""
+        found = _NO_FIELDS if fields is None else fields
         for field, wanted, equal in self.requirements:
-            value = name if field == "metadata.name" else namespace
+            if field == "metadata.name":
+                value = name
+            elif field == "metadata.namespace":
+                value = namespace
+            else:
+                value = found.get(field, "")
             if (value == wanted) != equal:
                 return False
         return True
+
+    @property
+    def reads_drift(self) -> bool:
+        """Whether it selects on ``status.stale``, which a caller shown an item redacted may not learn."""
+        return any(field == STALE for field, _, _ in self.requirements)
 
     def name(self) -> str | None:
         """The one name an equality on ``metadata.name`` asks for (a list of one item), if any."""
@@ -180,6 +212,20 @@ ALL_FIELDS = FieldSelector()
 _FIELD = re.compile(r"^\s*(?P<field>[^\s!=]+)\s*(?P<op>==|=|!=)\s*(?P<value>[^\s,]*)\s*$")
 
 
+def _value(field: str, value: str) -> str:
+    """The value as items carry it: ``status.stale`` true or false, a kind canonical."""
+    if field == STALE:
+        if value not in ("true", "false"):
+            raise SelectorError(
+                f'invalid value for field selector "{STALE}": "{value}": must be true or false'
+            )
+        return value
+    kinds = _KINDS.get(field)
+    if kinds is not None and value:
+        return canonical_kind(kinds.get(value) or kinds.get(go_lower(value)) or value)
+    return value
+
+
 def parse_field_selector(text: str) -> FieldSelector:
     """``fields.ParseSelector`` restricted to the fields this collection can select on."""
     if not text.strip():
@@ -191,8 +237,7 @@ def parse_field_selector(text: str) -> FieldSelector:
             raise SelectorError(f"invalid selector: {text!r}; can't understand {part.strip()!r}")
         field = found["field"]
         if field not in FIELDS:
-            raise SelectorError(
-                f'"{field}" is not a known field selector: only "metadata.name", "metadata.namespace"'
-            )
-        requirements.append((field, found["value"], found["op"] != "!="))
+            known = ", ".join(f'"{f}"' for f in FIELDS)
+            raise SelectorError(f'"{field}" is not a known field selector: only {known}')
+        requirements.append((field, _value(field, found["value"]), found["op"] != "!="))
     return FieldSelector(tuple(requirements))
