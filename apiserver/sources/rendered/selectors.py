@@ -6,7 +6,8 @@ The label selector syntax is apimachinery's ``labels.Parse``: requirements joine
 takes ``metadata.name`` and ``metadata.namespace`` with ``=``, ``==`` or ``!=``, as kube-apiserver
 takes them for a custom resource, and the drift fields (:data:`FIELDS`): ``status.stale`` (``true`` or
 ``false``), ``spec.instancetype.name``/``.kind`` and ``spec.preference.name``/``.kind`` (a kind in any
-spelling a matcher accepts, compared canonical; a VM without the matcher has ``""``). A bad selector
+spelling a matcher accepts, compared canonical; a VM without the matcher has ``""``), each also by the
+path the item shows it at (``summary.stale``, ``summary.instancetype.name``, ...). A bad selector
 is :class:`SelectorError` with kube-apiserver's wording, answered 400 BadRequest.
 """
 
@@ -31,6 +32,15 @@ ITEM_FIELDS = (
     "spec.preference.name",
     "spec.preference.kind",
 )
+# Where the item shows each (its summary), taken as the same field: a selector may name either.
+ITEM_PATHS = {
+    STALE: "summary.stale",
+    "spec.instancetype.name": "summary.instancetype.name",
+    "spec.instancetype.kind": "summary.instancetype.kind",
+    "spec.preference.name": "summary.preference.name",
+    "spec.preference.kind": "summary.preference.kind",
+}
+_ALIASES = {path: field for field, path in ITEM_PATHS.items()}
 FIELDS = KEY_FIELDS + ITEM_FIELDS
 _KINDS = {
     "spec.instancetype.kind": INSTANCETYPE_FAMILY.kinds,
@@ -235,7 +245,7 @@ def parse_field_selector(text: str) -> FieldSelector:
         found = _FIELD.match(part)
         if not found:
             raise SelectorError(f"invalid selector: {text!r}; can't understand {part.strip()!r}")
-        field = found["field"]
+        field = _ALIASES.get(found["field"], found["field"])
         if field not in FIELDS:
             known = ", ".join(f'"{f}"' for f in FIELDS)
             raise SelectorError(f'"{field}" is not a known field selector: only {known}')

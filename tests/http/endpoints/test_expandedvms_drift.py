@@ -102,6 +102,8 @@ async def test_selectors_by_instancetype_name_and_kind(server: tuple[RunningServ
     srv, _ = server
     assert await names(srv, "spec.instancetype.name%3Dsmall") == ["a-0", "a-1", "fresh"]
     assert await names(srv, "spec.instancetype.name%3Dlarge") == ["b-0"]
+    # the same field by the path the item shows it at
+    assert await names(srv, "summary.instancetype.name%3Dlarge,summary.stale%3Dfalse") == ["b-0"]
     # a kind in any spelling a matcher takes
     for kind in ("VirtualMachineInstancetype", "virtualmachineinstancetypes", "virtualmachineinstancetype"):
         assert await names(srv, f"spec.instancetype.kind%3D{kind},spec.instancetype.name%3Dsmall") == [
