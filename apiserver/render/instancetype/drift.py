@@ -111,24 +111,28 @@ def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _map(value: Any) -> Mapping[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (a VM of any shape is read without error)."""
+    return value if isinstance(value, Mapping) else {}
+
+
 def captured_revision(member: str, vm: Mapping[str, Any], lookup: ObjectLookup) -> str:
     """The name of the revision the VM's matcher uses ("" when none), as the finders choose it."""
     family = INSTANCETYPE_FAMILY if member == "instancetype" else PREFERENCE_FAMILY
-    matcher = (vm.get("spec") or {}).get(family.matcher)
+    matcher = _map(vm.get("spec")).get(family.matcher)
     if not isinstance(matcher, Mapping):
         return ""
     pinned = _str(matcher.get("revisionName"))
     if pinned:
         return pinned
-    status = vm.get("status")
-    ref = status.get(family.status_ref) if isinstance(status, Mapping) else None
-    name = _str((ref.get("controllerRevisionRef") or {}).get("name")) if isinstance(ref, Mapping) else ""
-    namespace = _str((vm.get("metadata") or {}).get("namespace"))
+    ref = _map(_map(vm.get("status")).get(family.status_ref))
+    name = _str(_map(ref.get("controllerRevisionRef")).get("name"))
+    namespace = _str(_map(vm.get("metadata")).get("namespace"))
     if not names.valid_name(name) or not names.valid_namespace(namespace):
         return ""
     rev = lookup.get(ObjectRef(CONTROLLER_REVISION, namespace, name))
-    labels = ((rev or {}).get("metadata") or {}).get("labels") or {}
-    if isinstance(labels, Mapping) and labels.get(OBJECT_NAME_LABEL) == _str(matcher.get("name")):
+    labels = _map(_map(_map(rev).get("metadata")).get("labels"))
+    if labels.get(OBJECT_NAME_LABEL) == _str(matcher.get("name")):
         return name
     return ""
 
@@ -136,10 +140,10 @@ def captured_revision(member: str, vm: Mapping[str, Any], lookup: ObjectLookup) 
 def matcher_drift(member: str, vm: Mapping[str, Any], lookup: ObjectLookup) -> Drift | None:
     """The drift of the VM's ``member`` matcher (instancetype or preference); None without one."""
     family = INSTANCETYPE_FAMILY if member == "instancetype" else PREFERENCE_FAMILY
-    matcher = (vm.get("spec") or {}).get(family.matcher)
+    matcher = _map(vm.get("spec")).get(family.matcher)
     if not isinstance(matcher, Mapping):
         return None
-    namespace = _str((vm.get("metadata") or {}).get("namespace"))
+    namespace = _str(_map(vm.get("metadata")).get("namespace"))
     raw_kind = _str(matcher.get("kind"))
     kind = canonical_kind(family.kinds.get(raw_kind) or family.kinds.get(go_lower(raw_kind)) or raw_kind)
     name = _str(matcher.get("name"))

@@ -523,6 +523,8 @@ class RenderedStore:
         ):
             return None, {}
         try:
+            if not _captures(vm):  # no revision: nothing to read or compare (NoRevision, Inferred)
+                return drift_of(vm, rendered, _NO_READS, None), {}
             return await evaluate_and_record(self.source, partial(drift_of, vm, rendered))
         except SourceUnavailable:
             raise
@@ -719,6 +721,34 @@ class RenderedStore:
             "unchanged": self.unchanged,
             "dependencies": len(self._deps),
         }
+
+
+class _NoReads:
+    """A lookup for a drift that reads nothing (a VM that captured no revision): any read is a bug."""
+
+    def get(self, ref: o.ObjectRef) -> Mapping[str, Any] | None:
+        raise RuntimeError(f"the drift of a VM without a revision read {ref}")
+
+    def presets(self, namespace: str) -> Sequence[Mapping[str, Any]]:
+        raise RuntimeError("the drift read presets")
+
+
+_NO_READS = _NoReads()
+
+
+def _captures(vm: Mapping[str, Any]) -> bool:
+    """Whether a matcher of ``vm`` names a revision (``revisionName``, or a status ref's)."""
+    spec = vm.get("spec") or {}
+    status = vm.get("status") or {}
+    for member, ref in (("instancetype", "instancetypeRef"), ("preference", "preferenceRef")):
+        matcher = spec.get(member) if isinstance(spec, Mapping) else None
+        if isinstance(matcher, Mapping) and matcher.get("revisionName"):
+            return True
+        found = status.get(ref) if isinstance(status, Mapping) else None
+        revision = found.get("controllerRevisionRef") if isinstance(found, Mapping) else None
+        if isinstance(revision, Mapping) and revision.get("name"):
+            return True
+    return False
 
 
 async def _release(*held: list[Any]) -> None:

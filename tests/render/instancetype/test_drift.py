@@ -162,3 +162,26 @@ def test_a_status_ref_of_another_object_is_not_the_captured_revision() -> None:
     vm["spec"]["instancetype"] = dict(MATCHER)
     found = matcher_drift("instancetype", vm, ObjectIndex([instancetype(), other, rev]))
     assert found is not None and found.reason == NO_REVISION
+
+
+@pytest.mark.parametrize(
+    "vm",
+    [
+        {"spec": "x"},
+        {"metadata": [], "spec": {"instancetype": {"name": 5, "kind": 7}}},
+        {"spec": {"instancetype": {"name": "small"}}, "status": {"instancetypeRef": "x"}},
+        {
+            "spec": {"instancetype": {"name": "small"}},
+            "status": {"instancetypeRef": {"controllerRevisionRef": 3}},
+        },
+        {
+            "spec": {"instancetype": {"name": "small", "revisionName": "Not A Name"}},
+            "metadata": {"namespace": NS},
+        },
+        {"spec": {"preference": {"name": "../x"}}, "metadata": {"namespace": NS}},
+    ],
+)
+def test_a_vm_of_any_shape_gets_an_answer_not_an_exception(vm: dict[str, Any]) -> None:
+    """The store computes the drift of every VM it holds, renderable or not: a malformed VM is not stale."""
+    for found in vm_drift(vm, ObjectIndex([])):
+        assert found is None or not found.stale
