@@ -5,7 +5,8 @@ How it stays current. Every watch cache of the cluster source tells the store of
 an instancetype, a preference, a preset list, the KubeVirt CR) with kube-apiserver's resourceVersion.
 Changes queue up in the order they arrived and one task works through them: a VM change re-renders that
 VM; any other object re-renders exactly the VMs whose last rendering read it, found in the dependency
-index (object -> VMs) that every rendering updates; the KubeVirt CR re-renders the VMs with an
+index (object -> VMs) that every rendering updates (with what the VM's drift read: the live object of a
+matcher pinned to a revision, so an edit of it changes the item though not the rendering); the KubeVirt CR re-renders the VMs with an
 instancetype or preference, and only when the configuration rendering reads from it changed. A new
 rendering that answers the same as the old one is dropped, so each change of what a VM renders to is
 one event, and nothing else is.
