@@ -222,11 +222,26 @@ async def evaluate_with_source(
     """Run the pure ``work`` (given a lookup and the KubeVirt CR) over ``source``: fetch what it asks for
     (``LookupPending``) through the caller's ``gate``, as :func:`render_and_record` does, and run it again.
     Raises what ``work`` raises, SourceUnavailable and AccessRefused."""
+    value, _ = await evaluate_and_record(source, work, gate=gate)
+    return value
+
+
+async def evaluate_and_record(
+    source: Source,
+    work: Callable[[ObjectLookup, Mapping[str, Any] | None], T],
+    *,
+    gate: AccessGate | None = None,
+    kubevirt: Mapping[str, Any] | object | None = MISSING,
+) -> tuple[T, dict[ObjectRef, Mapping[str, Any] | None]]:
+    """:func:`evaluate_with_source`, also returning what ``work`` read (each ref with the object found;
+    None: absent). ``kubevirt``: the CR when the caller already read it."""
     fetched = _Fetched(peekable(source), gate)
-    cr = await kubevirt_of(source)
+    cr: Mapping[str, Any] | None = (
+        await kubevirt_of(source) if kubevirt is MISSING else kubevirt  # type: ignore[assignment]
+    )
     for _ in range(_MAX_ROUNDS):
         try:
-            return work(fetched, cr)
+            return work(fetched, cr), fetched.objects
         except LookupPending as pending:
             if pending.ref is not None:
                 await fetched.fetch(source, pending.ref)

@@ -22,6 +22,7 @@ from apiserver.sources.cluster.rbac import RULES, rules_for
 from tests.support.clusters import Cluster
 from tests.support.fakekube import FLAVOR_RESOURCES
 from tests.support.fakekube.testing import eventually, obj
+from tests.support.patience import patience
 
 IT = "instancetype.kubevirt.io/v1beta1"
 # No progress probes (a quorum list of each quiet kind every ~5 s): they would count as reads in the
@@ -272,6 +273,10 @@ async def test_vm_cache_flag(cluster: Cluster, objects: Objects) -> None:
     await cluster.create(vm("vm", cluster.namespace))
     source = await started(cluster, vm_cache=True)
     try:
+        # The collection's store renders every VM of the cluster once synced, reading the revisions of
+        # those pinned to one (other tests' VMs on the shared real cluster): counted from after that.
+        assert source.rendered is not None
+        await asyncio.wait_for(source.rendered.ready.wait(), patience(30))
         # GETs only: a cache's relist (a watch expired on a cluster busy with other tests) is a list
         before = requests(source, "get")
         assert (await source.get_vm(cluster.namespace, "vm")) is not None

@@ -91,6 +91,8 @@ def test_kubectl_get_table_wide_yaml_selectors_chunks(
         "CPU-REQUEST",
         "MEMORY-REQUEST",
         "STATUS",
+        "STALE",
+        "UPGRADE",
         "AGE",
     ]
     by_name = {r[0]: r for r in table[1:]}
@@ -101,14 +103,14 @@ def test_kubectl_get_table_wide_yaml_selectors_chunks(
     assert by_name["broken"][1:5] == ["absent", "<none>", "<none>", "Invalid"]
 
     wide = rows(control_plane.kubectl("get", "evm", "-n", namespace, "-o", "wide").stdout)
-    assert wide[0][:9] == table[0] and wide[0][9:12] == [
+    assert wide[0][:11] == table[0] and wide[0][11:14] == [
         "TOPOLOGY",
         "INSTANCETYPE-SOURCE",
         "PREFERENCE-SOURCE",
     ]
-    assert {r[0]: r[9] for r in wide[1:]}["big"] == "1/8/1" or {r[0]: r[9] for r in wide[1:]}[
-        "big"
-    ] == "8/1/1"
+    # STALE is false (no revision captured), UPGRADE null (kubectl prints it blank): TOPOLOGY is word 10
+    big = {r[0]: r for r in wide[1:]}["big"]
+    assert big[8] == "false" and big[10] in ("1/8/1", "8/1/1")
 
     web = rows(control_plane.kubectl("get", RESOURCE, "-n", namespace, "-l", "tier=web").stdout)
     assert sorted(r[0] for r in web[1:]) == ["broken", "vm-1", "vm-3"]

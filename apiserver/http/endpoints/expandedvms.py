@@ -231,6 +231,8 @@ def _row(item: Item, now: float, include: str) -> dict[str, Any]:
         c[9],
         c[10],
         c[4],
+        c[11],
+        c[12],
         age(item.created, now),
         c[5],
         c[6],
@@ -434,11 +436,15 @@ class ExpandedVMHandlers:
         more = False
         remaining = 0
         needs_filter = not query.labels.empty or bool(query.fields.requirements)
+        gate = scope.gate if query.fields.reads_drift else None
         for index, item in enumerate(window):
             if needs_filter and not (
-                query.fields.matches(item.key[0], item.key[1]) and query.labels.matches(item.labels)
+                query.fields.matches(item.key[0], item.key[1], item.fields)
+                and query.labels.matches(item.labels)
             ):
                 continue
+            if gate is not None and not await self._whole(gate, item):
+                continue  # whether it is stale is part of what the caller may not see of it
             if query.limit and len(picked) >= query.limit:
                 more = True
                 if not needs_filter:
@@ -490,6 +496,11 @@ class ExpandedVMHandlers:
             return whole
         return redacted(item, version)
 
+    async def _whole(self, gate: AccessGate, item: Item) -> bool:
+        """Whether the caller is shown ``item`` whole (not :func:`redacted`)."""
+        due = gate.due(item.reviews)
+        return not due or await gate.allows(due)
+
     async def _bodies(self, gate: AccessGate | None, picked: Sequence[Item]) -> list[bytes]:
         if gate is None or not any(gate.due(i.reviews) for i in picked):
             return [i.body for i in picked]
@@ -504,7 +515,9 @@ class ExpandedVMHandlers:
         if query.version in ("", "0"):
             snap = store.snapshot(scope)
             cursor = store.last_seq
-            initial = [i for i in snap.window(query.fields.namespace()) if _selected(i.key, i.labels, query)]
+            initial = [i for i in snap.window(query.fields.namespace()) if _selected(i, query)]
+            if query.fields.reads_drift and scope.gate is not None:
+                initial = [i for i in initial if await self._whole(scope.gate, i)]
         else:
             wanted = self._parse(query.version)
             await self._wait(store, wanted)
@@ -562,6 +575,12 @@ class ExpandedVMHandlers:
                     kind = None if narrowed is False else _event_type(entry, query)
                     if kind is None:
                         continue
+                    if (
+                        query.fields.reads_drift
+                        and gate is not None
+                        and not await self._whole(gate, entry.item)
+                    ):
+                        continue  # whether it is stale is part of what the caller may not see of it
                     body = await self._visible(gate, entry.item, entry.version, entry.body)
                     await writer.event(kind, body, entry.item, entry.version)
                     sent_version = entry.version
@@ -605,23 +624,24 @@ def _too_old(asked: str, current: str) -> dict[str, Any]:
     return status(410, "Expired", f"too old resource version: {asked} ({current})")
 
 
-def _selected(key: Key, labels: Mapping[str, str] | None, query: Query) -> bool:
-    return query.fields.matches(key[0], key[1]) and query.labels.matches(labels)
+def _selected(item: Item, query: Query) -> bool:
+    return query.fields.matches(item.key[0], item.key[1], item.fields) and query.labels.matches(item.labels)
 
 
 def _event_type(entry: Any, query: Query) -> str | None:
     """The event a watcher with these selectors sees for ``entry``, an event its scope covers (None:
-    none), as kube-apiserver's cacher turns a change into ADDED or DELETED when labels move an object
-    into or out of a selector."""
-    key = entry.item.key
-    if not query.fields.matches(key[0], key[1]):
-        return None
-    if query.labels.empty:
+    none), as kube-apiserver's cacher turns a change into ADDED or DELETED when labels or fields move an
+    object into or out of a selector (a VM becoming stale enters ``status.stale=true``)."""
+    item = entry.item
+    ns, name = item.key
+    if query.labels.empty and not query.fields.requirements:
         return str(entry.type)
-    now = entry.type != "DELETED" and query.labels.matches(entry.item.labels)
-    before = entry.before_labels is not None and query.labels.matches(entry.before_labels)
+    now = query.fields.matches(ns, name, item.fields) and query.labels.matches(item.labels)
     if entry.type == "DELETED":
-        return "DELETED" if query.labels.matches(entry.item.labels) else None
+        return "DELETED" if now else None
+    before = entry.before_labels is not None and (
+        query.fields.matches(ns, name, entry.before_fields) and query.labels.matches(entry.before_labels)
+    )
     if now and before:
         return "MODIFIED"
     if now:
@@ -648,6 +668,7 @@ def _with_body(item: Item, body: bytes) -> Item:
         (),
         None,
         it.table_cells(summary, cond),
+        item.fields,
         item.reviews,
     )
     return copy
@@ -671,12 +692,15 @@ def redacted(item: Item, version: str | None = None) -> bytes:
     summary.pop("cpu", None)
     summary.pop("memory", None)
     summary.pop("launcherPod", None)
+    summary.pop("stale", None)  # the live objects' state, which the caller may not read
+    summary.pop("upgrade", None)
     for key in ("instancetype", "preference"):  # which was found (a pinned revision, or live) is not told
         matcher = summary.get(key)
         if isinstance(matcher, dict):
             matcher.pop("source", None)
             matcher.pop("revisionName", None)
             matcher.pop("deprecated", None)  # a label of an object the caller may not read
+            matcher.pop("stale", None)
     doc["status"] = {
         "conditions": [
             {"type": "Rendered", "status": "Unknown", "reason": "Forbidden", "message": REDACTED_MESSAGE}

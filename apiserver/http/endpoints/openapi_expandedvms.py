@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from apiserver.sources.rendered import items as evm
+from apiserver.sources.rendered.selectors import ITEM_FIELDS, ITEM_PATHS
 
 PREFIX = "io.kubevirt-expand.expand.v1."
 ITEM = PREFIX + evm.KIND
@@ -39,6 +40,14 @@ def definitions() -> dict[str, Any]:
             "inferFromVolume": _string("The volume the VM infers the object from, when it names none."),
             "revisionName": _string("The ControllerRevision the rendering read it from (the VM is pinned)."),
             "source": _string("ControllerRevision (pinned revision) or Object (the live object)."),
+            "stale": {
+                "type": "boolean",
+                "description": (
+                    "Whether the live object changed since the revision the VM captured was taken (its "
+                    "spec differs, compared as KubeVirt's revision.Compare does); false when the VM has "
+                    "no revision yet, or the object is gone (the Stale condition's reason says which)."
+                ),
+            },
         },
     }
     return {
@@ -67,6 +76,11 @@ def definitions() -> dict[str, Any]:
                 },
             },
             "x-kubernetes-group-version-kind": [GVK],
+            # The field selectors beyond metadata's, each with the path of the item that holds its value
+            # (as a CRD's spec.selectableFields lists them; kube-apiserver publishes no such extension).
+            "x-kubevirt-expand-selectable-fields": [
+                {"fieldSelector": f, "jsonPath": "." + ITEM_PATHS[f]} for f in ITEM_FIELDS
+            ],
         },
         LIST: {
             "description": "A list of ExpandedVirtualMachines.",
@@ -92,9 +106,28 @@ def definitions() -> dict[str, Any]:
                 "preference": _ref(PREFIX + "Matcher"),
                 "cpu": _ref(PREFIX + "CPU"),
                 "memory": _ref(PREFIX + "Memory"),
+                "stale": {
+                    "type": "boolean",
+                    "description": (
+                        "Whether the instancetype's or the preference's revision is stale (absent for a "
+                        "VM with neither)."
+                    ),
+                },
+                "upgrade": _ref(PREFIX + "Upgrade"),
             },
         },
         PREFIX + "Matcher": matcher,
+        PREFIX + "Upgrade": {
+            "description": (
+                "For a stale VM: what taking the latest revisions would do, as KubeVirt's VM controller "
+                "judges it (the change preview), assuming the VM runs as its current revisions render it."
+            ),
+            "type": "object",
+            "properties": {
+                "verdict": _string("live, restart, refused or error."),
+                "message": _string("KubeVirt's RestartRequired message, the refusal's, or the sync error's."),
+            },
+        },
         PREFIX + "CPU": {
             "description": "The rendered vCPU topology (members the rendering leaves unset count as 1).",
             "type": "object",
@@ -119,7 +152,10 @@ def definitions() -> dict[str, Any]:
                 "conditions": {
                     "type": "array",
                     "items": _ref(PREFIX + "Condition"),
-                    "description": "One condition, Rendered.",
+                    "description": (
+                        "Rendered; Deprecated where an object read is deprecated; Stale for a VM with an "
+                        "instancetype or preference."
+                    ),
                 }
             },
         },
@@ -127,15 +163,18 @@ def definitions() -> dict[str, Any]:
             "description": (
                 "Rendered: True, or False with the reason and message of the Status GET expand-spec "
                 "would answer, or Unknown (reason Forbidden) when the rendering read objects the caller "
-                "may not get."
+                "may not get. Stale: True (RevisionOutdated) when a live object changed since the "
+                "revision the VM captured was taken, the message naming it and the upgrade's verdict; "
+                "else False with the reason: RevisionCurrent, NoRevision (none captured yet), "
+                "ObjectNotFound (the live object is gone), NotComparable or Inferred."
             ),
             "type": "object",
             "required": ["type", "status"],
             "properties": {
-                "type": _string("Rendered."),
+                "type": _string("Rendered, Deprecated or Stale."),
                 "status": _string("True, False or Unknown."),
-                "reason": _string("Rendered, the failure Status' reason, or Forbidden."),
-                "message": _string("The failure Status' message."),
+                "reason": _string("Rendered, the failure Status' reason, Forbidden; for Stale see above."),
+                "message": _string("The failure Status' message; for Stale, what is behind and why."),
             },
         },
     }
@@ -154,7 +193,12 @@ LIST_PARAMETERS: list[dict[str, Any]] = [
         "in": "query",
         "type": "string",
         "uniqueItems": True,
-        "description": "metadata.name and metadata.namespace, with =, == or !=.",
+        "description": (
+            "metadata.name, metadata.namespace, status.stale (true or false), spec.instancetype.name, "
+            "spec.instancetype.kind, spec.preference.name and spec.preference.kind (a kind in any "
+            "spelling a matcher accepts), with =, == or !=; the last five also by the path of the item "
+            "that shows them (summary.stale, summary.instancetype.name, ...)."
+        ),
     },
     {
         "name": "limit",

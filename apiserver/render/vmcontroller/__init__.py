@@ -27,5 +27,6 @@ instancetype/controller/vm: ``checkResourcesExist``     :func:`.instancetype.che
 ======================================================  ==================================================
 
 :mod:`.preview` puts them together for a caller: the rendered difference between the VM as it runs
-and as proposed, and KubeVirt's verdict.
+and as proposed, and KubeVirt's verdict; :mod:`.drift` asks it, for a VM whose captured revisions are
+stale, what taking the latest would do.
 """

@@ -20,6 +20,7 @@ from apiserver.render.launcher import launch
 from apiserver.render.objects import ObjectRef
 from apiserver.render.summary import summarize
 from apiserver.render.virtconfig import cluster_config
+from apiserver.render.vmcontroller.drift import VMDrift
 from apiserver.sources.access import Reviews, reviews_of
 
 GROUP = "expand.kubevirt-expand.io"
@@ -63,6 +64,8 @@ class Item:
     warnings: tuple[str, ...]
     error: ExpandError | None
     cells: tuple[Any, ...]  # Table cells but NAME and AGE (see TABLE_COLUMNS)
+    # The values field selectors read beyond the key (see apiserver.sources.rendered.selectors.FIELDS).
+    fields: Mapping[str, str]
     # What a caller must pass to be shown the rendering (the tenancy model, apiserver.sources.access:
     # the PVC and the like inferFromVolume read, a revision holding no instancetype or preference; with
     # --authorize-references every object read).
@@ -94,6 +97,20 @@ TABLE_COLUMNS: tuple[tuple[str, str, str, str, int], ...] = (
     ("CPU-Request", "string", "", "CPU the VM's virt-launcher pod requests (KubeVirt's template service)", 0),
     ("Memory-Request", "string", "", "Memory the VM's virt-launcher pod requests, its overhead included", 0),
     ("Status", "string", "", "Rendered, or the reason the rendering failed", 0),
+    (
+        "Stale",
+        "boolean",
+        "",
+        "Whether the live instancetype or preference changed since the revision the VM captured was taken",
+        0,
+    ),
+    (
+        "Upgrade",
+        "string",
+        "",
+        "For a stale VM, what taking the latest revisions would do: live, restart, refused or error",
+        0,
+    ),
     ("Age", "string", "", "Time since the VM was created", 0),
     ("Topology", "string", "", "sockets/cores/threads", 1),
     ("Instancetype-Source", "string", "", "ControllerRevision the instancetype was read from, or live", 1),
@@ -133,7 +150,20 @@ def table_cells(summary: Mapping[str, Any], condition: Mapping[str, Any]) -> tup
         "" if ok else str(condition.get("message") or ""),
         _request_cell(summary, "cpu"),
         _request_cell(summary, "memory"),
+        _stale_cell(summary),
+        _upgrade_cell(summary),
     )
+
+
+def _stale_cell(summary: Mapping[str, Any]) -> bool | None:
+    """A boolean column: null for a VM with neither matcher (and for an item shown redacted)."""
+    stale = summary.get("stale")
+    return stale if isinstance(stale, bool) else None
+
+
+def _upgrade_cell(summary: Mapping[str, Any]) -> str | None:
+    upgrade = summary.get("upgrade")
+    return str(upgrade.get("verdict")) if isinstance(upgrade, Mapping) else None
 
 
 def _request_cell(summary: Mapping[str, Any], name: str) -> str | None:
@@ -164,8 +194,12 @@ def make_item(
     objects: Mapping[ObjectRef, Any],
     version: str,
     kubevirt: Mapping[str, Any] | None = None,
+    drift: VMDrift | None = None,
+    drift_read: Mapping[ObjectRef, Any] | None = None,
 ) -> Item:
-    """Encode one item; ``rendered`` is the VM GET expand-spec returns, None when ``error`` says why not."""
+    """Encode one item; ``rendered`` is the VM GET expand-spec returns, None when ``error`` says why not.
+    ``drift``: the VM's drift; ``drift_read``: the objects computing it read beyond the rendering's
+    (the live objects of pinned VMs), which a caller must pass the reviews of as well."""
     meta = vm.get("metadata") or {}
     labels = meta.get("labels") or {}
     created = meta.get("creationTimestamp") or ""
@@ -175,6 +209,8 @@ def make_item(
     if labels:
         out_meta["labels"] = labels
     parts = summarize(vm, rendered, error, objects)
+    if drift is not None:
+        add_drift(parts, drift)
     if rendered is not None:
         pod = launcher_pod(rendered, kubevirt)
         if pod is not None:
@@ -208,8 +244,56 @@ def make_item(
         warnings=tuple(warnings),
         error=error,
         cells=table_cells(parts["summary"], parts["conditions"][0]),
-        reviews=reviews_of(objects),
+        fields=selectable(parts["summary"]),
+        reviews=reviews_of({**objects, **drift_read} if drift_read else objects),
     )
+
+
+def add_drift(parts: dict[str, Any], drift: VMDrift) -> None:
+    """The drift into an item's summary (each matcher's ``stale``, the VM's ``stale`` and, when stale,
+    ``upgrade``) and its ``Stale`` condition; nothing for a VM with neither matcher."""
+    condition = drift.condition()
+    if condition is None:
+        return
+    summary = parts["summary"]
+    for member in ("instancetype", "preference"):
+        found, shown = drift.of(member), summary.get(member)
+        if found is not None and isinstance(shown, dict):
+            shown["stale"] = found.stale
+    summary["stale"] = drift.stale
+    if drift.upgrade is not None:
+        summary["upgrade"] = {"verdict": drift.upgrade.verdict, "message": drift.upgrade.message}
+    parts["conditions"].append(condition)
+
+
+# Items of VMs on the same objects in the same state carry one mapping: a dict of five strings per item
+# would be ~650 bytes of each VM's ~4 KiB.
+_FIELDS: dict[tuple[str, ...], Mapping[str, str]] = {}
+_FIELDS_SIZE = 4096
+_FIELD_NAMES = (
+    "status.stale",
+    "spec.instancetype.name",
+    "spec.instancetype.kind",
+    "spec.preference.name",
+    "spec.preference.kind",
+)
+
+
+def selectable(summary: Mapping[str, Any]) -> Mapping[str, str]:
+    """The field selectors' values of an item (``""`` where the VM has no such matcher)."""
+    values = ["true" if summary.get("stale") is True else "false"]
+    for member in ("instancetype", "preference"):
+        found = summary.get(member)
+        found = found if isinstance(found, Mapping) else {}
+        name = str(found.get("name") or "")
+        values += [name, str(found.get("kind") or "") if name else ""]
+    key = tuple(values)
+    known = _FIELDS.get(key)
+    if known is None:
+        if len(_FIELDS) >= _FIELDS_SIZE:
+            _FIELDS.clear()
+        known = _FIELDS[key] = dict(zip(_FIELD_NAMES, key, strict=True))
+    return known
 
 
 def same_content(a: Item, b: Item) -> bool:

@@ -4,8 +4,11 @@ The label selector syntax is apimachinery's ``labels.Parse``: requirements joine
 ``key``, ``!key``, ``key=value``, ``key==value``, ``key!=value``, ``key in (a,b)``, ``key notin (a,b)``,
 ``key>N`` or ``key<N``; keys and values validated as label keys and values are. The field selector
 takes ``metadata.name`` and ``metadata.namespace`` with ``=``, ``==`` or ``!=``, as kube-apiserver
-takes them for a custom resource. A bad selector is :class:`SelectorError` with kube-apiserver's
-wording, answered 400 BadRequest.
+takes them for a custom resource, and the drift fields (:data:`FIELDS`): ``status.stale`` (``true`` or
+``false``), ``spec.instancetype.name``/``.kind`` and ``spec.preference.name``/``.kind`` (a kind in any
+spelling a matcher accepts, compared canonical; a VM without the matcher has ``""``), each also by the
+path the item shows it at (``summary.stale``, ``summary.instancetype.name``, ...). A bad selector
+is :class:`SelectorError` with kube-apiserver's wording, answered 400 BadRequest.
 """
 
 from __future__ import annotations
@@ -15,8 +18,35 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from apiserver.render.admission.k8svalidation import is_qualified_name, is_valid_label_value
+from apiserver.render.golang.gotext import go_lower
+from apiserver.render.instancetype.find import INSTANCETYPE_FAMILY, PREFERENCE_FAMILY
+from apiserver.render.objects import canonical_kind
 
-FIELDS = ("metadata.name", "metadata.namespace")
+KEY_FIELDS = ("metadata.name", "metadata.namespace")
+STALE = "status.stale"
+# The fields an item carries beyond its key (apiserver.sources.rendered.items.selectable).
+ITEM_FIELDS = (
+    STALE,
+    "spec.instancetype.name",
+    "spec.instancetype.kind",
+    "spec.preference.name",
+    "spec.preference.kind",
+)
+# Where the item shows each (its summary), taken as the same field: a selector may name either.
+ITEM_PATHS = {
+    STALE: "summary.stale",
+    "spec.instancetype.name": "summary.instancetype.name",
+    "spec.instancetype.kind": "summary.instancetype.kind",
+    "spec.preference.name": "summary.preference.name",
+    "spec.preference.kind": "summary.preference.kind",
+}
+_ALIASES = {path: field for field, path in ITEM_PATHS.items()}
+FIELDS = KEY_FIELDS + ITEM_FIELDS
+_KINDS = {
+    "spec.instancetype.kind": INSTANCETYPE_FAMILY.kinds,
+    "spec.preference.kind": PREFERENCE_FAMILY.kinds,
+}
+_NO_FIELDS: Mapping[str, str] = {}
 
 
 class SelectorError(ValueError):
@@ -151,16 +181,28 @@ def parse_label_selector(text: str) -> LabelSelector:
 
 @dataclass(frozen=True, slots=True)
 class FieldSelector:
-    """``metadata.name``/``metadata.namespace`` requirements: (field, wanted, equal)."""
+    """Requirements on :data:`FIELDS`: (field, wanted, equal)."""
 
     requirements: tuple[tuple[str, str, bool], ...] = ()
 
-    def matches(self, namespace: str, name: str) -> bool:
+    def matches(self, namespace: str, name: str, fields: Mapping[str, str] | None = None) -> bool:
+        """Whether an item with this key and these selectable fields (``items.selectable``) is selected."""
+        found = _NO_FIELDS if fields is None else fields
         for field, wanted, equal in self.requirements:
-            value = name if field == "metadata.name" else namespace
+            if field == "metadata.name":
+                value = name
+            elif field == "metadata.namespace":
+                value = namespace
+            else:
+                value = found.get(field, "")
             if (value == wanted) != equal:
                 return False
         return True
+
+    @property
+    def reads_drift(self) -> bool:
+        """Whether it selects on ``status.stale``, which a caller shown an item redacted may not learn."""
+        return any(field == STALE for field, _, _ in self.requirements)
 
     def name(self) -> str | None:
         """The one name an equality on ``metadata.name`` asks for (a list of one item), if any."""
@@ -180,6 +222,20 @@ ALL_FIELDS = FieldSelector()
 _FIELD = re.compile(r"^\s*(?P<field>[^\s!=]+)\s*(?P<op>==|=|!=)\s*(?P<value>[^\s,]*)\s*$")
 
 
+def _value(field: str, value: str) -> str:
+    """The value as items carry it: ``status.stale`` true or false, a kind canonical."""
+    if field == STALE:
+        if value not in ("true", "false"):
+            raise SelectorError(
+                f'invalid value for field selector "{STALE}": "{value}": must be true or false'
+            )
+        return value
+    kinds = _KINDS.get(field)
+    if kinds is not None and value:
+        return canonical_kind(kinds.get(value) or kinds.get(go_lower(value)) or value)
+    return value
+
+
 def parse_field_selector(text: str) -> FieldSelector:
     """``fields.ParseSelector`` restricted to the fields this collection can select on."""
     if not text.strip():
@@ -189,10 +245,9 @@ def parse_field_selector(text: str) -> FieldSelector:
         found = _FIELD.match(part)
         if not found:
             raise SelectorError(f"invalid selector: {text!r}; can't understand {part.strip()!r}")
-        field = found["field"]
+        field = _ALIASES.get(found["field"], found["field"])
         if field not in FIELDS:
-            raise SelectorError(
-                f'"{field}" is not a known field selector: only "metadata.name", "metadata.namespace"'
-            )
-        requirements.append((field, found["value"], found["op"] != "!="))
+            known = ", ".join(f'"{f}"' for f in FIELDS)
+            raise SelectorError(f'"{field}" is not a known field selector: only {known}')
+        requirements.append((field, _value(field, found["value"]), found["op"] != "!="))
     return FieldSelector(tuple(requirements))

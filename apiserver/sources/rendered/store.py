@@ -5,7 +5,8 @@ How it stays current. Every watch cache of the cluster source tells the store of
 an instancetype, a preference, a preset list, the KubeVirt CR) with kube-apiserver's resourceVersion.
 Changes queue up in the order they arrived and one task works through them: a VM change re-renders that
 VM; any other object re-renders exactly the VMs whose last rendering read it, found in the dependency
-index (object -> VMs) that every rendering updates; the KubeVirt CR re-renders the VMs with an
+index (object -> VMs) that every rendering updates (with what the VM's drift read: the live object of a
+matcher pinned to a revision, so an edit of it changes the item though not the rendering); the KubeVirt CR re-renders the VMs with an
 instancetype or preference, and only when the configuration rendering reads from it changed. A new
 rendering that answers the same as the old one is dropped, so each change of what a VM renders to is
 one event, and nothing else is.
@@ -34,6 +35,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, overload
 
 from apiserver.render import ExpandError
@@ -41,9 +43,10 @@ from apiserver.render import objects as o
 from apiserver.render.objects import ref_of
 from apiserver.render.templateservice.config import launcher_config
 from apiserver.render.virtconfig import cluster_config
+from apiserver.render.vmcontroller.drift import VMDrift, drift_of
 from apiserver.runtime.heap import return_freed
 from apiserver.sources.base import Source, SourceUnavailable
-from apiserver.sources.gather import render_and_record
+from apiserver.sources.gather import evaluate_and_record, render_and_record
 from apiserver.sources.rendered.items import Item, Key, make_item, same_content
 from apiserver.sources.rendered.versions import COMPONENTS, INDEX, InvalidVersion, Vector
 from apiserver.sources.scope import Scope
@@ -85,6 +88,7 @@ class Entry:
     version: str
     cause: tuple[int, int]  # (component index, resourceVersion) of the change behind it
     before_labels: Mapping[str, str] | None  # the item's labels before (None: it did not exist)
+    before_fields: Mapping[str, str] | None = None  # its selectable fields before (None: it did not exist)
 
     @property
     def body(self) -> bytes:
@@ -393,10 +397,20 @@ class RenderedStore:
                 if old is None:
                     added.append(key)
                 kind = MODIFIED if old is not None else ADDED
-                entries.append(Entry(seq, kind, item, before, cause, old.labels if old else None))
+                entries.append(
+                    Entry(
+                        seq,
+                        kind,
+                        item,
+                        before,
+                        cause,
+                        old.labels if old else None,
+                        old.fields if old else None,
+                    )
+                )
             elif old is not None:
                 dropped.append(key)
-                entries.append(Entry(seq, DELETED, old, before, cause, old.labels))
+                entries.append(Entry(seq, DELETED, old, before, cause, old.labels, old.fields))
             if time.monotonic() > budget:
                 budget = await _pause()
         if entries:
@@ -479,10 +493,12 @@ class RenderedStore:
             # virt-api's client puts TypeMeta back on what it reads; so does GET expand-spec.
             vm = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", **vm}
         rendered = await render_and_record(self.source, vm, exact_names=True)
+        result = rendered.result
+        drift, drift_read = await self._drift(key, vm, result.vm if result is not None else None)
         deps: list[Any] = [ref for ref in rendered.objects if ref.kind in _REF_KINDS]
+        deps += [ref for ref in drift_read if ref.kind in _REF_KINDS and ref not in rendered.objects]
         deps += [(_PRESETS, ns) for ns in rendered.preset_lists]
         self._index(key, tuple(deps), _uses_config(vm))
-        result = rendered.result
         return make_item(
             key,
             stored,
@@ -492,7 +508,30 @@ class RenderedStore:
             rendered.objects,
             version,
             self._current_kubevirt(),
+            drift,
+            drift_read,
         )
+
+    async def _drift(
+        self, key: Key, vm: Mapping[str, Any], rendered: Mapping[str, Any] | None
+    ) -> tuple[VMDrift | None, Mapping[Any, Any]]:
+        """The VM's drift (:mod:`apiserver.render.vmcontroller.drift`) and what it read: the live object of
+        each matcher pinned to a revision, which the VM now depends on too (an edit of it changes the
+        item though not the rendering). Nothing for a VM with neither matcher."""
+        spec = vm.get("spec")
+        if not isinstance(spec, Mapping) or (
+            spec.get("instancetype") is None and spec.get("preference") is None
+        ):
+            return None, {}
+        try:
+            if not _captures(vm):  # no revision: nothing to read or compare (NoRevision, Inferred)
+                return drift_of(vm, rendered, _NO_READS, None), {}
+            return await evaluate_and_record(self.source, partial(drift_of, vm, rendered))
+        except SourceUnavailable:
+            raise
+        except Exception:  # a bug, not the VM's: the item goes without its drift, the store keeps going
+            log.exception("collection: the drift of %s/%s could not be computed", *key)
+            return None, {}
 
     def _index(self, key: Key, deps: tuple[Any, ...], uses_config: bool) -> None:
         old = self._item_deps.get(key, ())
@@ -683,6 +722,34 @@ class RenderedStore:
             "unchanged": self.unchanged,
             "dependencies": len(self._deps),
         }
+
+
+class _NoReads:
+    """A lookup for a drift that reads nothing (a VM that captured no revision): any read is a bug."""
+
+    def get(self, ref: o.ObjectRef) -> Mapping[str, Any] | None:
+        raise RuntimeError(f"the drift of a VM without a revision read {ref}")
+
+    def presets(self, namespace: str) -> Sequence[Mapping[str, Any]]:
+        raise RuntimeError("the drift read presets")
+
+
+_NO_READS = _NoReads()
+
+
+def _captures(vm: Mapping[str, Any]) -> bool:
+    """Whether a matcher of ``vm`` names a revision (``revisionName``, or a status ref's)."""
+    spec = vm.get("spec") or {}
+    status = vm.get("status") or {}
+    for member, ref in (("instancetype", "instancetypeRef"), ("preference", "preferenceRef")):
+        matcher = spec.get(member) if isinstance(spec, Mapping) else None
+        if isinstance(matcher, Mapping) and matcher.get("revisionName"):
+            return True
+        found = status.get(ref) if isinstance(status, Mapping) else None
+        revision = found.get("controllerRevisionRef") if isinstance(found, Mapping) else None
+        if isinstance(revision, Mapping) and revision.get("name"):
+            return True
+    return False
 
 
 async def _release(*held: list[Any]) -> None:

@@ -25,6 +25,7 @@ from tests.support.auth_fixtures import GROUP, AuthEnv, auth_env
 from tests.support.fakekube import FakeKube
 from tests.support.fakekube.testing import instancetype, kubeconfig, obj, preference, synced
 from tests.support.patience import patience
+from tests.support.revisions import captured, status_ref
 
 NS, OTHER = "ns-a", "ns-b"
 SECRET = "top-secret-pvc-label"
@@ -73,11 +74,20 @@ PVC = obj(
 
 
 @asynccontextmanager
-async def served(tmp_path: Path, *, all_references: bool = False) -> AsyncIterator[tuple[AuthEnv, Any]]:
+async def served(
+    tmp_path: Path, *, all_references: bool = False, extra: tuple[dict[str, Any], ...] = ()
+) -> AsyncIterator[tuple[AuthEnv, Any]]:
     """The auth middleware over a ClusterSource with the VM cache (the Deployment's flags), its store
     rendered; SubjectAccessReviews answered by ``env.reviews`` rules the test adds."""
     async with FakeKube() as data:
-        for item in (instancetype("it-a", NS, cpus=2), preference("pref-a", NS), PVC, PLAIN, INFERRING):
+        for item in (
+            instancetype("it-a", NS, cpus=2),
+            preference("pref-a", NS),
+            PVC,
+            PLAIN,
+            INFERRING,
+            *extra,
+        ):
             data.create(item)
         source = ClusterSource(  # type: ignore[arg-type]
             kubeconfig=kubeconfig(data, tmp_path / "kc"), vm_cache=True, backoff=(0.02, 0.2), read_timeout=2.0
@@ -219,3 +229,54 @@ async def test_authorize_references_reviews_the_store_served_get_and_each_list_i
         assert "source" not in hidden["summary"]["instancetype"]
         code, listing = await call(env, "dave", ITEMS)
         assert by_name(listing)["plain"] == json.loads(item.body)
+
+
+# A VM pinned to a revision of it-a taken before it-a was edited (1 vCPU then, 2 now): stale.
+OLD_REVISION = captured("pinned", NS, instancetype("it-a", NS, cpus=1))
+PINNED = obj(
+    "VirtualMachine",
+    "pinned",
+    NS,
+    api="kubevirt.io/v1",
+    spec={
+        "template": {"spec": {"domain": {"devices": {}}}},
+        "instancetype": {"kind": "VirtualMachineInstancetype", "name": "it-a"},
+    },
+    status={
+        "instancetypeRef": status_ref({"kind": "VirtualMachineInstancetype", "name": "it-a"}, OLD_REVISION)
+    },
+)
+
+
+async def test_drift_is_shown_and_selected_only_for_who_may_read_the_live_object(tmp_path: Path) -> None:
+    """With --authorize-references, whether a pinned VM is stale comes from the live instancetype, which
+    its rendering did not read: the item's reviews include that read. bob, who may get the revision but
+    not the instancetype, gets the item redacted with nothing of its drift, and a selector on
+    status.stale (true or false) never selects it; dave gets it whole and selected."""
+    async with served(tmp_path, all_references=True, extra=(OLD_REVISION, PINNED)) as (env, store):
+        item = store._items[(NS, "pinned")]
+        assert [r.resource for r in item.reviews.every] == [
+            "controllerrevisions",
+            "virtualmachineinstancetypes",
+        ]
+        assert json.loads(item.body)["summary"]["stale"] is True
+        for user in ("bob", "dave"):
+            allow_expand_and_list(env, user)
+        env.reviews.allow(user="dave", namespace=NS)
+        env.reviews.allow(user="bob", resource="controllerrevisions", namespace=NS)
+        env.reviews.allow(user="bob", resource="virtualmachinepreferences", namespace=NS)
+
+        code, listing = await call(env, "dave", f"{ITEMS}?fieldSelector=status.stale%3Dtrue")
+        assert code == 200 and list(by_name(listing)) == ["pinned"]
+        assert by_name(listing)["pinned"] == json.loads(item.body)
+
+        code, listing = await call(env, "bob", ITEMS)
+        hidden = by_name(listing)["pinned"]
+        assert "stale" not in hidden["summary"] and "stale" not in hidden["summary"]["instancetype"]
+        assert [c["type"] for c in hidden["status"]["conditions"]] == ["Rendered"]
+        for wanted in ("true", "false"):
+            code, listing = await call(env, "bob", f"{ITEMS}?fieldSelector=status.stale%3D{wanted}")
+            assert code == 200 and "pinned" not in by_name(listing), wanted
+        # A selector on what the VM itself says (its matcher) selects it, redacted.
+        code, listing = await call(env, "bob", f"{ITEMS}?fieldSelector=spec.instancetype.name%3Dit-a")
+        assert sorted(by_name(listing)) == ["pinned", "plain"]
