@@ -2,11 +2,16 @@
 """Benchmark ``kubevirt-expand expand`` as a CI job runs it: start-up on one file, and ``-o yaml`` against
 ``-o jsonl`` on folders of 1,000 and 5,000 VMs, each figure a ratio to a baseline timed in the same run.
 
-    .venv/bin/python -m hack.benchmarks.cli [--rounds N] [--sizes 1000,5000] [--baseline-tree DIR]
+    .venv/bin/python -m hack.benchmarks.cli [--rounds N] [--sizes 1000,5000]
+                                            [--baseline-tree DIR | --baseline-rev REV]
 
 - start-up: ``expand -f vm.yaml`` (one VM and its instancetype and preference) against ``python -c pass``
-  (the interpreter alone), wall and CPU seconds; with ``--baseline-tree DIR`` (another checkout, e.g. one
-  before the server's imports were deferred) its command too, as a ratio.
+  (the interpreter alone), wall and CPU seconds, beside the import of the base install's dependencies
+  alone (pydantic's ``BaseModel``, PyYAML, orjson: the floor this code cannot go under); with
+  ``--baseline-tree DIR`` (another checkout) or ``--baseline-rev REV`` (a commit of this repository,
+  exported with ``git archive`` into a temporary folder, e.g. ``main`` or ``HEAD~3``) its command too,
+  as a ratio. Children run with bytecode caching on (``PYTHONDONTWRITEBYTECODE`` dropped) after a
+  warm-up run, as an installed package runs (pip compiles the bytecode when it installs).
 - output: ``expand -f DIR`` with ``-o yaml`` and with ``-o jsonl`` on the same folder (one VM per file,
   each with its own instancetype and preference beside it), the ratio yaml/jsonl; the command with
   PyYAML's pure-Python emitter swapped back in (``to_yaml_pure``, in a child) gives the ratio before
@@ -91,6 +96,18 @@ PURE = (
 )
 
 
+# What the base install's dependencies cost to import, with nothing of this project's.
+DEPENDENCIES = "import orjson, yaml; from pydantic import BaseModel, Field, ConfigDict, model_validator"
+
+
+def export(rev: str, into: Path) -> Path:
+    """The tree of commit ``rev`` of this repository, written into ``into`` (``git archive``)."""
+    into.mkdir()
+    archive = subprocess.run(["git", "archive", rev], cwd=ROOT, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
 def folder(root: Path, count: int) -> Path:
     vms = root / f"vms-{count}"
     vms.mkdir()
@@ -140,9 +157,12 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sizes", default="1000,5000")
-    parser.add_argument("--baseline-tree", type=Path, help="another checkout to time the start-up of")
+    baseline = parser.add_mutually_exclusive_group()
+    baseline.add_argument("--baseline-tree", type=Path, help="another checkout to time the start-up of")
+    baseline.add_argument("--baseline-rev", help="a commit of this repository to time the start-up of")
     args = parser.parse_args()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env = {**base, "PYTHONPATH": str(ROOT)}
     python = sys.executable
     command = [python, "-m", "apiserver.cli", "expand"]
     with tempfile.TemporaryDirectory() as tmp:
@@ -150,11 +170,17 @@ def main() -> None:
         one.write_text(VM.format(n=0, cpus=2))
         startup = {
             "python -c pass": ([python, "-c", "pass"], env),
+            "import the dependencies": ([python, "-c", DEPENDENCIES], env),
             "expand -f vm.yaml": ([*command, "-f", str(one), "--check"], env),
         }
-        if args.baseline_tree:
-            base_env = {**os.environ, "PYTHONPATH": str(args.baseline_tree.resolve())}
-            startup["baseline expand -f vm.yaml"] = ([*command, "-f", str(one), "--check"], base_env)
+        tree = args.baseline_tree.resolve() if args.baseline_tree else None
+        if args.baseline_rev:
+            tree = export(args.baseline_rev, Path(tmp) / "baseline")
+        if tree is not None:
+            label = f"{args.baseline_rev or 'baseline'} expand -f vm.yaml"
+            startup[label] = ([*command, "-f", str(one), "--check"], {**base, "PYTHONPATH": str(tree)})
+        for argv, child_env in startup.values():  # writes the bytecode caches
+            timed(argv, child_env)
         compare("start-up on one file", startup, max(args.rounds, 5), "python -c pass")
         for size in (int(s) for s in args.sizes.split(",") if s.strip()):
             vms = folder(Path(tmp), size)

@@ -21,6 +21,7 @@ The decoded form (what :func:`decode` returns) keeps Go's *presence* semantics w
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -460,8 +461,16 @@ class _Compiler:
 # recursive types work.
 
 
+# A Go type's name as a Python identifier: every character that is not a letter or digit becomes "_".
+_NOT_ALNUM = re.compile(r"[\W_]")
+
+
+def _identifier(type_name: str) -> str:
+    return _NOT_ALNUM.sub("_", type_name)
+
+
 def _encoder_name(type_name: str) -> str:
-    return "enc_" + "".join(c if c.isalnum() else "_" for c in type_name)
+    return "enc_" + _identifier(type_name)
 
 
 def _value_expr(ref: dict[str, Any], var: str, depth: int = 0) -> str:
@@ -662,7 +671,7 @@ class _Retry(Exception):
 
 
 def _fast_name(type_name: str) -> str:
-    return "fdec_" + "".join(c if c.isalnum() else "_" for c in type_name)
+    return "fdec_" + _identifier(type_name)
 
 
 _FAST_NS: dict[str, Any] = {"RETRY": _Retry, "HOOKS": _HOOKS}
