@@ -133,7 +133,14 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, cpu
 
 
-def compare(label: str, runs: dict[str, tuple[list[str], dict[str, str]]], rounds: int, base: str) -> None:
+def compare(
+    label: str,
+    runs: dict[str, tuple[list[str], dict[str, str]]],
+    rounds: int,
+    base: str,
+    pair: tuple[str, str] | None = None,
+) -> None:
+    """Medians of each command, each as a ratio to ``base``; ``pair`` (candidate, baseline) adds their ratio."""
     walls: dict[str, list[float]] = {name: [] for name in runs}
     cpus: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(rounds):
@@ -149,6 +156,11 @@ def compare(label: str, runs: dict[str, tuple[list[str], dict[str, str]]], round
             f"  {name:<28} wall {wall:7.3f} s  cpu {cpu:7.3f} s"
             f"  ({wall / base_wall:5.2f}x / {cpu / base_cpu:5.2f}x {base})"
         )
+    if pair is not None:
+        new, old = pair
+        wall_ratio = statistics.median(walls[new]) / statistics.median(walls[old])
+        cpu_ratio = statistics.median(cpus[new]) / statistics.median(cpus[old])
+        print(f"  {new} / {old}: wall {wall_ratio:5.2f}x, cpu {cpu_ratio:5.2f}x")
 
 
 def main() -> None:
@@ -176,12 +188,14 @@ def main() -> None:
         tree = args.baseline_tree.resolve() if args.baseline_tree else None
         if args.baseline_rev:
             tree = export(args.baseline_rev, Path(tmp) / "baseline")
+        pair = None
         if tree is not None:
             label = f"{args.baseline_rev or 'baseline'} expand -f vm.yaml"
             startup[label] = ([*command, "-f", str(one), "--check"], {**base, "PYTHONPATH": str(tree)})
+            pair = ("expand -f vm.yaml", label)
         for argv, child_env in startup.values():  # writes the bytecode caches
             timed(argv, child_env)
-        compare("start-up on one file", startup, max(args.rounds, 5), "python -c pass")
+        compare("start-up on one file", startup, max(args.rounds, 5), "python -c pass", pair)
         for size in (int(s) for s in args.sizes.split(",") if s.strip()):
             vms = folder(Path(tmp), size)
             runs = {
