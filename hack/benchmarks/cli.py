@@ -11,7 +11,10 @@
   ``--baseline-tree DIR`` (another checkout) or ``--baseline-rev REV`` (a commit of this repository,
   exported with ``git archive`` into a temporary folder, e.g. ``main`` or ``HEAD~3``) its command too,
   as a ratio. Children run with bytecode caching on (``PYTHONDONTWRITEBYTECODE`` dropped) after a
-  warm-up run, as an installed package runs (pip compiles the bytecode when it installs).
+  warm-up run, as an installed package runs (pip compiles the bytecode when it installs). With
+  ``--instructions``, each start-up command also runs once under valgrind's callgrind, which counts the
+  instructions it executes: the same count whatever else the machine runs (seconds on a shared machine
+  are not).
 - output: ``expand -f DIR`` with ``-o yaml`` and with ``-o jsonl`` on the same folder (one VM per file,
   each with its own instancetype and preference beside it), the ratio yaml/jsonl; the command with
   PyYAML's pure-Python emitter swapped back in (``to_yaml_pure``, in a child) gives the ratio before
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -108,6 +112,38 @@ def export(rev: str, into: Path) -> Path:
     return into
 
 
+def instructions(argv: list[str], env: dict[str, str]) -> int:
+    """Instructions one run executes, as callgrind counts them."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
+    proc = subprocess.run(
+        [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd="/",
+        text=True,
+        check=False,
+    )
+    found = re.search(r"Collected : (\d+)", proc.stderr)
+    if proc.returncode not in (0, 1) or found is None:
+        raise SystemExit(f"{' '.join(argv)} under callgrind exited {proc.returncode}: {proc.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def count_instructions(
+    runs: dict[str, tuple[list[str], dict[str, str]]], pair: tuple[str, str] | None
+) -> None:
+    counts = {name: instructions(argv, env) for name, (argv, env) in runs.items()}
+    print("start-up on one file, instructions (callgrind):")
+    first = next(iter(counts))
+    for name, count in counts.items():
+        print(f"  {name:<28} {count / 1e6:8.0f} M  ({count / counts[first]:5.2f}x {first})")
+    if pair is not None:
+        print(f"  {pair[0]} / {pair[1]}: {counts[pair[0]] / counts[pair[1]]:5.2f}x")
+
+
 def folder(root: Path, count: int) -> Path:
     vms = root / f"vms-{count}"
     vms.mkdir()
@@ -169,6 +205,9 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sizes", default="1000,5000")
+    parser.add_argument(
+        "--instructions", action="store_true", help="count start-up instructions with valgrind (callgrind)"
+    )
     baseline = parser.add_mutually_exclusive_group()
     baseline.add_argument("--baseline-tree", type=Path, help="another checkout to time the start-up of")
     baseline.add_argument("--baseline-rev", help="a commit of this repository to time the start-up of")
@@ -196,6 +235,8 @@ def main() -> None:
         for argv, child_env in startup.values():  # writes the bytecode caches
             timed(argv, child_env)
         compare("start-up on one file", startup, max(args.rounds, 5), "python -c pass", pair)
+        if args.instructions:
+            count_instructions(startup, pair)
         for size in (int(s) for s in args.sizes.split(",") if s.strip()):
             vms = folder(Path(tmp), size)
             runs = {
