@@ -15,7 +15,9 @@ Written once at the end of the run, from the same :class:`~apiserver.cli.report.
   ``severity`` (``critical`` for input that cannot be judged, ``major`` for a refusal, ``minor`` for a
   warning or an unresolved VM; SARIF's level is ``warning`` for those two) and ``location.path``/``location.lines.begin``.
 
-Admitted VMs appear in JUnit (passed test cases) only; the other two list what needs a look.
+Admitted VMs appear in JUnit (passed test cases) only; the other two list what needs a look. The XML
+library is imported by :func:`junit` itself: a run that writes no JUnit (every pre-commit run) starts
+without it.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
-from xml.etree import ElementTree
 
 from apiserver.cli.report import ADMITTED, REFUSED, UNRESOLVED, Result
 from apiserver.documents.manifests import STDIN_SOURCE
@@ -133,6 +134,8 @@ def _failure_text(result: Result) -> str:
 
 def junit(results: Sequence[Result]) -> str:
     """A ``testsuites`` document, a suite per file in input order."""
+    from xml.etree import ElementTree  # imported when first needed (module docstring)
+
     suites: dict[str, list[Result]] = {}
     for result in results:
         suites.setdefault(result.file, []).append(result)

@@ -13,6 +13,11 @@ Each fenced block preceded by ``<!-- recipe: KIND -->`` is run:
   command.
 - ``python``: with this Python from that folder; a line ``EXPR    # LITERAL`` must give that literal.
 - ``output``: a ``$ command`` and the output shown below it, compared exactly (stdout, then stderr).
+- ``helm``: an ``output`` block piping ``helm template`` into the command, run from a folder holding
+  tests/cli/helm's chart (``charts/``) and tests/cli/gitops's catalog (``ci/kubevirt-catalog.yaml``). No
+  registry the project's machines reach ships helm, so without ``helm`` on ``PATH`` ``helm template
+  RELEASE CHART`` is replaced by ``cat`` of tests/cli/helm/rendered.yaml, that chart's output as helm
+  writes it (with helm, a test checks that it is).
 - ``devcluster``: run by tests/realk8s/test_dev_cluster.py (``hack/dev-cluster.sh``, a real control plane).
 - ``policy``: admission policy YAML, applied as written by tests/realk8s/test_policy.py to a real
   kube-apiserver with ValidatingAdmissionPolicy on.
@@ -62,7 +67,7 @@ EXPECTED = {
 }
 
 
-KINDS = ("server", "offline", "python", "output", "ci")
+KINDS = ("server", "offline", "python", "output", "ci", "helm")
 # Marked blocks run by another module: ``devcluster`` by tests/realk8s/test_dev_cluster.py, in order on one
 # project copy (they start and stop a real control plane); ``policy`` by tests/realk8s/test_policy.py.
 RUN_ELSEWHERE = ("devcluster", "policy")
@@ -279,6 +284,63 @@ def test_output_recipe(offline: Workspace, recipe: Recipe) -> None:
         check=False,
     )
     assert (result.stdout + result.stderr).splitlines() == shown
+
+
+HELM = shutil.which("helm")
+HELM_FIXTURE = REPO / "tests" / "cli" / "helm"
+HELM_TEMPLATE = re.compile(r"helm template (\S+) (\S+)")
+
+
+def _helm_workspace(tmp: Path) -> tuple[Path, dict[str, str]]:
+    root = _workspace_root(tmp)
+    shutil.copytree(HELM_FIXTURE / "charts", root / "charts")
+    (root / "ci").mkdir()
+    shutil.copy(
+        REPO / "tests" / "cli" / "gitops" / "catalog" / "common-clusterinstancetypes-bundle.yaml",
+        root / "ci" / "kubevirt-catalog.yaml",
+    )
+    return root, _env(root)
+
+
+def without_helm(command: str) -> str:
+    """The pipe with the chart's rendered output in place of ``helm template RELEASE CHART``."""
+    return HELM_TEMPLATE.sub(f"cat {shlex.quote(str(HELM_FIXTURE / 'rendered.yaml'))}", command)
+
+
+def test_without_helm_replaces_only_helm_template() -> None:
+    replaced = without_helm("helm template shop charts/shop | kubevirt-expand expand -f - --check")
+    assert replaced == f"cat {HELM_FIXTURE / 'rendered.yaml'} | kubevirt-expand expand -f - --check"
+
+
+@pytest.mark.skipif(not IN_A_VENV, reason="the recipes use the kubevirt-expand of .venv")
+@pytest.mark.parametrize("recipe", recipes("helm"), ids=lambda r: r.id)
+def test_helm_recipe(tmp_path: Path, recipe: Recipe) -> None:
+    first, *shown = recipe.code.splitlines()
+    assert first.startswith("$ ") and HELM_TEMPLATE.search(first), first
+    root, env = _helm_workspace(tmp_path)
+    command = first[2:] if HELM is not None else without_helm(first[2:])
+    result = subprocess.run(
+        ["bash", "-c", command], cwd=root, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert (result.stdout + result.stderr).splitlines() == shown, command
+    # Read from stdin, every document is judged or skipped: no input error.
+    assert "error:" not in result.stderr, result.stderr
+
+
+@pytest.mark.skipif(
+    HELM is None, reason="helm is not installed (no registry the project's machines reach ships it)"
+)
+def test_the_rendered_fixture_is_what_helm_writes(tmp_path: Path) -> None:
+    root, env = _helm_workspace(tmp_path)
+    result = subprocess.run(
+        [str(HELM), "template", "shop", "charts/shop"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stdout == (HELM_FIXTURE / "rendered.yaml").read_text()
 
 
 # Links: [text](target) outside code; inline code is blanked first, so `a[0](b)` is no link.

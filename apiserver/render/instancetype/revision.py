@@ -10,6 +10,9 @@ difference. Error texts are KubeVirt's, because tools match on them.
 Live objects are v1beta1 as a current cluster serves them; older ``apiVersion``\\ s and the pre-rename
 ``flavor.kubevirt.io/v1alpha1`` kinds (``VirtualMachineFlavor``/``VirtualMachineClusterFlavor``) are
 converted the same way, as an extension.
+
+The older shapes' models (:mod:`.models.v1alpha`) are imported by the functions that may need them, when
+first called: a run that reads only current objects (the command line on a folder of VMs) never builds them.
 """
 
 from __future__ import annotations
@@ -19,17 +22,20 @@ import binascii
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
 from apiserver.render.golang import gojson
 from apiserver.render.golang.gotext import fold_name
-from apiserver.render.instancetype.models import scheme, v1alpha
+from apiserver.render.instancetype.models import scheme
 from apiserver.render.instancetype.models._base import CLEAN, GoModel, go_json_kind, raw_context
 from apiserver.render.instancetype.models._errors import describe
 from apiserver.render.instancetype.models._json import Parsed, parse
 from apiserver.render.instancetype.models.v1beta1 import InstancetypeSpec, PreferenceSpec
+
+if TYPE_CHECKING:
+    from apiserver.render.instancetype.models import v1alpha
 
 __all__ = [
     "DecodedRevision",
@@ -202,6 +208,8 @@ def instancetype_spec_from_object(obj: Mapping[str, Any], *, exact_names: bool =
     root = CLUSTER_INSTANCETYPE if kind in (CLUSTER_INSTANCETYPE, CLUSTER_FLAVOR) else INSTANCETYPE
     if api_version in ("", V1BETA1):
         return _v1beta1(obj, root, InstancetypeSpec, exact_names)
+    from apiserver.render.instancetype.models import v1alpha  # imported when first needed (module docstring)
+
     if api_version in (V1ALPHA1, V1ALPHA2):
         return _old_object(obj, v1alpha.InstancetypeSpec).to_v1beta1()
     if api_version == FLAVOR_V1ALPHA1 and kind in (FLAVOR, CLUSTER_FLAVOR):
@@ -221,6 +229,8 @@ def preference_spec_from_object(obj: Mapping[str, Any], *, exact_names: bool = T
     root = CLUSTER_PREFERENCE if kind == CLUSTER_PREFERENCE else PREFERENCE
     if api_version in ("", V1BETA1):
         return _v1beta1(obj, root, PreferenceSpec, exact_names)
+    from apiserver.render.instancetype.models import v1alpha  # imported when first needed (module docstring)
+
     if api_version == V1ALPHA2:
         return _old_object(obj, v1alpha.PreferenceSpecV1alpha2).to_v1beta1()
     if api_version == V1ALPHA1:
@@ -247,6 +257,8 @@ def _decode_spec_revision(parsed: Parsed) -> DecodedRevision | None:
     if inner.duplicates:
         return None
     doc = {} if inner.value is None else inner.value  # "null" leaves the zero spec
+    from apiserver.render.instancetype.models import v1alpha  # imported when first needed (module docstring)
+
     preference = _strict(v1alpha.PreferenceSpec, doc)
     if preference is not None:
         return DecodedRevision(
@@ -362,20 +374,27 @@ def _parse_group_version(api_version: str) -> tuple[str, str]:
 def _typed_spec(value: Mapping[str, Any], version: str, kind: str) -> InstancetypeSpec | PreferenceSpec:
     """Decode one of the four kinds leniently (case-sensitive names) and convert it to v1beta1."""
     instancetype = kind in INSTANCETYPE_KINDS
-    old: type[v1alpha.InstancetypeSpec | v1alpha.PreferenceSpec]
-    if instancetype:
-        old = v1alpha.InstancetypeSpec
-    else:
-        old = v1alpha.PreferenceSpecV1alpha2 if version == "v1alpha2" else v1alpha.PreferenceSpec
     try:
         if version == "v1beta1":
             clean = gojson.decode(value, kind, exact_names=True)
             spec_model = InstancetypeSpec if instancetype else PreferenceSpec
             return spec_model.model_validate(clean.get("spec") or {}, context=CLEAN)
         _check_meta(value)
-        return _lenient(old, value.get("spec")).to_v1beta1()
+        return _lenient(_old_spec_model(instancetype, version), value.get("spec")).to_v1beta1()
     except (gojson.DecodeError, ValidationError, ValueError, TypeError) as err:
+        old = _old_spec_model(instancetype, version)
         raise RevisionError(f"{_DECODE_FAILED}{_describe(err, old, kind)}") from None
+
+
+def _old_spec_model(
+    instancetype: bool, version: str
+) -> type[v1alpha.InstancetypeSpec | v1alpha.PreferenceSpec]:
+    """The v1alpha1/v1alpha2 model of the kind (the one Go's errors name, whatever the version decoded)."""
+    from apiserver.render.instancetype.models import v1alpha  # imported when first needed (module docstring)
+
+    if instancetype:
+        return v1alpha.InstancetypeSpec
+    return v1alpha.PreferenceSpecV1alpha2 if version == "v1alpha2" else v1alpha.PreferenceSpec
 
 
 def _check_other(value: Mapping[str, Any], kind: str, go_type: str) -> None:

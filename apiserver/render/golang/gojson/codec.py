@@ -21,6 +21,7 @@ The decoded form (what :func:`decode` returns) keeps Go's *presence* semantics w
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -460,8 +461,16 @@ class _Compiler:
 # recursive types work.
 
 
+# A Go type's name as a Python identifier: every character that is not a letter or digit becomes "_".
+_NOT_ALNUM = re.compile(r"[\W_]")
+
+
+def _identifier(type_name: str) -> str:
+    return _NOT_ALNUM.sub("_", type_name)
+
+
 def _encoder_name(type_name: str) -> str:
-    return "enc_" + "".join(c if c.isalnum() else "_" for c in type_name)
+    return "enc_" + _identifier(type_name)
 
 
 def _value_expr(ref: dict[str, Any], var: str, depth: int = 0) -> str:
@@ -662,7 +671,7 @@ class _Retry(Exception):
 
 
 def _fast_name(type_name: str) -> str:
-    return "fdec_" + "".join(c if c.isalnum() else "_" for c in type_name)
+    return "fdec_" + _identifier(type_name)
 
 
 _FAST_NS: dict[str, Any] = {"RETRY": _Retry, "HOOKS": _HOOKS}
@@ -745,14 +754,30 @@ def _fast_decoder_source(type_name: str) -> str:
     return "\n".join(lines)
 
 
+# Uses of a struct type decoded by its closure before its fast decoder is compiled: compiling costs more
+# than decoding one document (a command-line run on one VM decodes most types once, and compiling its
+# decoders took about 40% of the run), and the closure gives the same values (it is what the fast path
+# falls back to). Only the order of a decoded struct's members differs (the input's, where the generated
+# decoder writes Go's declaration order), which nothing reads: the encoder writes declaration order, and
+# the tests of render/, cli/ and http/ (golden corpora and the oracle's diff included) pass with the
+# closures alone (this set to 10**9).
+_CLOSURE_USES = 1
+
+
 def _lazy_fast_decoder(type_name: str) -> Callable[[Any, bool], Any]:
-    """Compiles the fast decoder on first use, then replaces itself (as the encoders do)."""
+    """Decodes with the closure the first ``_CLOSURE_USES`` times, then compiles the fast decoder and
+    replaces itself (as the encoders do)."""
     function_name = _fast_name(type_name)
+    uses = 0
 
     def first_call(v: Any, exact: bool) -> Any:
+        nonlocal uses
         done = _FAST[type_name]
         if done is not first_call:  # compiled already; a caller kept this stand-in
             return done(v, exact)
+        if uses < _CLOSURE_USES:
+            uses += 1
+            return _COMPILED.struct_decoders[type_name](v, exact, None)
         source = _fast_decoder_source(type_name)
         exec(compile(source, f"<gojson decoder {type_name}>", "exec"), _FAST_NS)
         real: Callable[[Any, bool], Any] = _FAST_NS[function_name]
