@@ -133,7 +133,9 @@ async def test_an_answer_is_never_served_past_its_time_when_its_renewal_fails(
     assert (await lookup).allowed
 
 
-async def test_a_denial_is_never_renewed(setup: tuple[FakeAccessReviews, Clock, SubjectAccessReviewer]) -> None:
+async def test_a_denial_is_never_renewed(
+    setup: tuple[FakeAccessReviews, Clock, SubjectAccessReviewer],
+) -> None:
     api, clock, reviewer = setup
     assert not (await reviewer.authorize(ALICE, in_namespace("ns-1"))).allowed
     for _ in range(8):
