@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from apiserver.auth.cache import TTLCache
+from apiserver.auth.cache import Held, TTLCache
 from apiserver.auth.identity import MASTERS_GROUP, UserInfo
 from apiserver.auth.reviews import SUBJECT_ACCESS_REVIEW_PATH, ReviewClient, ReviewError
 from apiserver.render.kubernetes.errors import status
@@ -170,22 +171,27 @@ class SubjectAccessReviewer:
         *,
         allowed_ttl: float = DEFAULT_ALLOWED_TTL,
         denied_ttl: float = DEFAULT_DENIED_TTL,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._client = client
-        self._cache: TTLCache[Decision] = TTLCache(lambda d: allowed_ttl if d.allowed else denied_ttl)
+        # Allows in use are renewed ahead (apiserver.auth.cache); a denial never is: it is asked again
+        # only once it has expired.
+        self._cache: TTLCache[Decision] = TTLCache(
+            lambda d: allowed_ttl if d.allowed else denied_ttl, renew=lambda d: d.allowed, clock=clock
+        )
 
     def cache_figures(self) -> tuple[int, int, int]:
-        """Decisions held, lookups answered from them, and reviews asked of the cluster."""
-        return len(self._cache), self._cache.hits, self._cache.misses
+        """Decisions held, lookups answered from them, and reviews asked of the cluster (renewals too)."""
+        return len(self._cache), self._cache.hits, self._cache.misses + self._cache.renewed
 
     async def authorize(self, user: UserInfo, attrs: Attributes) -> Decision:
         """Allowed or denied; :class:`ReviewError` when the cluster could not be asked."""
-        return (await self.authorize_until(user, attrs))[0]
+        return (await self.authorize_until(user, attrs)).value
 
-    async def authorize_until(self, user: UserInfo, attrs: Attributes) -> tuple[Decision, float]:
-        """``authorize``, and until when (``time.monotonic``) the cached decision stands."""
+    async def authorize_until(self, user: UserInfo, attrs: Attributes) -> Held[Decision]:
+        """``authorize``, until when (``time.monotonic``) the cached decision stands, and its renewal."""
         if MASTERS_GROUP in user.groups:
-            return _MASTERS, math.inf
+            return Held(_MASTERS, math.inf)
         key = (user.cache_key(), attrs)
         return await self._cache.get_until(key, lambda: self._review(user, attrs))
 

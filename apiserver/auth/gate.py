@@ -13,7 +13,7 @@ import logging
 import math
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +25,7 @@ from apiserver.auth.authorization import (
     forbidden_status,
     request_attributes,
 )
-from apiserver.auth.cache import TTLCache
+from apiserver.auth.cache import Held, TTLCache
 from apiserver.auth.certs import client_certificate_check, load_der
 from apiserver.auth.config import TrustSettings, TrustState
 from apiserver.auth.identity import AUTHENTICATED_GROUP, UserInfo
@@ -196,10 +196,20 @@ class _Basis:
     valid_until: float = math.inf
     # The request named an object, and was allowed for every name of its namespace (see _wide).
     by_namespace: bool = False
+    # From when a use of the verdict renews the review answers it rests on, and how (Held.renew).
+    renew_at: float = math.inf
+    renewers: tuple[Callable[[], None], ...] = ()
 
     def window(self, window: tuple[float, float]) -> None:
         self.valid_from = max(self.valid_from, window[0])
         self.valid_until = min(self.valid_until, window[1])
+
+    def rests_on(self, held: Held[Any]) -> None:
+        """The verdict rests on this review answer: it holds no longer, and renews it when used late."""
+        self.expires = min(self.expires, held.until)
+        if held.renew is not None:
+            self.renew_at = min(self.renew_at, held.renew_at)
+            self.renewers = (*self.renewers, held.renew)
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,12 +223,22 @@ class RememberedAdmission:
     valid_from: float
     valid_until: float
     epoch: int
+    renew_at: float = math.inf
+    renewers: tuple[Callable[[], None], ...] = ()
 
     def holds(self, settings: TrustSettings | None) -> bool:
         """Still the answer: same trust settings object, no review cache entry dropped or expired, and
-        the client certificate still inside its validity window."""
-        if settings is not self.settings or self.epoch != TTLCache.epoch or time.monotonic() >= self.expires:
+        the client certificate still inside its validity window. Used in the last part of a review
+        answer's time, it starts that answer's renewal (in the background, apiserver.auth.cache), as a
+        lookup of the answer would: the memo spares the lookups, not the renewals."""
+        if settings is not self.settings or self.epoch != TTLCache.epoch:
             return False
+        monotonic = time.monotonic()
+        if monotonic >= self.expires:
+            return False
+        if monotonic >= self.renew_at:
+            for renew in self.renewers:
+                renew()
         now = time.time()
         return self.valid_from <= now < self.valid_until
 
@@ -226,7 +246,15 @@ class RememberedAdmission:
         """This admission of every name of a namespace, for the request that names ``attributes.name``."""
         verdict = Verdict(user=self.verdict.user, attributes=attributes)
         return RememberedAdmission(
-            verdict, self.strip, self.settings, self.expires, self.valid_from, self.valid_until, self.epoch
+            verdict,
+            self.strip,
+            self.settings,
+            self.expires,
+            self.valid_from,
+            self.valid_until,
+            self.epoch,
+            self.renew_at,
+            self.renewers,
         )
 
 
@@ -382,7 +410,15 @@ class AuthGate:
         if info.headers.getall("Authorization", []):
             strip.append("Authorization")
         admission = RememberedAdmission(
-            verdict, tuple(strip), settings, basis.expires, basis.valid_from, basis.valid_until, epoch
+            verdict,
+            tuple(strip),
+            settings,
+            basis.expires,
+            basis.valid_from,
+            basis.valid_until,
+            epoch,
+            basis.renew_at,
+            basis.renewers,
         )
         if keys is not None and verdict.status is None and admission.holds(settings):
             _store(self._admitted, keys[0], admission)
@@ -415,9 +451,10 @@ class AuthGate:
             for value in info.headers.getall("Authorization", []):
                 token = bearer_token(value)
                 if token:
-                    user, until = await self.tokens.authenticate_until(token, info.peer)
+                    held = await self.tokens.authenticate_until(token, info.peer)
                     if basis is not None:
-                        basis.expires = min(basis.expires, until)
+                        basis.rests_on(held)
+                    user = held.value
                     return _with_authenticated_group(user) if user else None
         return None
 
@@ -435,10 +472,10 @@ class AuthGate:
         """Raises :class:`ReviewError` when the cluster could not be asked."""
         if self.reviewer is None:
             return Decision(False, "no authorizer configured")
-        decision, until = await self.reviewer.authorize_until(user, attrs)
+        held = await self.reviewer.authorize_until(user, attrs)
         if basis is not None:
-            basis.expires = min(basis.expires, until)
-        return decision
+            basis.rests_on(held)
+        return held.value
 
     async def check(self, info: RequestInfo) -> Verdict:
         return await self._check(info, None)

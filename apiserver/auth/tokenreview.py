@@ -16,7 +16,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from apiserver.auth.cache import TTLCache
+from apiserver.auth.cache import Held, TTLCache
 from apiserver.auth.identity import UserInfo
 from apiserver.auth.reviewlimits import ReviewLimiter, ReviewLimits
 from apiserver.auth.reviews import TOKEN_REVIEW_PATH, ReviewClient, ReviewError
@@ -83,21 +83,24 @@ class TokenAuthenticator:
     ) -> None:
         self._client = client
         self._audiences = audiences
-        # Good tokens only: a refusal is never the basis of a remembered admission (middleware.py).
-        self._cache: TTLCache[UserInfo | None] = TTLCache(lambda value: ttl if value is not None else 0)
+        # Good tokens only: a refusal is never the basis of a remembered admission (gate.py). A good
+        # token in use is renewed ahead (apiserver.auth.cache), through the same limits.
+        self._cache: TTLCache[UserInfo | None] = TTLCache(
+            lambda value: ttl if value is not None else 0, renew=lambda value: value is not None
+        )
         self.refused = _Refused(ttl)
         self.limiter = ReviewLimiter(limits or ReviewLimits())
 
     async def authenticate(self, token: str, source: str = "") -> UserInfo | None:
         """The token's user, None when the cluster says it is not valid; :class:`ReviewError` otherwise
         (:class:`~apiserver.auth.reviewlimits.ReviewThrottled` when ``source`` may not have a review now)."""
-        return (await self.authenticate_until(token, source))[0]
+        return (await self.authenticate_until(token, source)).value
 
-    async def authenticate_until(self, token: str, source: str = "") -> tuple[UserInfo | None, float]:
-        """``authenticate``, and until when (``time.monotonic``) the cached answer stands."""
+    async def authenticate_until(self, token: str, source: str = "") -> Held[UserInfo | None]:
+        """``authenticate``, until when (``time.monotonic``) the cached answer stands, and its renewal."""
         key = hashlib.sha256(token.encode()).digest()
         if key in self.refused:
-            return None, -math.inf
+            return Held(None, -math.inf)
         return await self._cache.get_until(key, lambda: self._review(token, key, source))
 
     async def _review(self, token: str, key: bytes, source: str) -> UserInfo | None:

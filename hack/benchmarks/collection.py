@@ -21,7 +21,10 @@ all of them, in windows that alternate (``--rounds``, ``--seconds`` each), for t
 client certificate and for a ServiceAccount's bearer token whose RBAC is a RoleBinding per namespace
 (TokenReview and SubjectAccessReview made by the server); ``--connections`` (16) over ``--processes``
 load processes. It prints requests/s, p99 and the server's CPU per request of each window, and per
-caller the medians' ratio all / 1,000. ``--profile FILE`` runs the server under cProfile (with
+caller the medians' ratio all / 1,000. ``--warmup S`` runs S seconds of the same load before each
+measured window, not measured: without it each window begins where the other caller's windows left its
+decisions expired (a caller's windows come back after more than their 10 s), so it measures the reviews
+of every namespace it asks as well as the steady rate. ``--profile FILE`` runs the server under cProfile (with
 ``--sets all``: the all-VMs case alone).
 All requests go straight to each server over HTTPS with the cluster admin's client certificate (the
 server takes the cluster's client CA as kube-apiserver's delegates do), not through the aggregator.
@@ -540,6 +543,7 @@ async def flat(
     callers: list[str],
     sets: list[str],
     profile: Path | None,
+    warmup: float = 0.0,
 ) -> dict[str, Any]:
     """GET expand-spec of random VMs among the first 1,000 and among all ``size``, on one server, the
     windows alternating (small, all; then all, small; ...) per caller: the cluster admin's client
@@ -575,6 +579,10 @@ async def flat(
                 row: dict[str, Any] = {}
                 for caller in callers:
                     for which in sets if r % 2 == 0 else list(reversed(sets)):
+                        if warmup > 0:  # the same load, not measured: what a steady caller has ready
+                            await flat_window(
+                                server, files[which], who[caller], warmup, connections, processes
+                            )
                         asked = await reviews_asked(http, server)
                         got = await flat_window(
                             server, files[which], who[caller], seconds, connections, processes
@@ -648,6 +656,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--sets", default="1000,all", help="--flat: which VMs are asked for (1000, all)")
     parser.add_argument("--profile", type=Path, help="--flat: run the server under cProfile, write it here")
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        default=0.0,
+        help="--flat: seconds of the same load before each measured window, not measured (0: none)",
+    )
     if argv is None:
         argv = sys.argv[1:]
     if argv[:1] == ["_load"]:
@@ -687,6 +701,7 @@ def main(argv: list[str] | None = None) -> int:
                         callers,
                         sets,
                         profile,
+                        args.warmup,
                     )
                 )
                 figures["load"] = os.getloadavg()

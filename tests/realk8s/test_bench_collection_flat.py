@@ -22,6 +22,7 @@ def test_flat_measures_both_callers_on_both_sets(tmp_path: Path) -> None:
             "--sizes=1200",
             "--rounds=1",
             "--seconds=1",
+            "--warmup=0.5",
             "--connections=2",
             "--processes=1",
             f"--json={out}",
