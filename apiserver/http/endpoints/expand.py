@@ -328,12 +328,13 @@ class ExpandHandlers:
         instancetypes, preferences and revisions holding one: objects the store watches, or immutable).
         Any other read (the volume inferFromVolume follows: not watched, so the item may be behind it)
         is made again for the caller, through their gate. The caller is shown the item only after
-        :meth:`AccessGate.due` of its reviews (with --authorize-references, every object it read)."""
+        :meth:`AccessGate.due` of its rendering's reviews (with --authorize-references, every object the
+        rendering read; not the live objects the collection's drift compares a pinned VM with)."""
         store = self.store
         if store is None or plan.media_type != JSON or plan.presets or plan.validate:
             return None
         item = store.current(plan.scope, vm)
-        if item is None or item.reviews.model:
+        if item is None or item.get_reviews.model:
             return None
         return item
 
@@ -371,7 +372,7 @@ class ExpandHandlers:
         item = self._stored(plan, vm)
         if item is not None:
             gate = plan.scope.gate
-            if item.error is None and (gate is None or not gate.due(item.reviews)):
+            if item.error is None and (gate is None or not gate.due(item.get_reviews)):
                 return self._from_store(request, item)
             return GetMiss(vm, item, None, None)
         key = _get_key(request, plan, vm_token(vm, held=True))
@@ -398,7 +399,7 @@ class ExpandHandlers:
         if found.item is not None:  # the store's, after this caller's reviews (or its error)
             gate = plan.scope.gate
             if gate is not None:
-                await self._review(request, gate.due(found.item.reviews))
+                await self._review(request, gate.due(found.item.get_reviews))
             return self._from_store(request, found.item)
         if found.entry is not None:  # cached, after this caller's reviews (or its error)
             return await self._send(request, found.entry, get=True, media_type=plan.media_type)

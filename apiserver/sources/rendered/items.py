@@ -72,6 +72,15 @@ class Item:
     reviews: Reviews
     # GET expand-spec's headers (ETag, Content-Type, Warning), built on first use by the HTTP layer.
     headers: Any = None
+    # GET expand-spec's reviews when they differ from ``reviews``: the rendering's reads alone. The drift's
+    # live objects (a VM pinned to a revision) are the collection's business; KubeVirt's expand-spec of
+    # such a VM reads only its revisions, so a caller is not reviewed for what GET never shows.
+    rendering_reviews: Reviews | None = None
+
+    @property
+    def get_reviews(self) -> Reviews:
+        """What a caller must pass to be shown GET expand-spec's answer from this item."""
+        return self.reviews if self.rendering_reviews is None else self.rendering_reviews
 
     @property
     def rendered(self) -> bytes | None:
@@ -209,6 +218,7 @@ def make_item(
     if labels:
         out_meta["labels"] = labels
     parts = summarize(vm, rendered, error, objects)
+    rendering = reviews_of(objects)
     if drift is not None:
         add_drift(parts, drift)
     if rendered is not None:
@@ -245,7 +255,8 @@ def make_item(
         error=error,
         cells=table_cells(parts["summary"], parts["conditions"][0]),
         fields=selectable(parts["summary"]),
-        reviews=reviews_of({**objects, **drift_read} if drift_read else objects),
+        reviews=reviews_of({**objects, **drift_read}) if drift_read else rendering,
+        rendering_reviews=rendering if drift_read else None,
     )
 
 

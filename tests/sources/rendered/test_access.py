@@ -280,3 +280,8 @@ async def test_drift_is_shown_and_selected_only_for_who_may_read_the_live_object
         # A selector on what the VM itself says (its matcher) selects it, redacted.
         code, listing = await call(env, "bob", f"{ITEMS}?fieldSelector=spec.instancetype.name%3Dit-a")
         assert sorted(by_name(listing)) == ["pinned", "plain"]
+        # GET expand-spec of the pinned VM reads only its revision, as KubeVirt's does: bob, who may get
+        # the revision, gets the rendering whole, though not the drift the collection compares.
+        assert [r.resource for r in item.get_reviews.every] == ["controllerrevisions"]
+        code, body = await call(env, "bob", expand_path("pinned"))
+        assert code == 200 and body == json.loads(item.rendered or b""), body
