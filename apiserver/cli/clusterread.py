@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -30,6 +31,23 @@ SERVER_META = (
 )
 _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _PAGE = "500"
+
+
+def exits_unusable(work: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """A command's ``run`` from its work: a usage problem or a cluster it cannot read is one ``error:``
+    line on stderr and exit 2 (what the reading commands share, folder or cluster)."""
+    from apiserver.cli.inputs import UsageError
+    from apiserver.cli.output import printable
+    from apiserver.cli.report import EXIT_UNUSABLE
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return work(args)
+        except (UsageError, ClusterReadError) as err:
+            print(f"error: {printable(str(err))}", file=sys.stderr)
+            return EXIT_UNUSABLE
+
+    return run
 
 
 class ClusterReadError(Exception):

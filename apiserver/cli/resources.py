@@ -27,9 +27,9 @@ from typing import Any
 
 from apiserver.cli.catalog import read_catalog_objects
 from apiserver.cli.clusterread import (
-    ClusterReadError,
     add_connection_flags,
     context_namespace,
+    exits_unusable,
     get_object,
     kubeconfig_path,
     list_objects,
@@ -45,7 +45,7 @@ from apiserver.cli.inputs import (
     read_kubevirt,
     vm_namespace,
 )
-from apiserver.cli.output import printable, to_yaml
+from apiserver.cli.output import to_yaml
 from apiserver.cli.report import EXIT_ADMITTED, EXIT_REFUSED, EXIT_UNUSABLE
 from apiserver.documents.manifests import FileRead, Manifest, read_files
 from apiserver.render import ExpandError, ObjectIndex, expand
@@ -149,14 +149,6 @@ def add_parser(sub: Any) -> None:
     )
     add_connection_flags(parser)
     parser.set_defaults(func=run)
-
-
-def run(args: argparse.Namespace) -> int:
-    try:
-        return _run(args)
-    except (UsageError, ClusterReadError) as err:
-        print(f"error: {printable(str(err))}", file=sys.stderr)
-        return EXIT_UNUSABLE
 
 
 def _from_cluster(args: argparse.Namespace, want_kubevirt: bool) -> tuple[list[FileRead], str]:
@@ -516,3 +508,6 @@ def _table(rows: Sequence[Sequence[str]]) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("   ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+
+
+run = exits_unusable(_run)

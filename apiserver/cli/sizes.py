@@ -26,11 +26,11 @@ from typing import Any
 import yaml
 
 from apiserver.cli.catalog import SnapshotError, _write, read_catalog_objects
-from apiserver.cli.clusterread import ClusterReadError, add_connection_flags, read_cluster
+from apiserver.cli.clusterread import add_connection_flags, exits_unusable, read_cluster
 from apiserver.cli.helpformat import KubeHelpFormatter
 from apiserver.cli.inputs import UsageError, pick_kubevirt, read_catalog, read_kubevirt
 from apiserver.cli.output import printable
-from apiserver.cli.report import EXIT_ADMITTED, EXIT_UNUSABLE
+from apiserver.cli.report import EXIT_ADMITTED
 from apiserver.render import ExpandError, ObjectIndex, expand
 from apiserver.render.kubernetes.quantity import parse_quantity
 from apiserver.render.launcher import ARCHITECTURES, launch
@@ -100,14 +100,6 @@ def add_parser(actions: Any) -> None:
     )
     add_connection_flags(parser)
     parser.set_defaults(func=run)
-
-
-def run(args: argparse.Namespace) -> int:
-    try:
-        return _run(args)
-    except (UsageError, ClusterReadError) as err:
-        print(f"error: {printable(str(err))}", file=sys.stderr)
-        return EXIT_UNUSABLE
 
 
 def _configmap_ref(value: str) -> tuple[str, str]:
@@ -225,3 +217,6 @@ def render(namespace: str, name: str, data: Mapping[str, str]) -> str:
     }
     header = "# Each instancetype's virt-launcher pod requests, written by `kubevirt-expand catalog sizes`.\n"
     return header + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=1 << 16)
+
+
+run = exits_unusable(_run)
