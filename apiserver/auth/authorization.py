@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 DEFAULT_ALLOWED_TTL = 10.0
 DEFAULT_DENIED_TTL = 10.0
 
-_METHOD_VERBS = {
+METHOD_VERBS = {
     "POST": "create",
     "GET": "get",
     "HEAD": "get",
@@ -32,7 +32,7 @@ _METHOD_VERBS = {
     "DELETE": "delete",
 }
 # Path segments after /namespaces/{ns} that are subresources of the namespace itself.
-_NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
+NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 
 
 class Attributes(NamedTuple):
@@ -95,11 +95,11 @@ def request_attributes(method: str, path: str) -> Attributes:
     if len(parts) < 4 or parts[0] != "apis":
         return Attributes(verb=method.lower(), resource_request=False, path=path)
     group, version, rest = parts[1], parts[2], parts[3:]
-    verb = _METHOD_VERBS.get(method.upper(), "")
+    verb = METHOD_VERBS.get(method.upper(), "")
     namespace = ""
     if rest[0] == "namespaces" and len(rest) > 1:
         namespace = rest[1]
-        if len(rest) > 2 and rest[2] not in _NAMESPACE_SUBRESOURCES:
+        if len(rest) > 2 and rest[2] not in NAMESPACE_SUBRESOURCES:
             rest = rest[2:]
     resource = rest[0]
     name = rest[1] if len(rest) >= 2 else ""

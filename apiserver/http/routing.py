@@ -22,7 +22,7 @@ AnswerNow = Callable[[web.Request, Mapping[str, str]], web.StreamResponse | None
 AnswerAfterBody = Callable[[web.Request, Mapping[str, str]], Awaitable[web.StreamResponse | None]]
 
 _VARIABLE = re.compile(r"\{(\w+)\}")
-# Clients repeat their request targets: (method, raw target) -> what matched, or None; at most this
+# Clients repeat their request targets: (method, raw target) -> what matched; at most this
 # many, of targets at most this long. Without it a warm GET on the folder source costs 1.10x the server CPU
 # (hack/benchmarks/switches.py, route-memo; PUT and the cluster source 0.89-0.97x, within that run's noise),
 # and removing it cost 1.12x on the folder GET in hack/benchmarks/commits.py (5 rounds, before and after).
@@ -62,19 +62,21 @@ class RouteTable:
         for route in routes:
             entry = (template_pattern(route.template), route)
             self._routes[route.method] = (*self._routes.get(route.method, ()), entry)
-        self._matched: dict[tuple[str, str], tuple[FastRoute, dict[str, str]] | None] = {}
+        self._matched: dict[tuple[str, str], tuple[FastRoute, dict[str, str]]] = {}
 
     def match(self, request: web.BaseRequest) -> tuple[FastRoute, dict[str, str]] | None:
         """The route and its variables (shared by requests for the same target: read them only)."""
         key = (request.method, request.raw_path)
-        try:
-            return self._matched[key]
-        except KeyError:  # a target not seen lately
-            pass
+        known = self._matched.get(key)
+        if known is not None:
+            return known
         found = self._match(request)
-        if len(key[1]) <= _MATCHED_TARGET_MAX:  # bounded memory: at most this much per entry
-            if len(self._matched) >= _MATCHED_MAX:
-                self._matched.clear()
+        # Only targets of a route (any other goes to the router, which costs far more), in bounded memory
+        # (at most this much per entry, this many entries), and once full, kept as it is:
+        # a target's match never changes, and a memo cleared whenever full, under more targets than it
+        # holds (GET of random VMs among 30,000), would only add to every request the work of refilling
+        # it and of the garbage collector's passes over the entries it keeps making.
+        if found is not None and len(key[1]) <= _MATCHED_TARGET_MAX and len(self._matched) < _MATCHED_MAX:
             self._matched[key] = found
         return found
 

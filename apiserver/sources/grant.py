@@ -29,3 +29,13 @@ def grant(
     scoped = namespace or None
     gate = None if access is None else AccessGate(access, all_references, scoped)
     return Scope(verb, group, resource, subresource, scoped, name or None, gate)
+
+
+def narrowed_to(scope: Scope, name: str) -> Scope:
+    """The scope :func:`grant` makes for a request naming ``name`` with the attributes of ``scope``, a
+    scope granted for every name of its namespace (the caller was authorized for all of them)."""
+    if scope.namespace is None or scope.name is not None:
+        raise ValueError("only a scope of every name of one namespace is narrowed to a name")
+    return Scope(
+        scope.verb, scope.group, scope.resource, scope.subresource, scope.namespace, name, scope.gate
+    )

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import event, example, given, settings
+from hypothesis import strategies as st
 
 from apiserver.auth.authorization import request_attributes
-from apiserver.auth.gate import PathClass, classify
+from apiserver.auth.gate import PathClass, _in_namespace, _wide, _wide_of, classify
 from apiserver.auth.requestheader import decode_extra_key
 from apiserver.auth.tokenreview import bearer_token
 
@@ -110,3 +112,51 @@ async def test_review_cache_counts_and_the_metrics_export_it() -> None:
     assert 'kubevirt_expand_review_cache_entries{review="subjectaccessreviews"} 2.0' in text
     assert 'kubevirt_expand_review_cache_hits_total{review="subjectaccessreviews"} 3.0' in text
     assert 'kubevirt_expand_review_cache_misses_total{review="subjectaccessreviews"} 2.0' in text
+
+
+def _mostly(right: str, *wrong: str) -> st.SearchStrategy[str]:
+    return st.one_of(
+        st.just(right), st.just(right), st.just(right), st.sampled_from(wrong), st.text("ab.?/-%", max_size=3)
+    )
+
+
+# Paths near the shape of one named object of a namespace: each segment mostly right, cut anywhere.
+_NEAR_NAMED = st.tuples(
+    _mostly("apis", "api", ""),
+    _mostly("g", ""),
+    _mostly("v1", ""),
+    _mostly("namespaces", "namespace", ""),
+    _mostly("ns", ""),
+    _mostly("virtualmachines", "status", "finalize", ""),
+    _mostly("vm", ""),
+    _mostly("expand-spec", "status", ""),
+    st.sampled_from(["x", ""]),
+).flatmap(lambda parts: st.sampled_from([7, 8, 8, 9, 0, 3, 6]).map(lambda n: list(parts[:n])))
+
+
+@given(
+    st.sampled_from(["GET", "HEAD", "PUT", "POST", "DELETE", "PATCH", "OPTIONS", "get"]),
+    _NEAR_NAMED,
+    st.sampled_from(["", "/", "//", "?watch"]),
+)
+@settings(max_examples=500)
+@example("GET", ["apis", "g", "v1", "namespaces", "ns", "virtualmachines", "vm", "expand-spec"], "")
+@example("GET", ["apis", "g", "v1", "namespaces", "ns", "status", "vm"], "")
+@example("GET", ["apis", "g", "v1", "namespaces", "ns", "virtualmachines", "vm"], "?watch")
+def test_a_path_is_taken_by_namespace_only_as_its_attributes_say(
+    method: str, segments: list[str], end: str
+) -> None:
+    """The by-namespace admission's own parse of a path (a split, apiserver.auth.gate._in_namespace)
+    names the name and every-name attributes that request_attributes and _wide derive, or declines;
+    where it declines, the path's own memos decide, so declining costs speed, never correctness."""
+    path = "/" + "/".join(segments) + end
+    inside = _in_namespace(method, path)
+    event("taken by namespace" if inside is not None else "declined")
+    if inside is None:
+        return
+    shape, name = inside
+    attrs = request_attributes(method, path)
+    assert shape[0] == method
+    wide = _wide_of(shape)
+    assert (wide, name) == (_wide(attrs), attrs.name)
+    assert wide.namespace and wide.name == "" and name

@@ -19,7 +19,7 @@ from apiserver.auth.gate import AuthGate, RememberedAdmission, RequestInfo
 from apiserver.auth.requestheader import RawHeaders
 from apiserver.auth.tls import peer_certificate_der
 from apiserver.http.errors import StatusError
-from apiserver.http.filters.scoping import scope_for
+from apiserver.http.filters.scoping import named_scope, scope_for
 from apiserver.http.keys import SCOPE, USER
 from apiserver.http.transport.connections import peer_of, refused_credentials
 from apiserver.sources.access import CLOSED
@@ -96,8 +96,8 @@ class Authentication:
         path = request.path
         if request.query_string:
             path = authorization_path(request.method, path, request.query)
-        admission = gate.admitted(request.method, path, raw, der)
-        if admission is None:
+        admitted = gate.admitted(request.method, path, raw, der)
+        if admitted is None:
             info = RequestInfo(
                 method=request.method,
                 path=path,
@@ -105,7 +105,8 @@ class Authentication:
                 peer_certificate=der,
                 peer=peer_of(transport) if transport is not None else "",
             )
-            admission = await gate.admit(info, raw)
+            admitted = await gate.admit(info, raw)
+        admission, name = admitted
         verdict = admission.verdict
         if verdict.user is not None:
             request[USER] = verdict.user
@@ -125,7 +126,7 @@ class Authentication:
             # Refused for its credentials (not for what it asked): counted against its peer.
             close = verdict.status.get("code") in (401, 429) and refused_credentials(request)
             raise StatusError(verdict.status, verdict.headers, close=close)
-        _grant(request, gate, admission)
+        _grant(request, gate, admission, name)
         if admission.strip:
             request = _without(request, admission.strip)
         return await handler(request)
@@ -141,25 +142,28 @@ class Authentication:
         path = request.path
         if request.query_string:  # a watch is decided apart, as the whole way decides it
             path = authorization_path(request.method, path, request.query)
-        admission = gate.admitted(request.method, path, request.raw_headers, der)
-        if admission is None or admission.verdict.status is not None:
+        admitted = gate.admitted(request.method, path, request.raw_headers, der)
+        if admitted is None or admitted[0].verdict.status is not None:
             return False
+        admission, name = admitted
         verdict = admission.verdict
         if verdict.user is not None:
             request[USER] = verdict.user
-        _grant(request, gate, admission)
+        _grant(request, gate, admission, name)
         return True
 
 
 # The scope granted for an admission, kept by the admission's identity: the same caller and attributes
 # give the same immutable scope for every request it admits (made per request, it was a few us of each).
+# An admission of every name of a namespace is one entry for all the objects asked for there.
 _SCOPES: dict[int, tuple[RememberedAdmission, Scope | None]] = {}
 _SCOPES_MAX = 1024
 
 
-def _grant(request: web.Request, gate: AuthGate, admission: RememberedAdmission) -> None:
+def _grant(request: web.Request, gate: AuthGate, admission: RememberedAdmission, name: str) -> None:
     """The request's scope from the attributes its caller was authorized for: their reads beyond it
-    decided by their SubjectAccessReviews (see :mod:`apiserver.sources.access`)."""
+    decided by their SubjectAccessReviews (see :mod:`apiserver.sources.access`). ``name``: the object
+    asked for, when the admission is of every name of its namespace (then the scope is narrowed to it)."""
     known = _SCOPES.get(id(admission))
     if known is not None and known[0] is admission:
         scope = known[1]
@@ -173,4 +177,4 @@ def _grant(request: web.Request, gate: AuthGate, admission: RememberedAdmission)
             _SCOPES.clear()
         _SCOPES[id(admission)] = (admission, scope)
     if scope is not None:
-        request[SCOPE] = scope
+        request[SCOPE] = named_scope(scope, name) if name else scope

@@ -16,7 +16,7 @@ from aiohttp.typedefs import Handler
 from apiserver.auth.authorization import Attributes, authorization_path, request_attributes
 from apiserver.http.keys import SCOPE
 from apiserver.sources.access import ReadAccess
-from apiserver.sources.grant import grant
+from apiserver.sources.grant import grant, narrowed_to
 from apiserver.sources.scope import Scope
 
 
@@ -38,6 +38,12 @@ def scope_for(
     if not attributes.resource_request:
         return None
     return _scope(attributes, access, all_references=all_references)
+
+
+def named_scope(scope: Scope, name: str) -> Scope:
+    """The scope of a request for the object ``name`` of a namespace, whose caller was authorized (and
+    ``scope`` granted) for every name there: the scope the request's own attributes would be granted."""
+    return narrowed_to(scope, name)
 
 
 def _scope(attributes: Attributes, access: ReadAccess | None, *, all_references: bool = False) -> Scope:

@@ -245,12 +245,15 @@ async def test_a_namespace_allowed_admits_every_vm_of_it_from_memory(tmp_path: P
         env.reviews.allow(user="alice", namespace="ns1")
         env.reviews.deny(user="alice", reason="no RBAC policy matched")
         who = [("X-Remote-User", "alice")]
-        for i in range(5):
+        for i in [*range(5), 3, 0]:
             extra = [("X-Forwarded-For", f"10.0.0.{i}")]
             code, _, body = await env.call(
                 _expand("ns1", f"vm-{i}"), cert=env.pki.aggregator, headers=who + extra
             )
             assert code == 404, body  # admitted: the VM does not exist
+            # ... and looked for by the name its own path asks for (the scope narrowed to it)
+            assert body["details"]["name"] == f"vm-{i}"
+            assert body["message"] == f'virtualmachines.kubevirt.io "vm-{i}" not found'
         asked = [r["spec"]["resourceAttributes"] for r in env.reviews.access_reviews]
         assert [(a["namespace"], a.get("name")) for a in asked] == [("ns1", None)]
         code, _, body = await env.call(_expand("ns2", "vm-0"), cert=env.pki.aggregator, headers=who)
@@ -266,6 +269,24 @@ async def test_a_namespace_allowed_admits_every_vm_of_it_from_memory(tmp_path: P
             ("ns2", None),
             ("ns2", "vm-0"),
         ]
+
+
+async def test_requests_for_new_vms_of_an_allowed_namespace_are_remembered_by_nothing(tmp_path: Path) -> None:
+    """Admitted by namespace, a GET of a VM not asked for before adds no entry to any of the gate's
+    memos: its cost does not depend on which VM it names (docs/performance.md, GET at cluster size)."""
+    async with auth_env(tmp_path) as env:
+        env.reviews.allow(user="alice", namespace="ns1")
+        who = [("X-Remote-User", "alice")]
+        gate = env.runtime.gate
+        code, _, _ = await env.call(_expand("ns1", "first"), cert=env.pki.aggregator, headers=who)
+        assert code == 404
+        memos = (gate._admitted, gate._by_credentials, gate._by_namespace, gate._by_namespace_credentials)
+        before = [dict(m) for m in memos]
+        for i in range(40):
+            code, _, body = await env.call(_expand("ns1", f"vm-{i}"), cert=env.pki.aggregator, headers=who)
+            assert (code, body["details"]["name"]) == (404, f"vm-{i}")
+        assert [dict(m) for m in memos] == before
+        assert len(env.reviews.access_reviews) == 1
 
 
 async def test_a_grant_by_resource_name_admits_that_vm_only(tmp_path: Path) -> None:
