@@ -615,11 +615,14 @@ def flat_summary(out: dict[str, Any], callers: list[str]) -> list[str]:
         if len(med) < 2:
             continue
         small, every = med["1000"], med["all"]
+        # Each round's two windows ran side by side (the machine as it was then): their ratio, per round.
+        paired = [row[f"{caller} all"]["rps"] / row[f"{caller} 1000"]["rps"] for row in out["rounds"]]
         lines.append(
             f"{caller}: random VMs among 1,000 {small['rps']:.0f}/s (p99 {small['p99_ms']:.1f} ms,"
             f" {small['cpu_us_per_request']:.0f} us CPU/request), among all {out['vms']:,}"
             f" {every['rps']:.0f}/s (p99 {every['p99_ms']:.1f} ms, {every['cpu_us_per_request']:.0f} us):"
-            f" rate {every['rps'] / small['rps']:.2f}x, CPU per request {every['cpu_us_per_request'] / small['cpu_us_per_request']:.2f}x"
+            f" rate {every['rps'] / small['rps']:.2f}x, CPU per request {every['cpu_us_per_request'] / small['cpu_us_per_request']:.2f}x;"
+            f" per round {', '.join(f'{r:.2f}' for r in paired)} (median {statistics.median(paired):.2f}x)"
         )
     return lines
 

@@ -70,8 +70,6 @@ class Item:
     # the PVC and the like inferFromVolume read, a revision holding no instancetype or preference; with
     # --authorize-references every object read).
     reviews: Reviews
-    # GET expand-spec's headers (ETag, Content-Type, Warning), built on first use by the HTTP layer.
-    headers: Any = None
     # GET expand-spec's reviews when they differ from ``reviews``: the rendering's reads alone. The drift's
     # live objects (a VM pinned to a revision) are the collection's business; KubeVirt's expand-spec of
     # such a VM reads only its revisions, so a caller is not reviewed for what GET never shows.
