@@ -21,7 +21,7 @@ all of them, in windows that alternate (``--rounds``, ``--seconds`` each), for t
 client certificate and for a ServiceAccount's bearer token whose RBAC is a RoleBinding per namespace
 (TokenReview and SubjectAccessReview made by the server); ``--connections`` (16) over ``--processes``
 load processes. It prints requests/s, p99 and the server's CPU per request of each window, and per
-caller the medians' ratio all / 1,000. ``--warmup S`` runs S seconds of the same load before each
+caller the medians' ratio all / 1,000 and each round's (its two windows side by side) with their median. ``--warmup S`` runs S seconds of the same load before each
 measured window, not measured: without it each window begins where the other caller's windows left its
 decisions expired (a caller's windows come back after more than their 10 s), so it measures the reviews
 of every namespace it asks as well as the steady rate. ``--profile FILE`` runs the server under cProfile (with
