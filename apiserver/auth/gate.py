@@ -176,7 +176,7 @@ _Shape = tuple[str, str, str, str, str, str]
 def _in_namespace(method: str, path: str) -> tuple[_Shape, str] | None:
     """For a path naming one object of a namespace (``/apis/G/V/namespaces/NS/R/NAME[/SUB]``): what it
     asks but the name (the key of its namespace's admissions), and the name; None for any other path
-    (its own memos decide it). One split, not :func:`request_attributes` (1.3 against 4.6 us, timed in
+    (its own memos decide it). One split, not :func:`request_attributes` (1.0 against 4.6 us, timed in
     process), and nothing remembered: the point is a cost that does not depend on which object is
     asked for. A path this declines but :func:`_wide` would take (a trailing slash, more segments) is
     decided by its path, as before; :meth:`AuthGate.admit` remembers an admission by namespace only
