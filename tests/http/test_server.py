@@ -299,7 +299,9 @@ def test_a_log_written_into_the_manifests_folder_does_not_wake_the_server(tmp_pa
         # tested is that nothing happens in it, with the watch known to be live.
         time.sleep(1.5)
         lines = proc.log().splitlines()
-        assert lines[watched:] == [], lines
+        # The collector's one-time freeze is logged once the source is ready, which under load can come after
+        # the first answers: a line of its own, not a change of the folder.
+        assert [line for line in lines[watched:] if "apiserver.runtime.gctune" not in line] == [], lines
         assert not [line for line in lines if "change" in line], lines
         assert len([line for line in lines if "apiserver.access" not in line]) < 10, lines
     finally:
