@@ -43,7 +43,7 @@ EXAMPLE_NAMESPACES = ("kubevirt",)
 # cluster (the tests' harness takes a day).
 TOKEN_DURATION = "8760h"
 # The order ``down`` stops them in: the server before the API server it watches, etcd last.
-PROCESSES = ("server", "kube-apiserver", "etcd")
+PROCESSES = ("server", "virt-controller", "virt-api", "kube-apiserver", "etcd")
 
 EPILOG = """\
 examples:
@@ -186,6 +186,7 @@ def prepare_folder(folder: Path) -> None:
 
 
 def up(args: argparse.Namespace) -> int:
+    from devcluster import kubevirt
     from devcluster.controlplane import ControlPlane, ProcessError
     from devcluster.crds import kubevirt_crds
     from devcluster.deployed import DeployedServer
@@ -195,6 +196,13 @@ def up(args: argparse.Namespace) -> int:
     check_assets(assets)
     crds = crds_source(args.crds)
     overlay = OVERLAYS / args.overlay
+    binaries = None
+    if not args.no_kubevirt:
+        binaries = kubevirt.find_binaries(args.kubevirt_bin)
+        if binaries is None and args.kubevirt_bin is not None:
+            raise DevClusterError(
+                f"--kubevirt-bin {args.kubevirt_bin}: {kubevirt.unavailable(args.kubevirt_bin)}"
+            )
     prepare_folder(folder)
     state: dict[str, Any] = {"overlay": args.overlay, "processes": {}}
     plane = ControlPlane(
@@ -216,6 +224,22 @@ def up(args: argparse.Namespace) -> int:
         else:
             plane.kubectl("apply", "-f", "-", stdin=json.dumps(kubevirt_crds()))
         plane.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+        if binaries is None:
+            say(f"== without KubeVirt: {kubevirt.unavailable() if not args.no_kubevirt else '--no-kubevirt'}")
+        else:
+            say(f"== starting KubeVirt's control plane (virt-api, virt-controller) from {binaries.folder}")
+            kv = kubevirt.KubeVirtPlane(
+                plane, folder / "kubevirt", binaries, apiservice=args.overlay == "own-group"
+            )
+            kv.start()
+            state["processes"].update(kv.pids())
+            state["kubevirt"] = {"binaries": str(binaries.folder), "virt-api": kv.api_url}
+            write_state(folder, state)
+            for namespace in ("default", *EXAMPLE_NAMESPACES):
+                kv.prepare_namespace(namespace)
+            say(
+                f"== KubeVirt's webhooks and virt-controller ready after {kv.seconds['virt-controller']:.1f} s"
+            )
         server = DeployedServer(plane, folder / "server", extra_args=args.serve_args, overlay=overlay)
         say(f"== starting the server with the {args.overlay} overlay's Deployment arguments")
         server.install(token_duration=TOKEN_DURATION)
@@ -227,8 +251,13 @@ def up(args: argparse.Namespace) -> int:
         say(f"== registering {', '.join(state['apiservices'])} and waiting until Available")
         server.register()
         if not args.no_examples:
-            for namespace in EXAMPLE_NAMESPACES:
-                plane.kubectl("create", "namespace", namespace)
+            # KubeVirt's plane made them already (with the ServiceAccount virt-launcher Pods need)
+            plane.apply(
+                *(
+                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
+                    for n in EXAMPLE_NAMESPACES
+                )
+            )
             plane.kubectl("apply", "-f", str(EXAMPLES))
             say(f"== loaded {EXAMPLES}")
     except (ProcessError, subprocess.SubprocessError, OSError) as err:
@@ -328,8 +357,10 @@ def build_parser() -> argparse.ArgumentParser:
         description=wrap(
             "A real Kubernetes control plane on this machine for trying and developing: etcd and "
             "kube-apiserver with the aggregation layer, the KubeVirt CRDs, the server registered through "
-            "an APIService as apiservice/ deploys it, examples/ loaded. The tests start theirs with the "
-            "same code (devcluster/). No controller-manager, scheduler or kubelet: no pods run."
+            "an APIService as apiservice/ deploys it, examples/ loaded, and KubeVirt's own control plane "
+            "(virt-api's webhooks and virt-controller) wherever its binaries are found. The tests start theirs "
+            "with the same code (devcluster/). No controller-manager, scheduler or kubelet: virt-launcher pods "
+            "stay Pending and VMIs never run."
         ),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -369,6 +400,19 @@ def build_parser() -> argparse.ArgumentParser:
         "kubevirt-group, subresources.kubevirt.io as virtctl calls it)",
     )
     start.add_argument("--no-examples", action="store_true", help="do not load examples/")
+    start.add_argument(
+        "--kubevirt-bin",
+        type=Path,
+        metavar="DIR",
+        help="a folder holding KubeVirt's virt-api and virt-controller (default: $KUBEVIRT_BIN, else "
+        "../shared/oracle/kubevirt/bin, else ~/.cache/kubevirt-oracle/bin); KubeVirt's control plane runs "
+        "whenever they are found",
+    )
+    start.add_argument(
+        "--no-kubevirt",
+        action="store_true",
+        help="do not run KubeVirt's control plane, even where it is found",
+    )
     start.add_argument(
         "--apiserver-arg",
         action="append",
