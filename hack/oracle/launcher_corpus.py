@@ -30,8 +30,12 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 CASES = REPO / "tests" / "render" / "launcher" / "cases"
+PLACES = (
+    Path.home() / ".cache" / "kubevirt-oracle" / "bin" / "expand-launcher",  # build.sh's default OUT
+    REPO.parent / "oracle" / "bin" / "expand-launcher",
+)
 DEFAULT_ORACLE = os.environ.get("KUBEVIRT_EXPAND_LAUNCHER_ORACLE") or str(
-    REPO.parent / "oracle" / "bin" / "expand-launcher"
+    next((p for p in PLACES if p.is_file()), PLACES[-1])
 )
 
 JSON = dict[str, Any]
@@ -1014,9 +1018,11 @@ def harness_kubevirt(kubevirt: JSON | None, arch: str) -> JSON:
 
 def run_case(given: JSON) -> JSON:
     """Our engine on a case's input, in the shape of :func:`answer_of`: expand the VM, then the VM
-    controller, the VMI webhook and the template service."""
+    controller, the VMI webhook and the template service (a ``vmi`` input: the webhook and the template
+    service), with the NetworkAttachmentDefinitions and PVCs among the objects as the harness stores them."""
     from apiserver import api
     from apiserver.render.kubernetes.errors import ExpandError
+    from apiserver.render.launcher import cluster_inputs, decode_vmi
     from apiserver.render.templateservice.config import launcher_config
     from apiserver.render.templateservice.pod import render_pod_resources
     from apiserver.render.templateservice.resources import Cluster, RenderError
@@ -1024,21 +1030,32 @@ def run_case(given: JSON) -> JSON:
     from apiserver.render.vmimutation.mutate import mutate_vmi
 
     kubevirt = harness_kubevirt(given.get("kubevirt"), given.get("arch") or "amd64")
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            expanded = api.expand_vm(given["vm"], given.get("objects") or [], kubevirt)
-    except ExpandError as err:
-        return {"error": err.message, "stage": "expand"}
     config = launcher_config(kubevirt)
-    vmi = mutate_vmi(config, start_vmi(expanded, config.admission.render))
+    if given.get("vmi") is not None:
+        try:
+            vmi = decode_vmi(given["vmi"])
+        except ExpandError as err:
+            return {"inputError": err.message}
+        vmi["metadata"].setdefault("namespace", "default")
+        if not given.get("skipMutation"):
+            vmi = mutate_vmi(config, vmi)
+    else:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                expanded = api.expand_vm(given["vm"], given.get("objects") or [], kubevirt)
+        except ExpandError as err:
+            return {"error": err.message, "stage": "expand"}
+        vmi = mutate_vmi(config, start_vmi(expanded, config.admission.render))
+    namespace = vmi["metadata"]["namespace"]
+    inputs = cluster_inputs(given.get("objects") or [], namespace)
     quota = given.get("namespaceQuota")
     quotas = [quota] if quota else []
     for q in quotas:
-        q.setdefault("metadata", {}).setdefault("namespace", vmi["metadata"]["namespace"])
+        q.setdefault("metadata", {}).setdefault("namespace", namespace)
     cluster = Cluster(arch=given.get("arch") or "amd64", namespace=given.get("namespace"), quotas=quotas)
     try:
-        pod = render_pod_resources(config, vmi, cluster)
+        pod = render_pod_resources(config, vmi, cluster, inputs["nads"], inputs["pvcs"])
     except RenderError as err:
         return {"error": str(err), "stage": "render"}
     out = pod.to_json()

@@ -1,5 +1,5 @@
 """The launcher corpus' inputs asked of KubeVirt live, where its ``expand-launcher`` oracle is built
-(``KUBEVIRT_EXPAND_LAUNCHER_ORACLE``, else ../oracle/bin/expand-launcher beside the repository): the
+(``KUBEVIRT_EXPAND_LAUNCHER_ORACLE``, else where build.sh puts it, else ../oracle/bin/expand-launcher): the
 answers must still be the ones committed (the corpus is current), and ours must equal them. CI has no
 oracle: the test skips, saying why."""
 
