@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from apiserver.render.defaults import set_default_network_interface, set_default_volume_disks
 from apiserver.render.golang import gojson
 from apiserver.render.golang.values import fingerprint
 from apiserver.render.kubernetes.errors import CAUSE_TYPE_INVALID, Cause, ExpandError
@@ -173,6 +174,9 @@ def launch_vmi(
     warnings: tuple[str, ...] = ()
     if presets is not None:
         decoded, warnings = _with_presets(decoded, presets)
+    # SetDefaultVirtualMachineInstanceSpec's parts that the VM controller did for a VM's VMI already
+    set_default_network_interface(config.admission.render, decoded["spec"])
+    set_default_volume_disks(decoded["spec"])
     mutate_vmi(config, decoded)
     launched = _render(config, decoded, "spec", arch, namespace, quotas, nads, pvcs, assume_pvcs)
     return Launch(launched.vmi, launched.pod, launched.assumed, warnings)

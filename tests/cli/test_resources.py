@@ -142,7 +142,7 @@ def test_a_limits_quota_sets_memory_limits_and_asks_for_cpu_limits(
 def test_unusable_input_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     (tmp_path / "empty.yaml").write_text("kind: ConfigMap\napiVersion: v1\nmetadata: {name: x}\n")
     code, _, err = run(capsys, "-f", str(tmp_path))
-    assert code == 2 and "no VirtualMachine found" in err
+    assert code == 2 and "no VirtualMachine or VirtualMachineInstance found" in err
 
 
 def _examples_list(*extra: dict[str, Any]) -> str:
