@@ -415,7 +415,9 @@ def _run(args: argparse.Namespace) -> int:
     vms = [_vm_report(e, prepared.index, kubevirt, args) for e in prepared.entries if isinstance(e, Manifest)]
     vms.extend(_vmi_report(m, prepared.index, kubevirt, args) for m in _standalone_vmis(files))
     if not vms:
-        print(f"error: no VirtualMachine or VirtualMachineInstance found in {where}", file=sys.stderr)
+        # --cluster reads VirtualMachines only; files are judged for VMIs too
+        what = "VirtualMachine" if args.cluster else "VirtualMachine or VirtualMachineInstance"
+        print(f"error: no {what} found in {where}", file=sys.stderr)
         return EXIT_UNUSABLE
 
     namespaces: dict[str, dict[str, Any]] = {}
