@@ -8,6 +8,7 @@ from apiserver.api import (
     expand_json,
     expand_vm,
     launch_vm,
+    launch_vmi,
     preview_change,
 )
 from apiserver.documents.manifests import ManifestError, parse_manifests, read_manifest_paths
@@ -25,6 +26,7 @@ __all__ = [
     "expand_json",
     "expand_vm",
     "launch_vm",
+    "launch_vmi",
     "parse_manifests",
     "preview_change",
     "read_manifest_paths",

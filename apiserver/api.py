@@ -48,7 +48,16 @@ from apiserver.render.kubernetes.errors import (
 from apiserver.render.kubernetes.fieldvalidation import DEFAULT, IGNORE, LEVELS
 from apiserver.render.memo import version_of
 
-__all__ = ["ExpandWarning", "Expanded", "Expander", "expand", "expand_json", "expand_vm", "launch_vm"]
+__all__ = [
+    "ExpandWarning",
+    "Expanded",
+    "Expander",
+    "expand",
+    "expand_json",
+    "expand_vm",
+    "launch_vm",
+    "launch_vmi",
+]
 
 
 class ExpandWarning(UserWarning):
@@ -517,6 +526,18 @@ def preview_change(
     return result.as_status()
 
 
+def _launch_doc(launched: Any) -> dict[str, Any]:
+    meta = launched.vmi.get("metadata") or {}
+    return {
+        "apiVersion": "expand.kubevirt-expand.io/v1",
+        "kind": "VirtualMachineLaunch",
+        "metadata": {"name": meta.get("name", ""), "namespace": meta.get("namespace", "")},
+        "vmi": launched.vmi,
+        "pod": launched.pod.to_json(),
+        "assumed": list(launched.assumed),
+    }
+
+
 def launch_vm(
     vm: Mapping[str, Any],
     objects: Iterable[Mapping[str, Any]] = (),
@@ -525,50 +546,78 @@ def launch_vm(
     arch: str | None = None,
     presets: bool = False,
     field_validation: str = DEFAULT,
+    assume_pvcs: bool = False,
 ) -> dict[str, Any]:
     """What ``vm`` will cost: the ``VirtualMachineLaunch`` GET launch-spec answers (``vmi``: the
     VirtualMachineInstance KubeVirt creates; ``pod``: its virt-launcher pod's containers, init containers
     and total requests and limits, the memory overhead and its parts; ``assumed``).
 
-    ``vm`` is expanded as :func:`expand_vm` expands it (its warnings issued as :class:`ExpandWarning`);
-    a ``Namespace`` and the ``ResourceQuota`` objects of the VM's namespace among ``objects`` are read as
-    the cluster's (``AutoResourceLimits``, the memory-limits ratio label). ``arch``: the architecture
+    ``vm`` is expanded as :func:`expand_vm` expands it (its warnings issued as :class:`ExpandWarning`).
+    Among ``objects``, what virt-controller reads of the cluster: a ``Namespace`` and the
+    ``ResourceQuota`` objects of the VM's namespace (``AutoResourceLimits``, the memory-limits ratio
+    label), the ``NetworkAttachmentDefinition`` objects (read only where the KubeVirt configuration
+    disables ``ExternalNetResourceInjection``) and the ``PersistentVolumeClaim`` objects: every claim a
+    volume names must be there, as KubeVirt creates no pod otherwise; ``assume_pvcs`` takes the missing
+    ones as existing filesystem claims instead (listed in ``assumed``). ``arch``: the architecture
     virt-controller runs on (default: the configuration's default architecture). Raises
     :class:`ExpandError` where the VM does not render or KubeVirt would create no pod.
     """
-    from apiserver.render.launcher import launch
+    from apiserver.render.launcher import cluster_inputs, launch
     from apiserver.render.virtconfig import cluster_config
 
     listed = list(objects)
     expanded = expand_vm(vm, listed, kubevirt, presets=presets, field_validation=field_validation)
     namespace = str((expanded.get("metadata") or {}).get("namespace") or "default")
-    ns_obj = next(
-        (
-            o
-            for o in listed
-            if o.get("kind") == "Namespace" and (o.get("metadata") or {}).get("name") == namespace
-        ),
-        None,
-    )
-    quotas = [
-        o
-        for o in listed
-        if o.get("kind") == "ResourceQuota"
-        and ((o.get("metadata") or {}).get("namespace") or namespace) == namespace
-    ]
     launched = launch(
         expanded,
         kubevirt,
         arch=arch or cluster_config(kubevirt).default_architecture or "amd64",
-        namespace=ns_obj,
-        quotas=quotas,
+        assume_pvcs=assume_pvcs,
+        **cluster_inputs(listed, namespace),
     )
-    meta = expanded.get("metadata") or {}
-    return {
-        "apiVersion": "expand.kubevirt-expand.io/v1",
-        "kind": "VirtualMachineLaunch",
-        "metadata": {"name": meta.get("name", ""), "namespace": namespace},
-        "vmi": launched.vmi,
-        "pod": launched.pod.to_json(),
-        "assumed": list(launched.assumed),
-    }
+    return _launch_doc(launched)
+
+
+def launch_vmi(
+    vmi: Mapping[str, Any],
+    objects: Iterable[Mapping[str, Any]] = (),
+    kubevirt: Mapping[str, Any] | None = None,
+    *,
+    arch: str | None = None,
+    presets: bool = False,
+    assume_pvcs: bool = False,
+) -> dict[str, Any]:
+    """What a VirtualMachineInstance created as ``vmi`` will cost: :func:`launch_vm`'s answer for a VMI
+    given whole (no VM controller, no instancetype). It goes through virt-api's VMI mutating webhook as a
+    user's VMI does: its defaults, and with ``presets`` the namespace's VirtualMachineInstancePresets
+    among ``objects`` (their warnings issued as :class:`ExpandWarning`). The other arguments are
+    :func:`launch_vm`'s. Raises :class:`ExpandError` for a body that is not a VirtualMachineInstance and
+    where KubeVirt would create no pod.
+    """
+    from apiserver.render.launcher import cluster_inputs
+    from apiserver.render.launcher import launch_vmi as _launch_vmi
+    from apiserver.render.virtconfig import cluster_config
+
+    if not isinstance(vmi, Mapping):
+        raise ExpandError.bad_request(f"the VirtualMachineInstance must be an object, got {_json_kind(vmi)}")
+    listed = list(objects)
+    index, config, _ = _inputs(vmi, listed, kubevirt)
+    kind = vmi.get("kind")
+    if kind is not None and kind != "VirtualMachineInstance":
+        raise ExpandError.bad_request(
+            f"expected a VirtualMachineInstance, got kind {kind!r}"
+            + (": call launch_vm" if kind == "VirtualMachine" else "")
+        )
+    meta = vmi.get("metadata")
+    namespace = str((meta.get("namespace") if isinstance(meta, Mapping) else None) or "default")
+    launched = _launch_vmi(
+        vmi,
+        config,
+        arch=arch or cluster_config(config).default_architecture or "amd64",
+        assume_pvcs=assume_pvcs,
+        presets=index.presets(namespace) if presets else None,
+        **cluster_inputs(listed, namespace),
+    )
+    for text in launched.warnings:
+        _warnings.warn(text, ExpandWarning, stacklevel=2)
+    return _launch_doc(launched)

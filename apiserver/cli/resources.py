@@ -53,14 +53,15 @@ from apiserver.render.aaq import CALCULATORS, DEFAULT_CALCULATOR, calculator_of,
 from apiserver.render.kubernetes.quantity import parse_quantity
 from apiserver.render.kubernetes.quantitymath import ResourceList, add, resource_list, resource_text
 from apiserver.render.kubernetes.quota import Pod, QuotaUse, admit
-from apiserver.render.launcher import ARCHITECTURES, launch
-from apiserver.render.objects import CONTROLLER_REVISION, VIRTUAL_MACHINE
+from apiserver.render.launcher import ARCHITECTURES, cluster_inputs, launch, launch_vmi
+from apiserver.render.objects import CONTROLLER_REVISION, VIRTUAL_MACHINE, VIRTUAL_MACHINE_INSTANCE
 from apiserver.render.virtconfig import cluster_config
 
 TEXT, JSON, JSONL, YAML = "text", "json", "jsonl", "yaml"
 AAQ_GROUP_VERSION = "aaq.kubevirt.io/v1alpha1"
 ARQ = "ApplicationAwareResourceQuota"
 AAQ_KIND = "AAQ"
+NAD = "NetworkAttachmentDefinition"
 FORMATS = (TEXT, JSON, JSONL, YAML)
 
 EXAMPLES = """\
@@ -73,6 +74,9 @@ examples:
 
   # A namespace of the current cluster: its VMs against its ResourceQuotas' live usage
   kubevirt-expand resources --cluster -n team-a
+
+  # A VirtualMachineInstance created on its own, with the PVCs its volumes name taken as existing
+  kubevirt-expand resources -f vmi.yaml --assume-pvcs
 
   # What kubectl prints works too (List documents)
   { kubectl get namespace team-a -o yaml; echo ---; kubectl get vm,virtualmachineinstancetypes,resourcequotas \
@@ -142,6 +146,12 @@ def add_parser(sub: Any) -> None:
         f"namespaces), {JSONL} (one line per VM, then one per namespace)",
     )
     parser.add_argument(
+        "--assume-pvcs",
+        action="store_true",
+        help="take a PersistentVolumeClaim a volume names but the inputs do not hold as an existing "
+        "filesystem claim (said in assumed); without it such a VM gets no pod, as in KubeVirt",
+    )
+    parser.add_argument(
         "--aaq-calculator",
         choices=CALCULATORS,
         help="how application-aware-quota charges a VM's pod (default: as the AAQ CR among the inputs or "
@@ -192,6 +202,17 @@ async def _read_cluster(
             objects.append(found)
         path = f"/api/v1/namespaces/{ns}/resourcequotas"
         objects.extend(await list_objects(client, path, "v1", "ResourceQuota", keep_status=True))
+        try:
+            path = f"/api/v1/namespaces/{ns}/persistentvolumeclaims"
+            objects.extend(await list_objects(client, path, "v1", "PersistentVolumeClaim"))
+        except ApiError as err:
+            if err.code != 403:
+                raise
+            args.assume_pvcs = True
+            notes.append(
+                f"Warning: PersistentVolumeClaims of {ns} not read ({err.code}): the claims VMs name are "
+                "taken as existing"
+            )
         path = f"/apis/{AAQ_GROUP_VERSION}/namespaces/{ns}/applicationawareresourcequotas"
         objects.extend(await _optional(client, path, ARQ, notes))
     objects.extend((await _optional(client, f"/apis/{AAQ_GROUP_VERSION}/aaqs", AAQ_KIND, notes))[:1])
@@ -265,6 +286,72 @@ def _requests_limits(pod: Mapping[str, Any]) -> tuple[ResourceList, ResourceList
     return resource_list(total.get("requests")), resource_list(total.get("limits"))
 
 
+def _standalone_vmis(files: Sequence[FileRead]) -> list[Manifest]:
+    """The VirtualMachineInstances of the inputs that no VirtualMachine owns (a VM's own VMI is its
+    running instance: the VM is judged, not it twice)."""
+    found = []
+    for file in files:
+        if file.error is not None:
+            continue
+        for manifest in file.manifests:
+            obj = manifest.object
+            if obj.get("kind") != VIRTUAL_MACHINE_INSTANCE:
+                continue
+            owners = (obj.get("metadata") or {}).get("ownerReferences") or ()
+            if any(isinstance(o, Mapping) and o.get("kind") == VIRTUAL_MACHINE for o in owners):
+                continue
+            found.append(manifest)
+    return found
+
+
+def _vmi_report(
+    manifest: Manifest, index: ObjectIndex, kubevirt: Mapping[str, Any] | None, args: argparse.Namespace
+) -> dict[str, Any]:
+    """:func:`_vm_report` for a VirtualMachineInstance given on its own."""
+    vmi = manifest.object
+    namespace = vm_namespace(vmi, args.namespace)
+    name = str((vmi.get("metadata") or {}).get("name") or "")
+    out: dict[str, Any] = {
+        "kind": VIRTUAL_MACHINE_INSTANCE,
+        "namespace": namespace,
+        "name": name,
+        "source": manifest.source,
+    }
+    status = vmi.get("status")
+    if isinstance(status, Mapping) and status.get("phase"):
+        out["running"] = True  # it was created: its pod is in the quotas' status.used
+    try:
+        meta = vmi.get("metadata")
+        vmi = {**vmi, "metadata": {**(meta if isinstance(meta, Mapping) else {}), "namespace": namespace}}
+        arch = args.arch or cluster_config(kubevirt).default_architecture or "amd64"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            launched = launch_vmi(
+                vmi,
+                kubevirt,
+                arch=arch,
+                assume_pvcs=args.assume_pvcs,
+                **cluster_inputs(_cluster_objects(index, namespace), namespace),
+            )
+    except ExpandError as err:
+        out["status"] = err.status
+        return out
+    out["pod"] = launched.pod.to_json()
+    out["_vmi"] = launched.vmi
+    out["assumed"] = list(launched.assumed)
+    return out
+
+
+def _cluster_objects(index: ObjectIndex, namespace: str) -> list[Mapping[str, Any]]:
+    """What virt-controller reads of the cluster for a VM of ``namespace``, among the inputs."""
+    return [
+        *index.of_kind("Namespace", None),
+        *index.of_kind("ResourceQuota", namespace),
+        *index.of_kind(NAD, None),
+        *index.of_kind("PersistentVolumeClaim", None),
+    ]
+
+
 def _vm_report(
     manifest: Manifest, index: ObjectIndex, kubevirt: Mapping[str, Any] | None, args: argparse.Namespace
 ) -> dict[str, Any]:
@@ -280,20 +367,12 @@ def _vm_report(
             warnings.simplefilter("ignore")
             rendered = expand(vm, index, kubevirt=kubevirt, exact_names=False)
         arch = args.arch or cluster_config(kubevirt).default_architecture or "amd64"
-        ns_obj = next(
-            (
-                n
-                for n in index.of_kind("Namespace", None)
-                if (n.get("metadata") or {}).get("name") == namespace
-            ),
-            None,
-        )
         launched = launch(
             rendered.vm,
             kubevirt,
             arch=arch,
-            namespace=ns_obj,
-            quotas=index.of_kind("ResourceQuota", namespace),
+            assume_pvcs=args.assume_pvcs,
+            **cluster_inputs(_cluster_objects(index, namespace), namespace),
         )
     except ExpandError as err:
         out["status"] = err.status
@@ -324,7 +403,7 @@ def _run(args: argparse.Namespace) -> int:
         files,
         explicit_namespace=args.namespace,
         field_validation="Ignore",
-        read_also=frozenset({"Namespace", "ResourceQuota", ARQ, AAQ_KIND}),
+        read_also=frozenset({"Namespace", "ResourceQuota", ARQ, AAQ_KIND, NAD}),
     )
     kubevirt = explicit if explicit is not None else pick_kubevirt(prepared.kubevirts)
     aaq_crs = prepared.index.of_kind(AAQ_KIND, None)
@@ -334,8 +413,11 @@ def _run(args: argparse.Namespace) -> int:
     for entry in unusable:
         print(f"error: {entry.label()}: {(entry.status or {}).get('message', '')}", file=sys.stderr)
     vms = [_vm_report(e, prepared.index, kubevirt, args) for e in prepared.entries if isinstance(e, Manifest)]
+    vms.extend(_vmi_report(m, prepared.index, kubevirt, args) for m in _standalone_vmis(files))
     if not vms:
-        print(f"error: no VirtualMachine found in {where}", file=sys.stderr)
+        # --cluster reads VirtualMachines only; files are judged for VMIs too
+        what = "VirtualMachine" if args.cluster else "VirtualMachine or VirtualMachineInstance"
+        print(f"error: no {what} found in {where}", file=sys.stderr)
         return EXIT_UNUSABLE
 
     namespaces: dict[str, dict[str, Any]] = {}
@@ -437,7 +519,7 @@ def limited(pod: Mapping[str, Any], name: str) -> bool:
 def _write(output: str, vms: list[dict[str, Any]], namespaces: list[dict[str, Any]]) -> None:
     if output == JSONL:
         for v in vms:
-            print(json.dumps({"kind": "VirtualMachine", **v}, separators=(",", ":")))
+            print(json.dumps({"kind": VIRTUAL_MACHINE, **v}, separators=(",", ":")))
         for n in namespaces:
             print(json.dumps({"kind": "Namespace", **n}, separators=(",", ":")))
         return
@@ -449,11 +531,12 @@ def _write(output: str, vms: list[dict[str, Any]], namespaces: list[dict[str, An
         return
     rows = [("NAMESPACE", "NAME", "CPU-REQUEST", "MEMORY-REQUEST", "CPU-LIMIT", "MEMORY-LIMIT", "FITS")]
     for v in vms:
+        shown = f"vmi/{v['name']}" if v.get("kind") == VIRTUAL_MACHINE_INSTANCE else v["name"]
         if "pod" not in v:
             rows.append(
                 (
                     v["namespace"],
-                    v["name"],
+                    shown,
                     "-",
                     "-",
                     "-",
@@ -466,7 +549,7 @@ def _write(output: str, vms: list[dict[str, Any]], namespaces: list[dict[str, An
         rows.append(
             (
                 v["namespace"],
-                v["name"],
+                shown,
                 _cell(total["requests"], "cpu"),
                 _cell(total["requests"], "memory"),
                 _cell(total["limits"], "cpu") if limited(v["pod"], "cpu") else "none",

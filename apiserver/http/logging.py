@@ -62,8 +62,9 @@ KNOWN_QUERY_PARAMETERS = frozenset(
         "validate",
         "fieldValidation",
         "pretty",
-        # GET launch-spec, PUT launch-vm-spec
+        # GET launch-spec, PUT launch-vm-spec, PUT launch-vmi-spec
         "arch",
+        "assumePVCs",
         # the expandedvirtualmachines collection
         "labelSelector",
         "fieldSelector",

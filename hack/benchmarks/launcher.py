@@ -26,7 +26,7 @@ from typing import Any
 
 from apiserver.render import ObjectIndex
 from apiserver.render import expand as render_expand
-from apiserver.render.launcher import launch
+from apiserver.render.launcher import cluster_inputs, launch
 from hack.oracle.launcher_corpus import harness_kubevirt
 
 CASES = Path(__file__).resolve().parents[2] / "tests" / "render" / "launcher" / "cases"
@@ -66,12 +66,15 @@ def main(argv: list[str] | None = None) -> int:
         vm = given["vm"]
         expanded = render_expand(copy.deepcopy(vm), index, kubevirt=kubevirt).vm
         arch = given.get("arch") or "amd64"
+        found = cluster_inputs(given.get("objects") or [], vm["metadata"].get("namespace") or "default")
 
         def do_expand(vm: dict[str, Any] = vm, index: ObjectIndex = index, kv: Any = kubevirt) -> Any:
             return render_expand(vm, index, kubevirt=kv)
 
-        def do_launch(expanded: dict[str, Any] = expanded, kv: Any = kubevirt, arch: str = arch) -> Any:
-            return launch(expanded, kv, arch=arch)
+        def do_launch(
+            expanded: dict[str, Any] = expanded, kv: Any = kubevirt, arch: str = arch, found: Any = found
+        ) -> Any:
+            return launch(expanded, kv, arch=arch, nads=found["nads"], pvcs=found["pvcs"])
 
         pairs = []
         for _ in range(args.rounds):

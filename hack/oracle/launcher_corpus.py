@@ -2,7 +2,7 @@
 with KubeVirt's own answer from ``expand-launcher`` (../shared/oracle, built by its build.sh).
 
 Writes ``tests/render/launcher/cases/<family>.jsonl``: one case a line, ``{"name", "input", "answer"}``,
-``input`` as the oracle reads it (``vm``, ``objects``, ``kubevirt``, ``arch``, ``namespace``,
+``input`` as the oracle reads it (``vm`` or ``vmi``, ``objects``, ``kubevirt``, ``arch``, ``namespace``,
 ``namespaceQuota``) and ``answer`` the part of the oracle's output the tests compare (the pod's
 containers, init containers and total, the memory overhead, the VMI's CPU, memory, resources,
 architecture and machine, or the error and the stage it came from). Nothing here is written by hand:
@@ -30,8 +30,12 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 CASES = REPO / "tests" / "render" / "launcher" / "cases"
+PLACES = (
+    Path.home() / ".cache" / "kubevirt-oracle" / "bin" / "expand-launcher",  # build.sh's default OUT
+    REPO.parent / "oracle" / "bin" / "expand-launcher",
+)
 DEFAULT_ORACLE = os.environ.get("KUBEVIRT_EXPAND_LAUNCHER_ORACLE") or str(
-    REPO.parent / "oracle" / "bin" / "expand-launcher"
+    next((p for p in PLACES if p.is_file()), PLACES[-1])
 )
 
 JSON = dict[str, Any]
@@ -905,6 +909,156 @@ def combinations(count: int = 300, seed: int = 7) -> Iterator[Case]:
         yield f"mix-{index}", case(tspec, kubevirt=conf or None, arch=arch, quota=quota)
 
 
+# --- the classes issue 36 found (also generated afresh by tests/api/test_launch_oracle.py) ---------------
+
+GATE = "ExternalNetResourceInjection"
+
+
+def _gate(rng: random.Random) -> JSON | None:
+    """The gate as a configuration sets it: not at all (Beta: on), disabled, enabled, or both lists."""
+    choice = rng.randrange(4)
+    if choice == 0:
+        return None
+    dev: JSON = {}
+    if choice in (1, 3):
+        dev["disabledFeatureGates"] = [GATE]
+    if choice in (2, 3):
+        dev["featureGates"] = [GATE]
+    return {"developerConfiguration": dev}
+
+
+def _nad(name: str, namespace: str | None, resource: str | None) -> JSON:
+    meta: JSON = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    if resource is not None:
+        meta["annotations"] = {"k8s.v1.cni.cncf.io/resourceName": resource}
+    return {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition", "metadata": meta}
+
+
+def multus_cases(count: int, seed: int = 36) -> list[JSON]:
+    rng = random.Random(seed)
+    cases = []
+    for _ in range(count):
+        networks: list[JSON] = [{"name": "default", "pod": {}}]
+        interfaces: list[JSON] = [{"name": "default", "masquerade": {}}]
+        objects = []
+        for i in range(rng.randint(1, 3)):
+            name = f"nad{i}"
+            ref = rng.choice([name, f"other/{name}", f"default/{name}"])
+            networks.append({"name": f"net{i}", "multus": {"networkName": ref}})
+            interfaces.append({"name": f"net{i}", rng.choice(["bridge", "sriov"]): {}})
+            if rng.random() < 0.7:
+                where = ref.partition("/")[0] if "/" in ref else rng.choice([None, "default"])
+                resource = rng.choice([None, "", "intel.com/sriov_a", "example.org/vf"])
+                objects.append(_nad(name, where, resource))
+        tspec = small(devices={"interfaces": interfaces})
+        tspec["networks"] = networks
+        cases.append(case(tspec, kubevirt=_gate(rng), objects=objects))
+    return cases
+
+
+def _pvc(name: str, namespace: str | None, mode: str | None, access: str) -> JSON:
+    claim = pvc(name)
+    if namespace is None:
+        del claim["metadata"]["namespace"]
+    else:
+        claim["metadata"]["namespace"] = namespace
+    if mode is not None:
+        claim["spec"]["volumeMode"] = mode
+    claim["spec"]["accessModes"] = [access]
+    return claim
+
+
+def claim_cases(count: int, seed: int = 37) -> list[JSON]:
+    rng = random.Random(seed)
+    cases = []
+    for _ in range(count):
+        volumes: list[JSON] = []
+        disks: list[JSON] = []
+        objects = []
+        for i in range(rng.randint(1, 4)):
+            claim = f"pvc{i}"
+            kind = rng.choice(["persistentVolumeClaim", "dataVolume", "ephemeral", "containerDisk"])
+            if kind == "persistentVolumeClaim":
+                source: JSON = {"claimName": claim}
+                if rng.random() < 0.2:
+                    source["hotpluggable"] = True
+            elif kind == "dataVolume":
+                source = {"name": claim}
+                if rng.random() < 0.2:
+                    source["hotpluggable"] = True
+            elif kind == "ephemeral":
+                source = {"persistentVolumeClaim": {"claimName": claim}}
+            else:
+                source = {"image": "quay.io/containerdisks/fedora:41"}
+            volumes.append({"name": f"vol{i}", kind: source})
+            disks.append({"name": f"vol{i}", "disk": {"bus": "virtio"}})
+            if kind != "containerDisk" and rng.random() < 0.75:
+                namespace = rng.choice([None, "default", "default", "elsewhere"])
+                mode = rng.choice([None, "Filesystem", "Block"])
+                objects.append(_pvc(claim, namespace, mode, rng.choice(["ReadWriteOnce", "ReadWriteMany"])))
+        tspec = small(devices={"disks": disks})
+        tspec["volumes"] = volumes
+        cases.append(case(tspec, objects=objects))
+    return cases
+
+
+def vmi_cases(count: int, seed: int = 38) -> list[JSON]:
+    """VMIs given whole: the VM cases of the other classes and of the corpus' families, their template
+    made a VMI, under configurations that change the webhook's defaults."""
+    rng = random.Random(seed)
+    pool = [
+        given for family in ("topologies", "memory", "devices", "networks") for _, given in FAMILIES[family]()
+    ]
+    pool += multus_cases(40, seed=seed) + claim_cases(40, seed=seed)
+    cases = []
+    for given in rng.sample(pool, min(count, len(pool))):
+        vm = given["vm"]
+        template = vm["spec"]["template"]
+        vmi: JSON = {
+            "apiVersion": "kubevirt.io/v1",
+            "kind": "VirtualMachineInstance",
+            "metadata": {"name": "vmi", **({"namespace": "default"} if rng.random() < 0.5 else {})},
+            "spec": copy.deepcopy(template["spec"]),
+        }
+        if template.get("metadata"):
+            vmi["metadata"].update(copy.deepcopy(template["metadata"]))
+        out = {k: v for k, v in copy.deepcopy(given).items() if k != "vm"}
+        out["vmi"] = vmi
+        if rng.random() < 0.3 and not out.get("kubevirt"):
+            out["kubevirt"] = rng.choice(
+                [
+                    {"network": {"defaultNetworkInterface": "bridge"}},
+                    {
+                        "network": {
+                            "defaultNetworkInterface": "bridge",
+                            "permitBridgeInterfaceOnPodNetwork": False,
+                        }
+                    },
+                    {"vmRolloutStrategy": "LiveUpdate", "liveUpdateConfiguration": {"maxCpuSockets": 8}},
+                    {"cpuModel": "Haswell"},
+                ]
+            )
+        cases.append(out)
+    return cases
+
+
+def multus() -> Iterator[Case]:
+    for index, given in enumerate(multus_cases(100, seed=360)):
+        yield f"multus-{index}", given
+
+
+def claims() -> Iterator[Case]:
+    for index, given in enumerate(claim_cases(100, seed=370)):
+        yield f"claims-{index}", given
+
+
+def vmis() -> Iterator[Case]:
+    for index, given in enumerate(vmi_cases(100, seed=380)):
+        yield f"vmi-{index}", given
+
+
 EXAMPLES = REPO / "examples"
 EXAMPLE_KINDS = (
     "VirtualMachineInstancetype",
@@ -954,6 +1108,9 @@ FAMILIES: dict[str, Callable[[], Iterator[Case]]] = {
     "autolimits": auto_limits,
     "instancetypes": instancetypes,
     "combinations": combinations,
+    "multus": multus,
+    "claims": claims,
+    "vmis": vmis,
 }
 
 
@@ -1014,9 +1171,12 @@ def harness_kubevirt(kubevirt: JSON | None, arch: str) -> JSON:
 
 def run_case(given: JSON) -> JSON:
     """Our engine on a case's input, in the shape of :func:`answer_of`: expand the VM, then the VM
-    controller, the VMI webhook and the template service."""
+    controller, the VMI webhook and the template service (a ``vmi`` input: :func:`_run_vmi`; with
+    ``skipMutation``, the template service alone), with the NetworkAttachmentDefinitions and PVCs among the
+    objects as the harness stores them."""
     from apiserver import api
     from apiserver.render.kubernetes.errors import ExpandError
+    from apiserver.render.launcher import cluster_inputs, decode_vmi
     from apiserver.render.templateservice.config import launcher_config
     from apiserver.render.templateservice.pod import render_pod_resources
     from apiserver.render.templateservice.resources import Cluster, RenderError
@@ -1024,21 +1184,34 @@ def run_case(given: JSON) -> JSON:
     from apiserver.render.vmimutation.mutate import mutate_vmi
 
     kubevirt = harness_kubevirt(given.get("kubevirt"), given.get("arch") or "amd64")
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            expanded = api.expand_vm(given["vm"], given.get("objects") or [], kubevirt)
-    except ExpandError as err:
-        return {"error": err.message, "stage": "expand"}
     config = launcher_config(kubevirt)
-    vmi = mutate_vmi(config, start_vmi(expanded, config.admission.render))
+    if given.get("vmi") is not None and not given.get("skipMutation"):
+        return _run_vmi(given, kubevirt)
+    if given.get("vmi") is not None:
+        try:
+            vmi = decode_vmi(given["vmi"])
+        except ExpandError as err:
+            return {"inputError": err.message}
+        vmi["metadata"].setdefault("namespace", "default")
+        if not given.get("skipMutation"):
+            vmi = mutate_vmi(config, vmi)
+    else:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                expanded = api.expand_vm(given["vm"], given.get("objects") or [], kubevirt)
+        except ExpandError as err:
+            return {"error": err.message, "stage": "expand"}
+        vmi = mutate_vmi(config, start_vmi(expanded, config.admission.render))
+    namespace = vmi["metadata"]["namespace"]
+    inputs = cluster_inputs(given.get("objects") or [], namespace)
     quota = given.get("namespaceQuota")
     quotas = [quota] if quota else []
     for q in quotas:
-        q.setdefault("metadata", {}).setdefault("namespace", vmi["metadata"]["namespace"])
+        q.setdefault("metadata", {}).setdefault("namespace", namespace)
     cluster = Cluster(arch=given.get("arch") or "amd64", namespace=given.get("namespace"), quotas=quotas)
     try:
-        pod = render_pod_resources(config, vmi, cluster)
+        pod = render_pod_resources(config, vmi, cluster, inputs["nads"], inputs["pvcs"])
     except RenderError as err:
         return {"error": str(err), "stage": "render"}
     out = pod.to_json()
@@ -1048,6 +1221,41 @@ def run_case(given: JSON) -> JSON:
         "initContainers": out["initContainers"],
         "total": out["total"],
         "vmi": {".".join(path): _dig(vmi, path) for path in VMI_PATHS},
+    }
+
+
+def _run_vmi(given: JSON, kubevirt: JSON) -> JSON:
+    """A ``vmi`` input through :func:`apiserver.render.launcher.launch_vmi` (the VMI webhook, then the
+    template service): a refusal before the template service is the webhook's, as the harness reports it."""
+    from apiserver.render.kubernetes.errors import ExpandError
+    from apiserver.render.launcher import cluster_inputs, launch_vmi
+
+    prefix = "virt-controller would not create the virt-launcher pod: "
+    meta = given["vmi"].get("metadata") or {}
+    namespace = meta.get("namespace") or "default"
+    inputs = cluster_inputs(given.get("objects") or [], namespace)
+    quota = given.get("namespaceQuota")
+    try:
+        launched = launch_vmi(
+            given["vmi"],
+            kubevirt,
+            arch=given.get("arch") or "amd64",
+            namespace=given.get("namespace"),
+            quotas=[quota] if quota else [],
+            nads=inputs["nads"],
+            pvcs=inputs["pvcs"],
+        )
+    except ExpandError as err:
+        if err.message.startswith(prefix):
+            return {"error": err.message.removeprefix(prefix), "stage": "render"}
+        return {"error": f"admission denied: {err.message}", "stage": "vmi-mutation"}
+    out = launched.pod.to_json()
+    return {
+        "memoryOverhead": out["memoryOverhead"],
+        "containers": out["containers"],
+        "initContainers": out["initContainers"],
+        "total": out["total"],
+        "vmi": {".".join(path): _dig(launched.vmi, path) for path in VMI_PATHS},
     }
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from apiserver import ExpandError, expand_vm, launch_vm
+from apiserver import ExpandError, ExpandWarning, expand_vm, launch_vm, launch_vmi
 from apiserver.documents.manifests import read_manifest_paths
 from apiserver.render.kubernetes.quantity import parse_quantity
 
@@ -62,3 +62,203 @@ def test_a_vm_that_does_not_render_raises_its_status() -> None:
     with pytest.raises(ExpandError) as expanding:
         expand_vm(vm, OBJECTS, KUBEVIRT)
     assert caught.value.status == expanding.value.status
+
+
+# Figures below are expand-launcher's (KubeVirt d923fdb) answers for the same inputs.
+ONE_GI = {"cpu": "105m", "ephemeral-storage": "50M", "memory": "1410731712"}
+GATE = "ExternalNetResourceInjection"
+
+
+def _vm(tspec_extra: dict[str, Any], devices: dict[str, Any]) -> dict[str, Any]:
+    domain = {"cpu": {"cores": 1}, "memory": {"guest": "1Gi"}, "devices": devices}
+    return {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachine",
+        "metadata": {"name": "vm", "namespace": "default"},
+        "spec": {"runStrategy": "Always", "template": {"spec": {"domain": domain, **tspec_extra}}},
+    }
+
+
+MULTUS_VM = _vm(
+    {"networks": [{"name": "default", "pod": {}}, {"name": "sec", "multus": {"networkName": "nad0"}}]},
+    {"interfaces": [{"name": "default", "masquerade": {}}, {"name": "sec", "bridge": {}}]},
+)
+NAD = {
+    "apiVersion": "k8s.cni.cncf.io/v1",
+    "kind": "NetworkAttachmentDefinition",
+    "metadata": {"name": "nad0", "annotations": {"k8s.v1.cni.cncf.io/resourceName": "intel.com/sriov"}},
+}
+GATE_OFF = {"developerConfiguration": {"disabledFeatureGates": [GATE]}}
+
+
+def test_with_the_gate_disabled_the_nads_resource_is_requested() -> None:
+    got = launch_vm(MULTUS_VM, [NAD], GATE_OFF)
+    assert got["pod"]["total"]["requests"] == {**ONE_GI, "intel.com/sriov": "1"}
+    assert got["pod"]["total"]["limits"]["intel.com/sriov"] == "1"
+
+
+@pytest.mark.parametrize("kubevirt", [None, {"developerConfiguration": {"featureGates": [GATE]}}])
+def test_with_the_gate_on_no_nad_is_read(kubevirt: dict[str, Any] | None) -> None:
+    """ExternalNetResourceInjection is Beta at d923fdb: on unless disabled, and then virt-controller never
+    reads a NAD: one given changes nothing, none given refuses nothing."""
+    assert launch_vm(MULTUS_VM, [NAD], kubevirt)["pod"]["total"]["requests"] == ONE_GI
+    assert launch_vm(MULTUS_VM, [], kubevirt)["pod"]["total"]["requests"] == ONE_GI
+
+
+def test_with_the_gate_disabled_a_missing_nad_refuses_the_pod() -> None:
+    with pytest.raises(ExpandError) as caught:
+        launch_vm(MULTUS_VM, [], GATE_OFF)
+    assert caught.value.status["code"] == 422
+    assert caught.value.message == (
+        "virt-controller would not create the virt-launcher pod: "
+        "failed to locate network attachment definition default/nad0"
+    )
+
+
+def _pvc(name: str, namespace: str | None = None, mode: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": meta,
+        "spec": {"volumeMode": mode} if mode else {},
+    }
+
+
+def _disk_vm(source: dict[str, Any]) -> dict[str, Any]:
+    return _vm({"volumes": [{"name": "d", **source}]}, {"disks": [{"name": "d", "disk": {}}]})
+
+
+PVC_VM = _disk_vm({"persistentVolumeClaim": {"claimName": "pvc4"}})
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        {"persistentVolumeClaim": {"claimName": "pvc4"}},
+        {"dataVolume": {"name": "pvc4"}},
+        {"ephemeral": {"persistentVolumeClaim": {"claimName": "pvc4"}}},
+    ],
+)
+def test_a_volume_whose_claim_is_missing_gets_no_pod(source: dict[str, Any]) -> None:
+    for objects in ([], [_pvc("pvc4", "elsewhere")]):
+        with pytest.raises(ExpandError) as caught:
+            launch_vm(_disk_vm(source), objects)
+        assert caught.value.status["code"] == 422
+        assert (
+            caught.value.message
+            == "virt-controller would not create the virt-launcher pod: didn't find PVC pvc4"
+        )
+
+
+@pytest.mark.parametrize("mode", [None, "Filesystem", "Block"])
+def test_a_claim_among_the_objects_is_found(mode: str | None) -> None:
+    got = launch_vm(PVC_VM, [_pvc("pvc4", mode=mode)])
+    assert got["pod"]["total"]["requests"] == ONE_GI
+    assert not any("PVC" in a for a in got["assumed"])
+
+
+def test_a_hotplugged_claim_is_not_needed() -> None:
+    vm = _disk_vm({"persistentVolumeClaim": {"claimName": "pvc4", "hotpluggable": True}})
+    assert launch_vm(vm, [])["pod"]["total"]["requests"] == ONE_GI
+
+
+def test_assume_pvcs_takes_a_missing_claim_as_existing_and_says_so() -> None:
+    got = launch_vm(PVC_VM, [], assume_pvcs=True)
+    assert got["pod"]["total"]["requests"] == ONE_GI
+    assert (
+        "PVC default/pvc4 (volume d) is not among the inputs: taken as an existing claim of volumeMode "
+        "Filesystem" in got["assumed"]
+    )
+
+
+LONE_VMI = {
+    "apiVersion": "kubevirt.io/v1",
+    "kind": "VirtualMachineInstance",
+    "metadata": {"name": "lone"},
+    "spec": {
+        "domain": {
+            "cpu": {"cores": 2},
+            "memory": {"guest": "2Gi"},
+            "devices": {"disks": [{"name": "d", "disk": {}}]},
+        },
+        "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}],
+    },
+}
+
+
+def test_a_vmi_costs_what_kubevirt_computes() -> None:
+    """The VMI webhook gives a VMI without networks the pod network (masquerade: vhost-net), as the VM
+    controller does for a VM's."""
+    got = launch_vmi(LONE_VMI, [_pvc("data", mode="Block")])
+    assert got["kind"] == "VirtualMachineLaunch"
+    assert got["metadata"] == {"name": "lone", "namespace": "default"}
+    assert got["pod"]["memoryOverhead"] == "296Mi"
+    assert got["pod"]["total"] == {
+        "requests": {"cpu": "205m", "ephemeral-storage": "50M", "memory": "2492862144"},
+        "limits": {
+            "cpu": "15m",
+            "devices.kubevirt.io/kvm": "1",
+            "devices.kubevirt.io/tun": "1",
+            "devices.kubevirt.io/vhost-net": "1",
+            "memory": "60M",
+        },
+    }
+    assert got["vmi"]["spec"]["networks"] == [{"name": "default", "pod": {}}]
+    assert got["vmi"]["status"]["phase"] == "Pending"
+    with pytest.raises(ExpandError, match="didn't find PVC data"):
+        launch_vmi(LONE_VMI)
+    assert launch_vmi(LONE_VMI, assume_pvcs=True)["pod"]["total"] == got["pod"]["total"]
+
+
+def test_launch_vmi_refuses_what_is_not_a_vmi() -> None:
+    with pytest.raises(ExpandError) as caught:
+        launch_vmi(VMS["fedora"], OBJECTS)
+    assert caught.value.status["code"] == 400
+    assert (
+        "expected a VirtualMachineInstance, got kind 'VirtualMachine': call launch_vm" in caught.value.message
+    )
+    with pytest.raises(ExpandError) as caught:
+        launch_vmi([])  # type: ignore[arg-type]
+    assert caught.value.status["code"] == 400
+    nameless = {**LONE_VMI, "metadata": {}}
+    with pytest.raises(ExpandError) as caught:
+        launch_vmi(nameless, assume_pvcs=True)
+    assert caught.value.status["code"] == 422
+    assert caught.value.status["details"]["causes"][0]["field"] == "metadata.name"
+    wrong = {**LONE_VMI, "spec": {**LONE_VMI["spec"], "domain": {"cpu": {"cores": "two"}}}}
+    with pytest.raises(ExpandError) as caught:
+        launch_vmi(wrong)
+    assert caught.value.status["code"] == 422
+    assert caught.value.status["details"]["causes"][0]["field"] == "spec.domain.cpu.cores"
+
+
+def test_launch_vmi_applies_the_namespaces_presets_on_request() -> None:
+    preset = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachineInstancePreset",
+        "metadata": {"name": "big", "namespace": "default"},
+        "spec": {
+            "selector": {"matchLabels": {"size": "big"}},
+            "domain": {"resources": {"requests": {"memory": "4Gi"}}},
+        },
+    }
+    vmi = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachineInstance",
+        "metadata": {"name": "p", "labels": {"size": "big"}},
+        "spec": {"domain": {"devices": {}}},
+    }
+    with pytest.warns(ExpandWarning, match="VirtualMachineInstancePresets is now deprecated"):
+        got = launch_vmi(vmi, [preset], presets=True)
+    assert got["vmi"]["spec"]["domain"]["resources"]["requests"]["memory"] == "4Gi"
+    assert got["vmi"]["metadata"]["annotations"]["virtualmachinepreset.kubevirt.io/big"] == "kubevirt.io/v1"
+    assert (
+        launch_vmi(vmi, [preset])["vmi"]["spec"]["domain"]
+        .get("resources", {})
+        .get("requests", {})
+        .get("memory")
+        != "4Gi"
+    )

@@ -142,7 +142,7 @@ def test_a_limits_quota_sets_memory_limits_and_asks_for_cpu_limits(
 def test_unusable_input_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     (tmp_path / "empty.yaml").write_text("kind: ConfigMap\napiVersion: v1\nmetadata: {name: x}\n")
     code, _, err = run(capsys, "-f", str(tmp_path))
-    assert code == 2 and "no VirtualMachine found" in err
+    assert code == 2 and "no VirtualMachine or VirtualMachineInstance found" in err
 
 
 def _examples_list(*extra: dict[str, Any]) -> str:
@@ -280,3 +280,107 @@ def test_an_application_aware_quota_charges_the_guest_and_holds_the_pod_back(
     assert code == 0, err
     (ns,) = [line for line in jsonl(out) if line["kind"] == "Namespace"]
     assert ns["applicationAwareQuotas"]["gated"] is False
+
+
+def test_a_standalone_vmi_is_judged_and_its_claims_must_be_given(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Figures from expand-launcher (KubeVirt d923fdb) for the same VMI."""
+    vmi = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachineInstance",
+        "metadata": {"name": "lone"},
+        "spec": {
+            "domain": {
+                "cpu": {"cores": 2},
+                "memory": {"guest": "2Gi"},
+                "devices": {"disks": [{"name": "d", "disk": {}}]},
+            },
+            "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}],
+        },
+    }
+    owned = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachineInstance",
+        "metadata": {
+            "name": "of-a-vm",
+            "ownerReferences": [{"kind": "VirtualMachine", "name": "x", "uid": "u"}],
+        },
+        "spec": {"domain": {"memory": {"guest": "1Gi"}}},
+    }
+    (tmp_path / "vmi.yaml").write_text(yaml.safe_dump_all([vmi, owned]))
+    code, out, _ = run(capsys, "-f", str(tmp_path))
+    assert code == 1
+    assert "vmi/lone" in out and "didn't find PVC data" in out and "of-a-vm" not in out
+    code, out, _ = run(capsys, "-f", str(tmp_path), "--assume-pvcs", "-o", "jsonl")
+    assert code == 0
+    (line,) = [v for v in jsonl(out) if v["kind"] == "VirtualMachineInstance"]
+    assert line["name"] == "lone" and line["fits"] is True
+    assert line["pod"]["total"]["requests"] == {
+        "cpu": "205m",
+        "ephemeral-storage": "50M",
+        "memory": "2492862144",
+    }
+    assert any("PVC default/data" in a for a in line["assumed"])
+    pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"}, "spec": {}}
+    (tmp_path / "pvc.yaml").write_text(yaml.safe_dump(pvc))
+    code, out, _ = run(capsys, "-f", str(tmp_path), "-o", "jsonl")
+    assert code == 0 and not any("PVC" in a for v in jsonl(out) for a in v.get("assumed", ()))
+
+
+def test_nads_among_the_inputs_are_read_with_the_gate_disabled(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    template = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachine",
+        "metadata": {"name": "multus", "namespace": "default"},
+        "spec": {
+            "runStrategy": "Always",
+            "template": {
+                "spec": {
+                    "domain": {
+                        "cpu": {"cores": 1},
+                        "memory": {"guest": "1Gi"},
+                        "devices": {
+                            "interfaces": [
+                                {"name": "default", "masquerade": {}},
+                                {"name": "sec", "bridge": {}},
+                            ]
+                        },
+                    },
+                    "networks": [
+                        {"name": "default", "pod": {}},
+                        {"name": "sec", "multus": {"networkName": "nad0"}},
+                    ],
+                }
+            },
+        },
+    }
+    kubevirt = {"developerConfiguration": {"disabledFeatureGates": ["ExternalNetResourceInjection"]}}
+    (tmp_path / "kv.yaml").write_text(yaml.safe_dump(kubevirt))
+    (tmp_path / "vms").mkdir()
+    (tmp_path / "vms" / "vm.yaml").write_text(yaml.safe_dump(template))
+    code, out, _ = run(
+        capsys, "-f", str(tmp_path / "vms"), "--kubevirt", str(tmp_path / "kv.yaml"), "-o", "jsonl"
+    )
+    assert code == 1
+    (line,) = [v for v in jsonl(out) if v["kind"] == "VirtualMachine"]
+    assert line["status"]["message"].endswith("failed to locate network attachment definition default/nad0")
+    nad = {
+        "apiVersion": "k8s.cni.cncf.io/v1",
+        "kind": "NetworkAttachmentDefinition",
+        "metadata": {"name": "nad0", "annotations": {"k8s.v1.cni.cncf.io/resourceName": "intel.com/sriov"}},
+    }
+    (tmp_path / "vms" / "nad.yaml").write_text(yaml.safe_dump(nad))
+    code, out, _ = run(
+        capsys, "-f", str(tmp_path / "vms"), "--kubevirt", str(tmp_path / "kv.yaml"), "-o", "jsonl"
+    )
+    assert code == 0
+    (line,) = [v for v in jsonl(out) if v["kind"] == "VirtualMachine"]
+    assert line["pod"]["total"]["requests"] == {
+        "cpu": "105m",
+        "ephemeral-storage": "50M",
+        "intel.com/sriov": "1",
+        "memory": "1410731712",
+    }

@@ -280,6 +280,35 @@ def check_vm(
     return {**doc, "metadata": {**meta, "namespace": namespace}}, warnings
 
 
+def check_vmi(body: Body, namespace: str) -> dict[str, Any]:
+    """A PUT launch-vmi-spec body: a VirtualMachineInstance (``kind`` absent or that), returned with
+    ``metadata.namespace`` set to the path's namespace. Its fields are judged when it is decoded
+    (:func:`apiserver.render.launcher.decode_vmi`: Go's types); fieldValidation is not applied to VMIs."""
+    doc = body.value
+    if not isinstance(doc, dict):
+        raise bad_request("the body must be a VirtualMachineInstance (a JSON or YAML object)")
+    kind = doc.get("kind")
+    if kind is not None and kind != "VirtualMachineInstance":
+        hint = ": PUT launch-vm-spec renders a VirtualMachine" if kind == "VirtualMachine" else ""
+        raise bad_request(
+            f"the body must be a VirtualMachineInstance, not kind {orjson.dumps(kind).decode()}{hint}"
+        )
+    meta = doc.get("metadata")
+    if meta is None:
+        meta = {}
+    name = meta.get("name") if isinstance(meta, dict) else None
+    name = name if isinstance(name, str) else ""
+    if not isinstance(meta, dict):
+        cause = Cause("metadata", "must be an object", CAUSE_INVALID)
+        raise StatusError(invalid_status(invalid_message(name, [cause]), [cause], name=name))
+    body_namespace = meta.get("namespace")
+    if body_namespace not in (None, "", namespace):
+        text = f"VMI namespace must be empty or {namespace}"
+        cause = Cause("metadata.namespace", f"Invalid value: {orjson.dumps(body_namespace).decode()}: {text}")
+        raise StatusError(invalid_status(invalid_message(name, [cause]), [cause], name=name))
+    return {**doc, "metadata": {**meta, "namespace": namespace}}
+
+
 def _schema_failure(err: ExpandError, *, kubevirt_messages: bool) -> StatusError:
     if not kubevirt_messages or err.code != 422:
         return StatusError(err.status)

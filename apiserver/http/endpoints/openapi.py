@@ -257,11 +257,11 @@ def _preview_v3(paths: dict[str, Any]) -> None:
 
 
 def _launcher_v2(paths: dict[str, Any], settings: Settings, version: str) -> None:
-    """GET launch-spec and PUT launch-vm-spec of one version."""
+    """GET launch-spec, PUT launch-vm-spec and PUT launch-vmi-spec of one version."""
     for op in launcher_api.operations(settings.api_group, version):
         params = [dict(p) for p in op["parameters"]]
         if op["body"]:
-            params.insert(0, {"name": "body", "in": "body", "required": True, "schema": _ref2(VM)})
+            params.insert(0, {"name": "body", "in": "body", "required": True, "schema": _ref2(op["body"])})
         responses: dict[str, Any] = {"200": {"description": "OK", "schema": _ref2(launcher_api.LAUNCH)}}
         responses.update(
             {c: {"description": _ERRORS[c], "schema": _ref2(STATUS)} for c in launcher_api.ERRORS}
@@ -299,7 +299,7 @@ def _launcher_v3(paths: dict[str, Any], settings: Settings, version: str) -> Non
             "x-kubernetes-group-version-kind": dict(launcher_api.GVK),
         }
         if op["body"]:
-            operation["requestBody"] = {"required": True, "content": _content(VM, MEDIA_TYPES)}
+            operation["requestBody"] = {"required": True, "content": _content(op["body"], MEDIA_TYPES)}
         paths[op["path"]] = {op["method"]: operation}
 
 

@@ -1,6 +1,7 @@
-"""OpenAPI for GET launch-spec and PUT launch-vm-spec (:mod:`apiserver.http.endpoints.launcher`): the
-``VirtualMachineLaunch`` schema and the two operations per version, in the neutral form
-:mod:`apiserver.http.endpoints.openapi` turns into v2 and v3."""
+"""OpenAPI for GET launch-spec, PUT launch-vm-spec and PUT launch-vmi-spec
+(:mod:`apiserver.http.endpoints.launcher`): the ``VirtualMachineLaunch`` schema and the three operations per
+version, in the neutral form :mod:`apiserver.http.endpoints.openapi` turns into v2 and v3 (``body``: the
+definition the request body is, or None)."""
 
 from __future__ import annotations
 
@@ -65,7 +66,10 @@ def definitions() -> dict[str, Any]:
                 "assumed": {
                     "type": "array",
                     "items": {"type": "string"},
-                    "description": "What was assumed of the cluster (architecture, namespace labels, quotas).",
+                    "description": (
+                        "What was assumed of the cluster (architecture, namespace labels, quotas, "
+                        "claims taken as existing under assumePVCs)."
+                    ),
                 },
             },
         },
@@ -148,21 +152,37 @@ def operations(api_group: str, version: str) -> list[dict[str, Any]]:
         "KubeVirt CR's default architecture.",
     }
     presets = {"name": "presets", "in": "query", "type": "boolean", "description": "Apply the presets too."}
+    assume = {
+        "name": "assumePVCs",
+        "in": "query",
+        "type": "boolean",
+        "description": "Take a PersistentVolumeClaim a volume names but the cluster does not hold as an "
+        "existing filesystem claim (listed in assumed); without it KubeVirt creates no pod (422).",
+    }
     return [
         {
             "path": f"{prefix}/virtualmachines/{{name}}/{launcher.LAUNCH_SPEC}",
             "method": "get",
             "operationId": f"{version}vm-LaunchSpec",
             "description": "The VMI and the virt-launcher pod's resources of the stored VirtualMachine.",
-            "parameters": [name, namespace, arch, presets],
-            "body": False,
+            "parameters": [name, namespace, arch, presets, assume],
+            "body": None,
         },
         {
             "path": f"{prefix}/{launcher.LAUNCH_VM_SPEC}",
             "method": "put",
             "operationId": f"{version}LaunchSpec",
             "description": "The VMI and the virt-launcher pod's resources of the VirtualMachine in the body.",
-            "parameters": [namespace, arch, presets],
-            "body": True,
+            "parameters": [namespace, arch, presets, assume],
+            "body": "v1.VirtualMachine",
+        },
+        {
+            "path": f"{prefix}/{launcher.LAUNCH_VMI_SPEC}",
+            "method": "put",
+            "operationId": f"{version}LaunchVMISpec",
+            "description": "The virt-launcher pod's resources of the VirtualMachineInstance in the body, as "
+            "virt-api's VMI webhook defaults it when a user creates it.",
+            "parameters": [namespace, arch, presets, assume],
+            "body": VMI,
         },
     ]

@@ -3,7 +3,8 @@
 Mirrors ``RenderLaunchManifest`` / ``renderLaunchManifest`` (``pkg/virt-controller/services/template.go``):
 the memory overhead (``CalculateMemoryOverhead``), the network resources (``multus.NetworkToResource``,
 unless the ``ExternalNetResourceInjection`` gate leaves them to a webhook), the compute container's
-requirements (``newResourceRenderer``) and the other containers'. The pod's total is what Kubernetes
+requirements (``newResourceRenderer``), the other containers', and the claims the volumes need
+(``withVMIVolumes``: a missing one fails the render, :mod:`.volumes`). The pod's total is what Kubernetes
 schedules and charges quota by (``k8s.io/component-helpers/resource.PodRequests`` and ``PodLimits``): the
 containers and the init containers that keep running summed, each other init container taken when it
 asks for more (with the running ones started before it), plus ``spec.overhead`` (none is set here).
@@ -21,6 +22,7 @@ from apiserver.render.templateservice.config import EXTERNAL_NET_RESOURCE_INJECT
 from apiserver.render.templateservice.containers import Container, init_containers, other_containers
 from apiserver.render.templateservice.overhead import Overhead, calculate_memory_overhead
 from apiserver.render.templateservice.resources import Cluster, RenderError, render_compute_resources
+from apiserver.render.templateservice.volumes import Claim, PVCLookup, volume_claims
 
 JSON = dict[str, Any]
 
@@ -30,13 +32,15 @@ NAD_RESOURCE_ANNOTATION = "k8s.v1.cni.cncf.io/resourceName"
 @dataclass(frozen=True, slots=True)
 class PodResources:
     """The pod's containers and init containers with their resources, its totals, and the memory
-    overhead with its parts."""
+    overhead with its parts; the PVCs its volumes need (not part of the JSON: they change no
+    resource)."""
 
     containers: tuple[Container, ...]
     init_containers: tuple[Container, ...]
     requests: ResourceList
     limits: ResourceList
     overhead: Overhead
+    pvcs: tuple[Claim, ...] = ()
 
     def to_json(self) -> JSON:
         """As the oracle and the HTTP API give it."""
@@ -124,9 +128,14 @@ def render_pod_resources(
     vmi: JSON,
     cluster: Cluster,
     nads: Mapping[tuple[str, str], JSON] | None = None,
+    pvcs: PVCLookup | None = None,
+    *,
+    assume_pvcs: bool = False,
 ) -> PodResources:
     """The resources of the pod virt-controller would create for ``vmi`` (a VMI as virt-api's webhook
-    leaves it). Raises :class:`RenderError` where ``RenderLaunchManifest`` fails."""
+    leaves it). Raises :class:`RenderError` where ``RenderLaunchManifest`` fails, in its order: the
+    NetworkAttachmentDefinitions, the compute container, the sidecars, then the volumes' claims
+    (``pvcs``; with ``assume_pvcs`` a missing claim is taken as an existing filesystem PVC)."""
     overhead = calculate_memory_overhead(config, vmi, cluster.arch)
     network_resources = network_to_resource(config, vmi, nads or {})
     compute = render_compute_resources(config, vmi, cluster, overhead.total, network_resources)
@@ -134,6 +143,7 @@ def render_pod_resources(
         Container("compute", compute.requests(), compute.limits(), tuple(compute.claims)),
         *other_containers(config, vmi),
     )
+    claims = tuple(volume_claims(vmi, pvcs, assume_missing=assume_pvcs))
     inits = tuple(init_containers(config, vmi))
     return PodResources(
         containers=containers,
@@ -141,6 +151,7 @@ def render_pod_resources(
         requests=pod_total(containers, inits, limits=False),
         limits=pod_total(containers, inits, limits=True),
         overhead=overhead,
+        pvcs=claims,
     )
 
 

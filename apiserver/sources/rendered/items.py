@@ -184,10 +184,11 @@ def _request_cell(summary: Mapping[str, Any], name: str) -> str | None:
 
 def launcher_pod(rendered: Mapping[str, Any], kubevirt: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The resources of the virt-launcher pod KubeVirt would create for the rendered VM (no quota or
-    namespace labels assumed: they change limits only), or None where KubeVirt would create none."""
+    namespace labels assumed: they change limits only; the PVCs its volumes name taken as existing: the
+    store does not read them, and they change no resource), or None where KubeVirt would create none."""
     try:
         arch = cluster_config(kubevirt).default_architecture or "amd64"
-        return launch(rendered, kubevirt, arch=arch).pod.to_json()
+        return launch(rendered, kubevirt, arch=arch, assume_pvcs=True).pod.to_json()
     except ExpandError:
         return None
 

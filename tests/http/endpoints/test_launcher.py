@@ -109,3 +109,106 @@ async def test_statuses(srv: RunningServer) -> None:
     # the VM does not render: the same Status expand-vm-spec answers
     assert (unrenderable.status, unrenderable.json()) == (expanded.status, expanded.json())
     assert unrenderable.json()["kind"] == "Status" and unrenderable.status >= 400
+
+
+# PUT launch-vmi-spec and the claims the volumes name. Figures are expand-launcher's (KubeVirt d923fdb).
+LONE_VMI: dict[str, Any] = {
+    "apiVersion": "kubevirt.io/v1",
+    "kind": "VirtualMachineInstance",
+    "metadata": {"name": "lone"},
+    "spec": {
+        "domain": {
+            "cpu": {"cores": 2},
+            "memory": {"guest": "2Gi"},
+            "devices": {"disks": [{"name": "d", "disk": {}}]},
+        },
+        "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}],
+    },
+}
+LONE_TOTAL = {
+    "requests": {"cpu": "205m", "ephemeral-storage": "50M", "memory": "2492862144"},
+    "limits": {
+        "cpu": "15m",
+        "devices.kubevirt.io/kvm": "1",
+        "devices.kubevirt.io/tun": "1",
+        "devices.kubevirt.io/vhost-net": "1",
+        "memory": "60M",
+    },
+}
+NO_PVC = "virt-controller would not create the virt-launcher pod: didn't find PVC data"
+
+
+async def test_put_vmi_without_its_claim_is_kubevirts_refusal_unless_assumed(srv: RunningServer) -> None:
+    refused = await srv.put(f"{BASE}/default/launch-vmi-spec", json_body=LONE_VMI)
+    assert refused.status == 422, refused.body
+    assert refused.json()["kind"] == "Status" and refused.json()["message"] == NO_PVC
+    assumed = await srv.put(f"{BASE}/default/launch-vmi-spec?assumePVCs=true", json_body=LONE_VMI)
+    assert assumed.status == 200, assumed.body
+    doc = assumed.json()
+    assert doc["kind"] == "VirtualMachineLaunch" and doc["metadata"] == {
+        "name": "lone",
+        "namespace": "default",
+    }
+    assert doc["pod"]["total"] == LONE_TOTAL and doc["pod"]["memoryOverhead"] == "296Mi"
+    assert any("PVC default/data (volume d) is not among the inputs" in a for a in doc["assumed"])
+    assert doc["quota"] == {"fits": True, "refusedBy": []}
+
+
+async def test_put_vmi_finds_its_claim_in_the_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "with-pvc"
+    shutil.copytree(EXAMPLES, folder)
+    pvc = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "data", "namespace": "default"},
+        "spec": {"volumeMode": "Block", "accessModes": ["ReadWriteOnce"]},
+    }
+    (folder / "pvc.yaml").write_text(yaml.safe_dump(pvc))
+    async with running_server(FolderSource(folder, watch=False), tmp_path / "srv") as running:
+        reply = await running.put(
+            f"{BASE}/default/launch-vmi-spec",
+            data=yaml.safe_dump(LONE_VMI).encode(),
+            headers={"Content-Type": "application/yaml"},
+        )
+        assert reply.status == 200, reply.body
+        assert reply.json()["pod"]["total"] == LONE_TOTAL
+        assert not any("PVC" in a for a in reply.json()["assumed"])
+        # a VM's volume is looked up the same way
+        vm = copy.deepcopy(VMS["fedora"])
+        vm["spec"]["template"]["spec"]["volumes"] = [
+            {"name": "d", "persistentVolumeClaim": {"claimName": "data"}}
+        ]
+        assert (await running.put(f"{BASE}/default/launch-vm-spec", json_body=vm)).status == 200
+        vm["spec"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] = "gone"
+        gone = await running.put(f"{BASE}/default/launch-vm-spec", json_body=vm)
+        assert gone.status == 422 and gone.json()["message"].endswith("didn't find PVC gone")
+
+
+async def test_put_vmi_statuses(srv: RunningServer) -> None:
+    as_vm = await srv.put(f"{BASE}/default/launch-vmi-spec", json_body=VMS["fedora"])
+    assert as_vm.status == 400 and "PUT launch-vm-spec renders a VirtualMachine" in as_vm.json()["message"]
+    not_object = await srv.put(f"{BASE}/default/launch-vmi-spec", json_body=[1])
+    assert not_object.status == 400 and not_object.json()["kind"] == "Status"
+    elsewhere = copy.deepcopy(LONE_VMI)
+    elsewhere["metadata"]["namespace"] = "other"
+    moved = await srv.put(f"{BASE}/default/launch-vmi-spec", json_body=elsewhere)
+    assert moved.status == 422 and moved.json()["details"]["causes"][0]["field"] == "metadata.namespace"
+    wrong = copy.deepcopy(LONE_VMI)
+    wrong["spec"]["domain"]["cpu"]["cores"] = "two"
+    typed = await srv.put(f"{BASE}/default/launch-vmi-spec?assumePVCs=true", json_body=wrong)
+    assert typed.status == 422 and typed.json()["details"]["causes"][0]["field"] == "spec.domain.cpu.cores"
+    bad_arch = await srv.put(f"{BASE}/default/launch-vmi-spec?arch=riscv64", json_body=LONE_VMI)
+    assert bad_arch.status == 400 and "arch" in bad_arch.json()["message"]
+
+
+async def test_launch_vmi_spec_is_in_the_openapi_documents(srv: RunningServer) -> None:
+    path = f"{BASE}/{{namespace}}/launch-vmi-spec"
+    v2 = (await srv.get("/openapi/v2")).json()
+    op = v2["paths"][path]["put"]
+    assert op["parameters"][0]["schema"] == {
+        "$ref": "#/definitions/io.kubevirt-expand.expand.v1.VirtualMachineInstance"
+    }
+    assert op["responses"]["200"]["schema"] == {
+        "$ref": "#/definitions/io.kubevirt-expand.expand.v1.VirtualMachineLaunch"
+    }
+    assert any(p["name"] == "assumePVCs" for p in op["parameters"])

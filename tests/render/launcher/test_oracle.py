@@ -1,5 +1,5 @@
 """The launcher corpus' inputs asked of KubeVirt live, where its ``expand-launcher`` oracle is built
-(``KUBEVIRT_EXPAND_LAUNCHER_ORACLE``, else ../oracle/bin/expand-launcher beside the repository): the
+(``KUBEVIRT_EXPAND_LAUNCHER_ORACLE``, else where build.sh puts it, else ../oracle/bin/expand-launcher): the
 answers must still be the ones committed (the corpus is current), and ours must equal them. CI has no
 oracle: the test skips, saying why."""
 
@@ -18,7 +18,9 @@ ORACLE = Path(CORPUS.DEFAULT_ORACLE)
 @pytest.mark.skipif(
     not ORACLE.exists(), reason=f"no expand-launcher oracle at {ORACLE} (not built on this machine)"
 )
-@pytest.mark.parametrize("family", ["architectures", "dedicated", "gpus", "networks"])
+@pytest.mark.parametrize(
+    "family", ["architectures", "dedicated", "gpus", "networks", "multus", "claims", "vmis"]
+)
 def test_kubevirt_answers_as_the_committed_corpus_says(family: str) -> None:
     cases = CORPUS.generate(family)[family]
     answers = CORPUS.ask_oracle(str(ORACLE), [given for _, given in cases])
