@@ -42,7 +42,19 @@ def _decode_vm(vm: Mapping[str, Any]) -> JSON:
     decoded: JSON = gojson.decode(vm, "VirtualMachine", exact_names=True)
     meta = decoded.setdefault("metadata", {})
     meta.setdefault("namespace", "default")
-    return decoded
+    return as_admitted(decoded)
+
+
+def as_admitted(vm: JSON) -> JSON:
+    """``vm`` (decoded) as the API server stores it: virt-api's VM mutating webhook (``VMsMutator.Mutate``,
+    on every CREATE and UPDATE) replaces ``/spec`` with the spec as Go encodes it, so empty ``omitempty``
+    maps and slices (``nodeSelector: {}``, ``tolerations: []``) are gone - nil to the VM controller, which
+    then removes the VMI's member (a patch to null) rather than writing it empty. A pointer to an empty
+    struct (``affinity: {}``) stays."""
+    spec = vm.get("spec")
+    if isinstance(spec, dict):
+        vm["spec"] = gojson.decode(gojson.encode(spec, revision.SPEC), revision.SPEC)
+    return vm
 
 
 def start_spec_of(
