@@ -3,10 +3,12 @@
 Puts the VM controller's pieces together for a caller (no KubeVirt function of its own):
 
 * :func:`decide` runs one reconcile (:func:`.sync.sync_pass`) of a VM against the VM as it runs: its
-  start revision and its running VMI, as KubeVirt's VM controller does after the VM was changed;
+  start revision and its running VMI, as KubeVirt's VM controller does after the VM was changed (or,
+  ``settled``, the reconciles that follow its own patches: :func:`.reconcile.settle`);
 * :func:`preview` adds what a person asks before making the change: both VMs rendered with the expand
   engine (:func:`apiserver.render.expand.expand`), the RFC 6902 patch between them and the changed
-  paths, the VM webhook's verdict on the proposed VM, and one word: ``live``, ``restart``,
+  paths, the VM webhook's verdict on the proposed VM, KubeVirt's decision once its passes settle, and one
+  word: ``live``, ``restart``,
   ``refused``, ``error`` (the reconcile fails; KubeVirt retries) or ``stopped`` (no VMI runs; the change
   applies at the next start);
 * :func:`propose` names a change without writing a whole VM: another instancetype or preference, or the
@@ -28,6 +30,7 @@ from apiserver.render.kubernetes.errors import CAUSE_TYPE_INVALID, Cause, Expand
 from apiserver.render.objects import ObjectLookup
 from apiserver.render.vmcontroller import jsonpatch, revision
 from apiserver.render.vmcontroller._go import JSON
+from apiserver.render.vmcontroller.reconcile import settle
 from apiserver.render.vmcontroller.sync import SyncResult, controller_config, decode_vmi, sync_pass
 
 LIVE = "live"
@@ -78,14 +81,18 @@ def decide(
     start_vm: Mapping[str, Any] | None = None,
     start_revision: Mapping[str, Any] | None = None,
     kubevirt: Mapping[str, Any] | None = None,
+    settled: bool = False,
 ) -> SyncResult:
-    """KubeVirt's VM controller on ``vm`` (the VM as changed, status included) while ``vmi`` runs.
+    """KubeVirt's VM controller on ``vm`` (the VM as changed, status included) while ``vmi`` runs: one
+    sync pass, or with ``settled`` the passes until the VM settles (:func:`.reconcile.settle`).
 
     Raises :class:`~apiserver.render.golang.gojson.GoDecodeError` for an input Go cannot decode, and
     :class:`~apiserver.render.objects.LookupPending` when ``lookup`` must fetch an object first."""
     decoded = _decode_vm(vm)
     spec = start_spec_of(decoded, start_vm=start_vm, start_revision=start_revision)
     running = decode_vmi(vmi) if vmi is not None else None
+    if settled:
+        return settle(decoded, running, spec, lookup, controller_config(kubevirt))
     return sync_pass(decoded, running, spec, lookup, controller_config(kubevirt))
 
 
@@ -222,7 +229,7 @@ def preview(
         return result
     with _reading("the running VMI"):
         running = decode_vmi(vmi)
-    sync = sync_pass(decoded, running, start_spec, lookup, config)
+    sync = settle(decoded, running, start_spec, lookup, config)
     result.live_updates = sync.live_updates
     result.vm_patches = sync.vm_patches
     result.not_modelled = sync.not_modelled

@@ -121,7 +121,9 @@ def decode_vmi(vmi: Mapping[str, Any]) -> JSON:
 class SyncResult:
     """What one pass decided. ``restart_required``/``message``: the RestartRequired condition on the VM
     the pass returns; ``live_updates``: the VMI patches written (JSON-patch path -> value, None for a
-    removal); ``vm_patches``: the VM patches written (the firmware UUID)."""
+    removal); ``vm_patches``: the VM patches written (the firmware UUID); ``vm``: the VM the pass returns
+    (what the controller writes back: its spec, and its status with the conditions set); ``passes``,
+    ``settled``: how many passes :func:`.reconcile.settle` ran, and whether the last one changed nothing."""
 
     outcome: str = "evaluated"
     restart_required: bool = False
@@ -135,10 +137,14 @@ class SyncResult:
     vm_patches: dict[str, Any] = field(default_factory=dict)
     volume_requests: list[str] = field(default_factory=list)
     not_modelled: list[str] = field(default_factory=list)
+    vm: JSON | None = None
+    passes: int = 1
+    settled: bool = False
 
 
 def _finish(result: SyncResult, vm: JSON) -> SyncResult:
     result.restart_required, result.message = restart_required(vm)
+    result.vm = vm
     return result
 
 
