@@ -32,6 +32,7 @@ from apiserver.render.vmcontroller import jsonpatch, revision
 from apiserver.render.vmcontroller._go import JSON
 from apiserver.render.vmcontroller.reconcile import settle
 from apiserver.render.vmcontroller.sync import SyncResult, controller_config, decode_vmi, sync_pass
+from apiserver.render.vmcontroller.volumemigration import UPDATE_STATE
 
 LIVE = "live"
 RESTART = "restart"
@@ -283,4 +284,7 @@ def oracle_answer(result: SyncResult) -> JSON:
     if result.sync_error_reason:
         out["syncErrorReason"] = result.sync_error_reason
         out["syncError"] = result.sync_error
+    state = ((result.vm or {}).get("status") or {}).get("volumeUpdateState")
+    if state is not None:
+        out["vmStatus"] = {"volumeUpdateState": gojson.encode(state, UPDATE_STATE)}
     return out

@@ -5,14 +5,14 @@ can set or clear ``RestartRequired`` or patch the running VMI in the same pass: 
 (the start spec, read only while a VMI runs), the run strategy check, the instancetype controller's
 ``Sync`` (``checkResourcesExist``), ``syncRestartRequired``, the network and firmware synchronizers,
 ``handleVolumeRequests``, ``handleDeclarativeVolumeHotplug``, then, under the ``LiveUpdate`` rollout strategy and only when no
-RestartRequired condition is present, the CPU, affinity, tolerations and memory handlers.
+RestartRequired condition is present, the CPU, affinity, tolerations and memory handlers and the volume
+update handler (:mod:`.volumemigration`: ``updateVolumesStrategy: Migration``, or a ``WaitAsReceiver`` VM's
+volume info).
 
 Not modelled (the rest of ``sync`` cannot change the verdict of this pass): finalizers, the run strategy's
-start and stop, DataVolumes, memory dumps, label and annotation sync, the status write; volume migration
-under
-``updateVolumesStrategy: Migration`` (``handleVolumeUpdateRequest``: its validation reads PVCs and
-DataVolumes; a VM using it gets ``notModelled`` set); the ``Expand``/``ExpandAll`` instancetype reference
-policies (the VM is judged as under ``Reference``).
+start and stop, DataVolumes, memory dumps, label and annotation sync, the status write (whose
+``status.volumeUpdateState`` the VM the pass returns carries); the ``Expand``/``ExpandAll`` instancetype
+reference policies (the VM is judged as under ``Reference``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from apiserver.render.kubernetes.errors import CAUSE_INVALID, Cause, ExpandError
 from apiserver.render.kubernetes.quantity import QuantityError, quantity_text
 from apiserver.render.objects import ObjectLookup
 from apiserver.render.virtconfig import decode_configuration
-from apiserver.render.vmcontroller import firmware, hotplug, network, volumehotplug
+from apiserver.render.vmcontroller import firmware, hotplug, network, volumehotplug, volumemigration
 from apiserver.render.vmcontroller._go import (
     JSON,
     RESTART_REQUIRED,
@@ -43,6 +43,9 @@ from apiserver.render.vmcontroller.restartrequired import sync_restart_required
 
 META = "k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"
 FAILED_CREATE = "FailedCreate"
+VOLUMES_UPDATE_ERROR = "VolumesUpdateError"
+_VOLUMES_ERROR = "error encountered while handling volumes update requests: %s"
+_RECEIVER_ERROR = "error encountered while handling wait as receiver volume migration requests: %s"
 _HANDLERS = (
     ("handleCPUChangeRequest", "Error encountered while handling CPU change request: %s", "HotPlugCPUError"),
     (
@@ -255,14 +258,15 @@ def sync_pass(
                 result.live_updates.update(handler())
             except hotplug.HandlerError as err:
                 return _fail(result, vm, reason, fmt % err.message)
-        strategy = (vm_copy.get("spec") or {}).get("updateVolumesStrategy")
-        if vmi is not None and strategy not in (None, "Replacement", "Migration"):
-            return _fail(
-                result,
-                vm,
-                "VolumesUpdateError",
-                f"error encountered while handling volumes update requests: updateVolumes strategy not recognized: {strategy}",
-            )
-        if vmi is not None and strategy == "Migration":
-            result.not_modelled.append("handleVolumeUpdateRequest (updateVolumesStrategy: Migration)")
+        receiver = spec.get("runStrategy") == "WaitAsReceiver"
+        try:
+            if receiver:
+                result.live_updates.update(
+                    volumemigration.handle_wait_as_receiver_volume_info(vm_copy, vmi, lookup)
+                )
+            else:
+                result.live_updates.update(volumemigration.handle_volume_update_request(vm_copy, vmi, lookup))
+        except hotplug.HandlerError as err:
+            fmt = _RECEIVER_ERROR if receiver else _VOLUMES_ERROR
+            return _fail(result, vm, VOLUMES_UPDATE_ERROR, fmt % err.message)
     return _finish(result, vm_copy)
