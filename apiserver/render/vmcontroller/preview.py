@@ -107,6 +107,7 @@ class Preview:
     changes: list[JSON] = field(default_factory=list)
     live_updates: dict[str, Any] = field(default_factory=dict)
     vm_patches: dict[str, Any] = field(default_factory=dict)
+    volume_update_state: JSON | None = None  # the VM's status.volumeUpdateState, as KubeVirt writes it
     sync_error: JSON | None = None
     refusal: JSON | None = None  # the Status the VM webhook (or the renderer) answers
     rollout_strategy: str = "LiveUpdate"
@@ -125,6 +126,8 @@ class Preview:
             out["liveUpdates"] = [{"path": p, "value": v} for p, v in self.live_updates.items()]
         if self.vm_patches:
             out["vmPatches"] = [{"path": p, "value": v} for p, v in self.vm_patches.items()]
+        if self.volume_update_state is not None:
+            out["volumeUpdateState"] = self.volume_update_state
         if self.sync_error is not None:
             out["syncError"] = self.sync_error
         if self.refusal is not None:
@@ -233,6 +236,7 @@ def preview(
     sync = settle(decoded, running, start_spec, lookup, config)
     result.live_updates = sync.live_updates
     result.vm_patches = sync.vm_patches
+    result.volume_update_state = volume_update_state(sync)
     result.not_modelled = sync.not_modelled
     result.message = sync.message
     if sync.sync_error_reason:
@@ -284,7 +288,13 @@ def oracle_answer(result: SyncResult) -> JSON:
     if result.sync_error_reason:
         out["syncErrorReason"] = result.sync_error_reason
         out["syncError"] = result.sync_error
-    state = ((result.vm or {}).get("status") or {}).get("volumeUpdateState")
+    state = volume_update_state(result)
     if state is not None:
-        out["vmStatus"] = {"volumeUpdateState": gojson.encode(state, UPDATE_STATE)}
+        out["vmStatus"] = {"volumeUpdateState": state}
     return out
+
+
+def volume_update_state(result: SyncResult) -> JSON | None:
+    """The ``status.volumeUpdateState`` of the VM the sync returns (Go-encoded), None when it has none."""
+    state = ((result.vm or {}).get("status") or {}).get("volumeUpdateState")
+    return None if state is None else gojson.encode(state, UPDATE_STATE)
