@@ -247,11 +247,12 @@ def sync_pass(
 
     if config.live_update and not needs_restart and get_condition(vm, RESTART_REQUIRED) is None:
         result.live_handlers_ran = True
+        applied = hotplug.Applied(vm_copy, lookup)
         handlers: tuple[Callable[[], dict[str, Any]], ...] = (
-            lambda: hotplug.handle_cpu_change(vm_copy, vmi, lookup, config.cpu_allocation_ratio),
-            lambda: hotplug.handle_affinity_change(vm_copy, vmi, lookup),
-            lambda: hotplug.handle_tolerations_change(vm_copy, vmi, lookup),
-            lambda: hotplug.handle_memory_hotplug(vm_copy, vmi, lookup),
+            lambda: hotplug.handle_cpu_change(vm_copy, vmi, lookup, config.cpu_allocation_ratio, applied),
+            lambda: hotplug.handle_affinity_change(vm_copy, vmi, lookup, applied),
+            lambda: hotplug.handle_tolerations_change(vm_copy, vmi, lookup, applied),
+            lambda: hotplug.handle_memory_hotplug(vm_copy, vmi, lookup, applied),
         )
         for (_, fmt, reason), handler in zip(_HANDLERS, handlers, strict=True):
             try:
