@@ -43,6 +43,7 @@ from apiserver.render.vmcontroller.restartrequired import sync_restart_required
 
 META = "k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"
 FAILED_CREATE = "FailedCreate"
+_STATUS_LISTS = ("conditions", "interfaces", "volumeStatus", "migratedVolumes")
 VOLUMES_UPDATE_ERROR = "VolumesUpdateError"
 _VOLUMES_ERROR = "error encountered while handling volumes update requests: %s"
 _RECEIVER_ERROR = "error encountered while handling wait as receiver volume migration requests: %s"
@@ -93,6 +94,16 @@ def controller_config(kubevirt: Mapping[str, Any] | None) -> ControllerConfig:
     )
 
 
+def _json_kind(value: Any) -> str:
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "an object"
+
+
 def decode_vmi(vmi: Mapping[str, Any]) -> JSON:
     """A VirtualMachineInstance as the controller reads it: metadata and spec decoded as Go does, the
     status members it reads kept as they are."""
@@ -103,6 +114,12 @@ def decode_vmi(vmi: Mapping[str, Any]) -> JSON:
     out["spec"] = gojson.decode(spec if isinstance(spec, Mapping) else {}, VMI_SPEC)
     status = vmi.get("status")
     out["status"] = dict(status) if isinstance(status, Mapping) else {}
+    for key in _STATUS_LISTS:
+        found = out["status"].get(key)
+        if found is not None and not isinstance(found, list):
+            # Go's decoder refuses such a VMI: it could never have been stored or read
+            field, message = f"status.{key}", f"must be a list, not {_json_kind(found)}"
+            raise ExpandError.invalid(f"{field}: {message}", Cause(field, message, CAUSE_INVALID))
     memory = out["status"].get("memory")
     if isinstance(memory, Mapping):
         memory = out["status"]["memory"] = dict(memory)

@@ -290,8 +290,9 @@ def validate_volumes_update_migration(vmi: JSON, migrated: list[JSON]) -> str | 
         name = str(status.get("name", ""))
         if name.startswith(BACKEND_STORAGE_PREFIX):
             continue
-        modes = info.get("accessModes") or ()
-        read_write_once = not any(m in ("ReadOnlyMany", "ReadWriteMany") for m in modes)
+        modes = info.get("accessModes")
+        shared = isinstance(modes, list) and any(m in ("ReadOnlyMany", "ReadWriteMany") for m in modes)
+        read_write_once = not shared
         if read_write_once and name not in names:
             return (
                 f"cannot migrate the VM. The volume {name} is RWO and not included in the migration volumes"
