@@ -124,6 +124,10 @@ def definitions() -> dict[str, Any]:
                 },
                 "liveUpdates": _path_values("The JSON-patch values KubeVirt writes to the running VMI."),
                 "vmPatches": _path_values("The JSON-patch values KubeVirt writes to the VM (firmware UUID)."),
+                "volumeUpdateState": _object(
+                    "The VM's status.volumeUpdateState KubeVirt writes under updateVolumesStrategy Migration "
+                    "(volumeMigrationState.migratedVolumes: each volume's source and destination claim)."
+                ),
                 "syncError": _object("KubeVirt's sync error (reason, message) when its reconcile fails."),
                 "refusal": _object("The Status the VM webhook, or the renderer, answers."),
                 "warnings": {"type": "array", "items": {"type": "string"}, "description": "Warnings."},

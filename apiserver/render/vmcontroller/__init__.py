@@ -18,6 +18,10 @@ watch/vm: ``handleAffinityChangeRequest``               :func:`.hotplug.handle_a
 watch/vm: ``handleTolerationsChangeRequest``            :func:`.hotplug.handle_tolerations_change`
 watch/vm: ``handleMemoryHotplugRequest``                :func:`.hotplug.handle_memory_hotplug`
 watch/vm: ``handleVolumeRequests``                      :func:`.sync.handle_volume_requests`
+watch/vm: ``handleVolumeUpdateRequest`` (+ volume-migration) :func:`.volumemigration.handle_volume_update_request`
+watch/vm: ``handleWaitAsReceiverVolumeInfo``           :func:`.volumemigration.handle_wait_as_receiver_volume_info`
+watch/vm: ``Execute`` re-run on its own patches        :func:`.reconcile.settle`
+virt-api VM mutator: ``/spec`` as Go encodes it        :func:`.preview.as_admitted`
 watch/vm: ``patchVMRevision``, ``getVMRevisionName``    :mod:`.revision`
 watch/vm (firmware.go): ``FirmwareController.Sync``     :func:`.firmware.sync_firmware`
 network/vmliveupdate: ``IsRestartRequired``             :func:`.network.is_restart_required`

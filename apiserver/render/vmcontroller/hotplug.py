@@ -4,7 +4,8 @@ Mirrors ``handleCPUChangeRequest`` (with ``VMICPUsPatch``), ``handleAffinityChan
 ``VMIAffinityPatch`` and ``VMNodeSelectorPatch``), ``handleTolerationsChangeRequest`` (with
 ``vmiTolerationsPatch``) and ``handleMemoryHotplugRequest`` of ``pkg/virt-controller/watch/vm/vm.go``,
 with ``pkg/util/migrations``' ``IsMigrating`` and ``pkg/liveupdate/memory``'s ``ValidateLiveUpdateMemory``.
-Each handler reads the VM with its instancetype applied and the running VMI; it either records the
+Each handler reads the VM with its instancetype applied (:class:`Applied`, shared by the handlers of a
+pass) and the running VMI; it either records the
 JSON-patch values KubeVirt writes to the VMI (``{path: value}``, None for a removal), sets
 RestartRequired on the VM, or fails (:class:`HandlerError`, which fails the whole sync).
 """
@@ -85,13 +86,35 @@ def is_migrating(vmi: JSON, now: datetime | None = None) -> bool:
     return running
 
 
-def _with_instancetype(vm: JSON, lookup: ObjectLookup) -> JSON:
-    copy: JSON = clone(vm)
-    try:
-        apply_to_vm(copy, lookup)
-    except ApplyError as err:
-        raise HandlerError(err.message) from None
-    return copy
+class Applied:
+    """``vm`` with its instancetype and preference applied (``ApplyToVM`` on a copy), made once for the
+    handlers of a pass: KubeVirt's handlers each apply them to a copy of the same VM, whose spec none of
+    them changes (they set conditions only), so every copy is the same. Failing, each call raises the
+    :class:`HandlerError` the handler returns."""
+
+    __slots__ = ("_applied", "_error", "lookup", "vm")
+
+    def __init__(self, vm: JSON, lookup: ObjectLookup) -> None:
+        self.vm, self.lookup = vm, lookup
+        self._applied: JSON | None = None
+        self._error: str | None = None
+
+    def get(self) -> JSON:
+        if self._error is not None:
+            raise HandlerError(self._error)
+        if self._applied is None:
+            copy: JSON = clone(self.vm)
+            try:
+                apply_to_vm(copy, self.lookup)
+            except ApplyError as err:
+                self._error = err.message
+                raise HandlerError(err.message) from None
+            self._applied = copy
+        return self._applied
+
+
+def _with_instancetype(vm: JSON, lookup: ObjectLookup, applied: Applied | None) -> JSON:
+    return (applied or Applied(vm, lookup)).get()
 
 
 def _tspec(vm: JSON) -> JSON:
@@ -124,12 +147,18 @@ def _add(q: Quantity, delta: Fraction, delta_format: str) -> str:
     return _text(q.value + delta, fmt)
 
 
-def handle_cpu_change(vm: JSON, vmi: JSON | None, lookup: ObjectLookup, cpu_allocation_ratio: int) -> Patch:
+def handle_cpu_change(
+    vm: JSON,
+    vmi: JSON | None,
+    lookup: ObjectLookup,
+    cpu_allocation_ratio: int,
+    applied: Applied | None = None,
+) -> Patch:
     """``handleCPUChangeRequest``: more sockets within the VMI's ``maxSockets`` are hot-plugged."""
     if vmi is None or _deleting(vmi):
         return {}
-    applied = _with_instancetype(vm, lookup)
-    cpu = (_tspec(applied).get("domain") or {}).get("cpu")
+    with_types = _with_instancetype(vm, lookup, applied)
+    cpu = (_tspec(with_types).get("domain") or {}).get("cpu")
     vmi_spec = vmi.get("spec") or {}
     vmi_cpu = (vmi_spec.get("domain") or {}).get("cpu")
     if cpu is None or vmi_cpu is None:
@@ -153,7 +182,7 @@ def handle_cpu_change(vm: JSON, vmi: JSON | None, lookup: ObjectLookup, cpu_allo
     patch: Patch = {"/spec/domain/cpu/sockets": sockets}
     vcpus_delta = number_of_vcpus(cpu) - number_of_vcpus(vmi_cpu)
     delta = Fraction(vcpus_delta * (1000 // cpu_allocation_ratio), 1000)
-    tspec = _tspec(applied)
+    tspec = _tspec(with_types)
     for group in ("requests", "limits"):
         if not _resource(tspec, group, "cpu").is_zero():
             patch[f"/spec/domain/resources/{group}/cpu"] = _add(
@@ -162,11 +191,13 @@ def handle_cpu_change(vm: JSON, vmi: JSON | None, lookup: ObjectLookup, cpu_allo
     return patch
 
 
-def handle_affinity_change(vm: JSON, vmi: JSON | None, lookup: ObjectLookup) -> Patch:
+def handle_affinity_change(
+    vm: JSON, vmi: JSON | None, lookup: ObjectLookup, applied: Applied | None = None
+) -> Patch:
     """``handleAffinityChangeRequest``: node selector and affinity follow the VM live."""
     if vmi is None or _deleting(vmi):
         return {}
-    tspec = _tspec(_with_instancetype(vm, lookup))
+    tspec = _tspec(_with_instancetype(vm, lookup, applied))
     vmi_spec = vmi.get("spec") or {}
     selector_changed = not spec_field_equal(tspec, vmi_spec, "nodeSelector")
     affinity_changed = not spec_field_equal(tspec, vmi_spec, "affinity")
@@ -182,11 +213,13 @@ def handle_affinity_change(vm: JSON, vmi: JSON | None, lookup: ObjectLookup) -> 
     return patch
 
 
-def handle_tolerations_change(vm: JSON, vmi: JSON | None, lookup: ObjectLookup) -> Patch:
+def handle_tolerations_change(
+    vm: JSON, vmi: JSON | None, lookup: ObjectLookup, applied: Applied | None = None
+) -> Patch:
     """``handleTolerationsChangeRequest``: tolerations follow the VM live."""
     if vmi is None or _deleting(vmi):
         return {}
-    tspec = _tspec(_with_instancetype(vm, lookup))
+    tspec = _tspec(_with_instancetype(vm, lookup, applied))
     if spec_field_equal(tspec, vmi.get("spec") or {}, "tolerations"):
         return {}
     if is_migrating(vmi):
@@ -196,11 +229,13 @@ def handle_tolerations_change(vm: JSON, vmi: JSON | None, lookup: ObjectLookup) 
     return {"/spec/tolerations": value}
 
 
-def handle_memory_hotplug(vm: JSON, vmi: JSON | None, lookup: ObjectLookup) -> Patch:
+def handle_memory_hotplug(
+    vm: JSON, vmi: JSON | None, lookup: ObjectLookup, applied: Applied | None = None
+) -> Patch:
     """``handleMemoryHotplugRequest``: more guest memory within the VMI's ``maxGuest`` is hot-plugged."""
     if vmi is None or _deleting(vmi):
         return {}
-    tspec = _tspec(_with_instancetype(vm, lookup))
+    tspec = _tspec(_with_instancetype(vm, lookup, applied))
     vmi_spec = vmi.get("spec") or {}
     memory = (tspec.get("domain") or {}).get("memory")
     vmi_memory = (vmi_spec.get("domain") or {}).get("memory")

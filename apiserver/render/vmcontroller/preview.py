@@ -3,10 +3,12 @@
 Puts the VM controller's pieces together for a caller (no KubeVirt function of its own):
 
 * :func:`decide` runs one reconcile (:func:`.sync.sync_pass`) of a VM against the VM as it runs: its
-  start revision and its running VMI, as KubeVirt's VM controller does after the VM was changed;
+  start revision and its running VMI, as KubeVirt's VM controller does after the VM was changed (or,
+  ``settled``, the reconciles that follow its own patches: :func:`.reconcile.settle`);
 * :func:`preview` adds what a person asks before making the change: both VMs rendered with the expand
   engine (:func:`apiserver.render.expand.expand`), the RFC 6902 patch between them and the changed
-  paths, the VM webhook's verdict on the proposed VM, and one word: ``live``, ``restart``,
+  paths, the VM webhook's verdict on the proposed VM, KubeVirt's decision once its passes settle, and one
+  word: ``live``, ``restart``,
   ``refused``, ``error`` (the reconcile fails; KubeVirt retries) or ``stopped`` (no VMI runs; the change
   applies at the next start);
 * :func:`propose` names a change without writing a whole VM: another instancetype or preference, or the
@@ -28,7 +30,9 @@ from apiserver.render.kubernetes.errors import CAUSE_TYPE_INVALID, Cause, Expand
 from apiserver.render.objects import ObjectLookup
 from apiserver.render.vmcontroller import jsonpatch, revision
 from apiserver.render.vmcontroller._go import JSON
+from apiserver.render.vmcontroller.reconcile import settle
 from apiserver.render.vmcontroller.sync import SyncResult, controller_config, decode_vmi, sync_pass
+from apiserver.render.vmcontroller.volumemigration import UPDATE_STATE
 
 LIVE = "live"
 RESTART = "restart"
@@ -42,7 +46,19 @@ def _decode_vm(vm: Mapping[str, Any]) -> JSON:
     decoded: JSON = gojson.decode(vm, "VirtualMachine", exact_names=True)
     meta = decoded.setdefault("metadata", {})
     meta.setdefault("namespace", "default")
-    return decoded
+    return as_admitted(decoded)
+
+
+def as_admitted(vm: JSON) -> JSON:
+    """``vm`` (decoded) as the API server stores it: virt-api's VM mutating webhook (``VMsMutator.Mutate``,
+    on every CREATE and UPDATE) replaces ``/spec`` with the spec as Go encodes it, so empty ``omitempty``
+    maps and slices (``nodeSelector: {}``, ``tolerations: []``) are gone - nil to the VM controller, which
+    then removes the VMI's member (a patch to null) rather than writing it empty. A pointer to an empty
+    struct (``affinity: {}``) stays."""
+    spec = vm.get("spec")
+    if isinstance(spec, dict):
+        vm["spec"] = gojson.decode(gojson.encode(spec, revision.SPEC), revision.SPEC)
+    return vm
 
 
 def start_spec_of(
@@ -66,14 +82,18 @@ def decide(
     start_vm: Mapping[str, Any] | None = None,
     start_revision: Mapping[str, Any] | None = None,
     kubevirt: Mapping[str, Any] | None = None,
+    settled: bool = False,
 ) -> SyncResult:
-    """KubeVirt's VM controller on ``vm`` (the VM as changed, status included) while ``vmi`` runs.
+    """KubeVirt's VM controller on ``vm`` (the VM as changed, status included) while ``vmi`` runs: one
+    sync pass, or with ``settled`` the passes until the VM settles (:func:`.reconcile.settle`).
 
     Raises :class:`~apiserver.render.golang.gojson.GoDecodeError` for an input Go cannot decode, and
     :class:`~apiserver.render.objects.LookupPending` when ``lookup`` must fetch an object first."""
     decoded = _decode_vm(vm)
     spec = start_spec_of(decoded, start_vm=start_vm, start_revision=start_revision)
     running = decode_vmi(vmi) if vmi is not None else None
+    if settled:
+        return settle(decoded, running, spec, lookup, controller_config(kubevirt))
     return sync_pass(decoded, running, spec, lookup, controller_config(kubevirt))
 
 
@@ -87,6 +107,7 @@ class Preview:
     changes: list[JSON] = field(default_factory=list)
     live_updates: dict[str, Any] = field(default_factory=dict)
     vm_patches: dict[str, Any] = field(default_factory=dict)
+    volume_update_state: JSON | None = None  # the VM's status.volumeUpdateState, as KubeVirt writes it
     sync_error: JSON | None = None
     refusal: JSON | None = None  # the Status the VM webhook (or the renderer) answers
     rollout_strategy: str = "LiveUpdate"
@@ -105,6 +126,8 @@ class Preview:
             out["liveUpdates"] = [{"path": p, "value": v} for p, v in self.live_updates.items()]
         if self.vm_patches:
             out["vmPatches"] = [{"path": p, "value": v} for p, v in self.vm_patches.items()]
+        if self.volume_update_state is not None:
+            out["volumeUpdateState"] = self.volume_update_state
         if self.sync_error is not None:
             out["syncError"] = self.sync_error
         if self.refusal is not None:
@@ -210,9 +233,10 @@ def preview(
         return result
     with _reading("the running VMI"):
         running = decode_vmi(vmi)
-    sync = sync_pass(decoded, running, start_spec, lookup, config)
+    sync = settle(decoded, running, start_spec, lookup, config)
     result.live_updates = sync.live_updates
     result.vm_patches = sync.vm_patches
+    result.volume_update_state = volume_update_state(sync)
     result.not_modelled = sync.not_modelled
     result.message = sync.message
     if sync.sync_error_reason:
@@ -264,4 +288,13 @@ def oracle_answer(result: SyncResult) -> JSON:
     if result.sync_error_reason:
         out["syncErrorReason"] = result.sync_error_reason
         out["syncError"] = result.sync_error
+    state = volume_update_state(result)
+    if state is not None:
+        out["vmStatus"] = {"volumeUpdateState": state}
     return out
+
+
+def volume_update_state(result: SyncResult) -> JSON | None:
+    """The ``status.volumeUpdateState`` of the VM the sync returns (Go-encoded), None when it has none."""
+    state = ((result.vm or {}).get("status") or {}).get("volumeUpdateState")
+    return None if state is None else gojson.encode(state, UPDATE_STATE)

@@ -5,14 +5,14 @@ can set or clear ``RestartRequired`` or patch the running VMI in the same pass: 
 (the start spec, read only while a VMI runs), the run strategy check, the instancetype controller's
 ``Sync`` (``checkResourcesExist``), ``syncRestartRequired``, the network and firmware synchronizers,
 ``handleVolumeRequests``, ``handleDeclarativeVolumeHotplug``, then, under the ``LiveUpdate`` rollout strategy and only when no
-RestartRequired condition is present, the CPU, affinity, tolerations and memory handlers.
+RestartRequired condition is present, the CPU, affinity, tolerations and memory handlers and the volume
+update handler (:mod:`.volumemigration`: ``updateVolumesStrategy: Migration``, or a ``WaitAsReceiver`` VM's
+volume info).
 
 Not modelled (the rest of ``sync`` cannot change the verdict of this pass): finalizers, the run strategy's
-start and stop, DataVolumes, memory dumps, label and annotation sync, the status write; volume migration
-under
-``updateVolumesStrategy: Migration`` (``handleVolumeUpdateRequest``: its validation reads PVCs and
-DataVolumes; a VM using it gets ``notModelled`` set); the ``Expand``/``ExpandAll`` instancetype reference
-policies (the VM is judged as under ``Reference``).
+start and stop, DataVolumes, memory dumps, label and annotation sync, the status write (whose
+``status.volumeUpdateState`` the VM the pass returns carries); the ``Expand``/``ExpandAll`` instancetype
+reference policies (the VM is judged as under ``Reference``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from apiserver.render.kubernetes.errors import CAUSE_INVALID, Cause, ExpandError
 from apiserver.render.kubernetes.quantity import QuantityError, quantity_text
 from apiserver.render.objects import ObjectLookup
 from apiserver.render.virtconfig import decode_configuration
-from apiserver.render.vmcontroller import firmware, hotplug, network, volumehotplug
+from apiserver.render.vmcontroller import firmware, hotplug, network, volumehotplug, volumemigration
 from apiserver.render.vmcontroller._go import (
     JSON,
     RESTART_REQUIRED,
@@ -43,6 +43,10 @@ from apiserver.render.vmcontroller.restartrequired import sync_restart_required
 
 META = "k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"
 FAILED_CREATE = "FailedCreate"
+_STATUS_LISTS = ("conditions", "interfaces", "volumeStatus", "migratedVolumes")
+VOLUMES_UPDATE_ERROR = "VolumesUpdateError"
+_VOLUMES_ERROR = "error encountered while handling volumes update requests: %s"
+_RECEIVER_ERROR = "error encountered while handling wait as receiver volume migration requests: %s"
 _HANDLERS = (
     ("handleCPUChangeRequest", "Error encountered while handling CPU change request: %s", "HotPlugCPUError"),
     (
@@ -90,6 +94,16 @@ def controller_config(kubevirt: Mapping[str, Any] | None) -> ControllerConfig:
     )
 
 
+def _json_kind(value: Any) -> str:
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "an object"
+
+
 def decode_vmi(vmi: Mapping[str, Any]) -> JSON:
     """A VirtualMachineInstance as the controller reads it: metadata and spec decoded as Go does, the
     status members it reads kept as they are."""
@@ -100,6 +114,12 @@ def decode_vmi(vmi: Mapping[str, Any]) -> JSON:
     out["spec"] = gojson.decode(spec if isinstance(spec, Mapping) else {}, VMI_SPEC)
     status = vmi.get("status")
     out["status"] = dict(status) if isinstance(status, Mapping) else {}
+    for key in _STATUS_LISTS:
+        found = out["status"].get(key)
+        if found is not None and not isinstance(found, list):
+            # Go's decoder refuses such a VMI: it could never have been stored or read
+            field, message = f"status.{key}", f"must be a list, not {_json_kind(found)}"
+            raise ExpandError.invalid(f"{field}: {message}", Cause(field, message, CAUSE_INVALID))
     memory = out["status"].get("memory")
     if isinstance(memory, Mapping):
         memory = out["status"]["memory"] = dict(memory)
@@ -121,7 +141,9 @@ def decode_vmi(vmi: Mapping[str, Any]) -> JSON:
 class SyncResult:
     """What one pass decided. ``restart_required``/``message``: the RestartRequired condition on the VM
     the pass returns; ``live_updates``: the VMI patches written (JSON-patch path -> value, None for a
-    removal); ``vm_patches``: the VM patches written (the firmware UUID)."""
+    removal); ``vm_patches``: the VM patches written (the firmware UUID); ``vm``: the VM the pass returns
+    (what the controller writes back: its spec, and its status with the conditions set); ``passes``,
+    ``settled``: how many passes :func:`.reconcile.settle` ran, and whether the last one changed nothing."""
 
     outcome: str = "evaluated"
     restart_required: bool = False
@@ -135,10 +157,14 @@ class SyncResult:
     vm_patches: dict[str, Any] = field(default_factory=dict)
     volume_requests: list[str] = field(default_factory=list)
     not_modelled: list[str] = field(default_factory=list)
+    vm: JSON | None = None
+    passes: int = 1
+    settled: bool = False
 
 
 def _finish(result: SyncResult, vm: JSON) -> SyncResult:
     result.restart_required, result.message = restart_required(vm)
+    result.vm = vm
     return result
 
 
@@ -238,25 +264,27 @@ def sync_pass(
 
     if config.live_update and not needs_restart and get_condition(vm, RESTART_REQUIRED) is None:
         result.live_handlers_ran = True
+        applied = hotplug.Applied(vm_copy, lookup)
         handlers: tuple[Callable[[], dict[str, Any]], ...] = (
-            lambda: hotplug.handle_cpu_change(vm_copy, vmi, lookup, config.cpu_allocation_ratio),
-            lambda: hotplug.handle_affinity_change(vm_copy, vmi, lookup),
-            lambda: hotplug.handle_tolerations_change(vm_copy, vmi, lookup),
-            lambda: hotplug.handle_memory_hotplug(vm_copy, vmi, lookup),
+            lambda: hotplug.handle_cpu_change(vm_copy, vmi, lookup, config.cpu_allocation_ratio, applied),
+            lambda: hotplug.handle_affinity_change(vm_copy, vmi, lookup, applied),
+            lambda: hotplug.handle_tolerations_change(vm_copy, vmi, lookup, applied),
+            lambda: hotplug.handle_memory_hotplug(vm_copy, vmi, lookup, applied),
         )
         for (_, fmt, reason), handler in zip(_HANDLERS, handlers, strict=True):
             try:
                 result.live_updates.update(handler())
             except hotplug.HandlerError as err:
                 return _fail(result, vm, reason, fmt % err.message)
-        strategy = (vm_copy.get("spec") or {}).get("updateVolumesStrategy")
-        if vmi is not None and strategy not in (None, "Replacement", "Migration"):
-            return _fail(
-                result,
-                vm,
-                "VolumesUpdateError",
-                f"error encountered while handling volumes update requests: updateVolumes strategy not recognized: {strategy}",
-            )
-        if vmi is not None and strategy == "Migration":
-            result.not_modelled.append("handleVolumeUpdateRequest (updateVolumesStrategy: Migration)")
+        receiver = spec.get("runStrategy") == "WaitAsReceiver"
+        try:
+            if receiver:
+                result.live_updates.update(
+                    volumemigration.handle_wait_as_receiver_volume_info(vm_copy, vmi, lookup)
+                )
+            else:
+                result.live_updates.update(volumemigration.handle_volume_update_request(vm_copy, vmi, lookup))
+        except hotplug.HandlerError as err:
+            fmt = _RECEIVER_ERROR if receiver else _VOLUMES_ERROR
+            return _fail(result, vm, VOLUMES_UPDATE_ERROR, fmt % err.message)
     return _finish(result, vm_copy)
