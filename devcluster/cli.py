@@ -113,7 +113,11 @@ def ours(folder: Path, pid: int | None) -> bool:
 
 
 def running(folder: Path, state: dict[str, Any]) -> dict[str, bool]:
-    return {name: ours(folder, state.get("processes", {}).get(name)) for name in PROCESSES}
+    started = state.get("processes", {})
+    # KubeVirt's two are there only where up ran them
+    return {
+        name: ours(folder, started.get(name)) for name in PROCESSES if name in started or "virt" not in name
+    }
 
 
 def stop(folder: Path, state: dict[str, Any], timeout: float = 20) -> list[str]:

@@ -52,7 +52,7 @@ from tests.support.http_helpers import EXAMPLES, REPO, ServerProcess, start_proc
 README = REPO / "README.md"
 # Every page a recipe or a link may live on, README first.
 PAGES = [README, *sorted((REPO / "docs").rglob("*.md"))]
-BLOCK = re.compile(r"^<!-- recipe: (\w+) -->\n```(\w+)\n(.*?)^```$", re.M | re.S)
+BLOCK = re.compile(r"^<!-- recipe: ([\w-]+) -->\n```(\w+)\n(.*?)^```$", re.M | re.S)
 KUBECTL = shutil.which("kubectl")
 CURL = shutil.which("curl")
 IN_A_VENV = sys.prefix != sys.base_prefix
@@ -69,8 +69,9 @@ EXPECTED = {
 
 KINDS = ("server", "offline", "python", "output", "ci", "helm")
 # Marked blocks run by another module: ``devcluster`` by tests/realk8s/test_dev_cluster.py, in order on one
-# project copy (they start and stop a real control plane); ``policy`` by tests/realk8s/test_policy.py.
-RUN_ELSEWHERE = ("devcluster", "policy")
+# project copy (they start and stop a real control plane); ``devcluster-kubevirt`` by
+# tests/kubevirt/test_dev_cluster_kubevirt.py; ``policy`` by tests/realk8s/test_policy.py.
+RUN_ELSEWHERE = ("devcluster", "devcluster-kubevirt", "policy")
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,8 @@ def dev_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster
     root = project_copy(tmp)
     env = clean_env(
         KUBEBUILDER_ASSETS=str(assets_dir()),
+        # nothing beside the copy: no KubeVirt either (tests/kubevirt/test_dev_cluster_kubevirt.py runs it)
+        KUBEVIRT_BIN=str(tmp / "no-kubevirt"),
         VENV=str(venv_of_this_run(tmp / "venv", root)),
         PYTHONUNBUFFERED="1",
     )
