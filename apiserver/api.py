@@ -562,6 +562,7 @@ def launch_vm(
         arch=arch or cluster_config(kubevirt).default_architecture or "amd64",
         namespace=ns_obj,
         quotas=quotas,
+        written=vm,
     )
     meta = expanded.get("metadata") or {}
     return {

@@ -294,6 +294,7 @@ def _vm_report(
             arch=arch,
             namespace=ns_obj,
             quotas=index.of_kind("ResourceQuota", namespace),
+            written=vm,
         )
     except ExpandError as err:
         out["status"] = err.status

@@ -3,7 +3,9 @@
 Three KubeVirt components in a row, on a VM the renderer has expanded: the VM controller's ``startVMI``
 (:mod:`.vmcontroller.startvmi`), virt-api's VMI mutating webhook (:mod:`.vmimutation.mutate`) and
 virt-controller's template service (:mod:`.templateservice`: ``CalculateMemoryOverhead`` and
-``RenderLaunchManifest``'s resources). What the pod depends on outside the VM and the KubeVirt
+``RenderLaunchManifest``'s resources); then both as the cluster stores them: the pod after kube-apiserver's
+defaulting (:func:`.templateservice.pod.as_stored`), the VMI after the VMI controller has created the pod
+(:mod:`.vmicontroller.lifecycle`). What the pod depends on outside the VM and the KubeVirt
 configuration is given: the architecture virt-controller runs on, the VM's Namespace (its labels), the
 ResourceQuotas there (``AutoResourceLimits``) and the NetworkAttachmentDefinitions (only read with the
 ``ExternalNetResourceInjection`` gate disabled).
@@ -18,9 +20,10 @@ from typing import Any
 from apiserver.render.golang.values import fingerprint
 from apiserver.render.kubernetes.errors import Cause, ExpandError
 from apiserver.render.templateservice.config import launcher_config
-from apiserver.render.templateservice.pod import PodResources, render_pod_resources
+from apiserver.render.templateservice.pod import PodResources, as_stored, qos_class, render_pod_resources
 from apiserver.render.templateservice.resources import Cluster, RenderError
 from apiserver.render.vmcontroller.startvmi import start_vmi
+from apiserver.render.vmicontroller.lifecycle import pod_created
 from apiserver.render.vmimutation.mutate import mutate_vmi
 
 JSON = dict[str, Any]
@@ -48,8 +51,10 @@ def launch(
     namespace: Mapping[str, Any] | None = None,
     quotas: Sequence[Mapping[str, Any]] = (),
     nads: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
+    written: Mapping[str, Any] | None = None,
 ) -> Launch:
-    """Render the VMI and the pod's resources of an expanded VM (not changed).
+    """Render the VMI and the pod's resources of an expanded VM (not changed), as the cluster stores them.
+    ``written``: the VM before expansion (the VMI's annotations name its instancetype and preference).
 
     Raises :class:`ExpandError` (422) where KubeVirt would not create the pod."""
     if arch not in ARCHITECTURES:
@@ -62,7 +67,7 @@ def launch(
     meta = dict(vm.get("metadata") or {})
     meta.setdefault("namespace", "default")
     vm["metadata"] = meta
-    vmi = start_vmi(vm, config.admission.render)
+    vmi = start_vmi(vm, config.admission.render, written=written)
     mutate_vmi(config, vmi)
     ns_name = meta["namespace"]
     in_namespace = [
@@ -80,6 +85,8 @@ def launch(
             f"virt-controller would not create the virt-launcher pod: {err}",
             Cause("spec.template.spec", str(err)),
         ) from None
+    pod = as_stored(pod)
+    pod_created(vmi, qos_class=qos_class(pod), memory_overhead=pod.overhead.total)
     assumed = [f"virt-controller runs on {arch}"]
     if namespace is None:
         assumed.append(

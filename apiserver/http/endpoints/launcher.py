@@ -91,6 +91,7 @@ class LauncherHandlers:
                 arch=_arch(request, rendered.kubevirt),
                 namespace=namespace_obj,
                 quotas=quotas,
+                written=vm,
             )
         except ExpandError as err:
             raise StatusError(err.status) from None
