@@ -64,3 +64,54 @@ def test_a_vm_that_does_not_render_raises_its_status() -> None:
     with pytest.raises(ExpandError) as expanding:
         expand_vm(vm, OBJECTS, KUBEVIRT)
     assert caught.value.status == expanding.value.status
+
+
+def test_the_vmi_is_given_as_the_cluster_stores_it() -> None:
+    vm = json.loads(json.dumps(VMS["fedora-cluster"]))
+    vm["metadata"].update(uid="0b3c3d3e-1111-4222-8333-444455556666", generation=3)
+    got = launch_vm(vm, OBJECTS, KUBEVIRT)
+    vmi = got["vmi"]
+    annotations = vmi["metadata"]["annotations"]
+    # the VM controller's (ApplyToVMI names the instancetype and preference) and the VMI controller's
+    assert annotations["kubevirt.io/cluster-instancetype-name"] == "cmedium"
+    assert annotations["kubevirt.io/cluster-preference-name"] == "fedora"
+    assert annotations["kubevirt.io/latest-observed-api-version"] == "v1"
+    assert annotations["kubevirt.io/storage-observed-api-version"] == "v1"
+    assert vmi["metadata"]["finalizers"] == [
+        "kubevirt.io/virtualMachineControllerFinalize",
+        "kubevirt.io/foregroundDeleteVirtualMachine",
+    ]
+    # virt-api's generated defaults
+    assert vmi["spec"]["domain"]["features"]["acpi"] == {"enabled": True}
+    assert all(d.get("disk", {}).get("bus") for d in vmi["spec"]["domain"]["devices"]["disks"])
+    status = vmi["status"]
+    assert status["virtualMachineRevisionName"] == "revision-start-vm-0b3c3d3e-1111-4222-8333-444455556666-3"
+    assert status["phase"] == "Scheduling"
+    assert status["qosClass"] == "Burstable"
+    assert status["memory"]["memoryOverhead"] == got["pod"]["memoryOverhead"]
+    assert status["guestOSInfo"] == {}
+
+
+def test_a_vm_with_dedicated_cpus_has_a_guaranteed_pod() -> None:
+    vm: dict[str, Any] = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachine",
+        "metadata": {"name": "pinned", "namespace": "default"},
+        "spec": {
+            "runStrategy": "Always",
+            "template": {
+                "spec": {
+                    "domain": {
+                        "cpu": {"cores": 2, "dedicatedCpuPlacement": True},
+                        "memory": {"guest": "2Gi"},
+                        "devices": {},
+                    }
+                }
+            },
+        },
+    }
+    got = launch_vm(vm, [], None)
+    assert got["vmi"]["status"]["qosClass"] == "Guaranteed"
+    assert "virtualMachineRevisionName" not in got["vmi"]["status"]  # no uid: not stored yet
+    vm["spec"]["template"]["spec"]["domain"]["cpu"] = {"cores": 2}
+    assert launch_vm(vm, [], None)["vmi"]["status"]["qosClass"] == "Burstable"

@@ -282,3 +282,24 @@ def test_an_application_aware_quota_charges_the_guest_and_holds_the_pod_back(
     assert code == 0, err
     (ns,) = [line for line in jsonl(out) if line["kind"] == "Namespace"]
     assert ns["applicationAwareQuotas"]["gated"] is False
+
+
+def test_a_quota_on_kvm_devices_counts_the_requests_kube_apiserver_defaults_from_limits(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # virt-controller asks for devices.kubevirt.io/kvm as a limit only; kube-apiserver's SetDefaults_Pod
+    # makes it a request too, and quota admission charges requests.devices.kubevirt.io/kvm by it.
+    folder = tmp_path / "in"
+    shutil.copytree(EXAMPLES, folder)
+    hard = {"requests.devices.kubevirt.io/kvm": "2"}
+    (folder / "quota.yaml").write_text(yaml.safe_dump(quota("kvm", hard)))
+    code, out, _ = run(capsys, "-f", str(folder), "-o", "jsonl")
+    assert code == 1
+    vms = [v for v in jsonl(out) if v["kind"] == "VirtualMachine"]
+    assert [v["fits"] for v in vms] == [True, True, False]
+    assert all(v["pod"]["total"]["requests"]["devices.kubevirt.io/kvm"] == "1" for v in vms)
+    (reason,) = vms[2]["refusedBy"]
+    assert reason == (
+        "exceeded quota: kvm, requested: requests.devices.kubevirt.io/kvm=1, "
+        "used: requests.devices.kubevirt.io/kvm=2, limited: requests.devices.kubevirt.io/kvm=2"
+    )
