@@ -112,6 +112,7 @@ def test_a_vm_with_dedicated_cpus_has_a_guaranteed_pod() -> None:
     }
     got = launch_vm(vm, [], None)
     assert got["vmi"]["status"]["qosClass"] == "Guaranteed"
-    assert "virtualMachineRevisionName" not in got["vmi"]["status"]  # no uid: not stored yet
+    # not stored yet: no uid, as KubeVirt's getVMRevisionName would name it
+    assert got["vmi"]["status"]["virtualMachineRevisionName"] == "revision-start-vm--0"
     vm["spec"]["template"]["spec"]["domain"]["cpu"] = {"cores": 2}
     assert launch_vm(vm, [], None)["vmi"]["status"]["qosClass"] == "Burstable"

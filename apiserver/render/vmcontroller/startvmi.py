@@ -7,7 +7,7 @@ expanded (its instancetype and preference already applied, as ``ApplyToVMI`` wou
 request, ``setGenerationAnnotationOnVmi``, the receiver annotation of ``RunStrategyWaitAsReceiver``, the
 controller's finalizer, ``AutoAttachInputDevice`` and ``vmispec.SetDefaultNetworkInterface``;
 ``status.virtualMachineRevisionName`` (``getVMRevisionName`` of the VM's uid and generation: the
-ControllerRevision ``createVMRevision`` stores) where the VM has a uid, and, given the VM as written (the
+ControllerRevision ``createVMRevision`` stores), and, given the VM as written (the
 expanded one no longer names them), the instancetype and preference annotations ``ApplyToVMI`` adds.
 
 Not modelled: the memory-dump volume removal, changed block tracking.
@@ -99,10 +99,10 @@ def start_vmi(vm: JSON, config: ClusterConfig, *, written: Mapping[str, Any] | N
     vmi = setup_vmi_from_vm(vm)
     meta = vmi["metadata"]
     vm_meta = vm.get("metadata") or {}
-    if vm_meta.get("uid"):
-        generation = vm_meta.get("generation")
-        generation = generation if isinstance(generation, int) and not isinstance(generation, bool) else 0
-        vmi["status"] = {"virtualMachineRevisionName": revision_name(str(vm_meta["uid"]), generation)}
+    generation = vm_meta.get("generation")
+    generation = generation if isinstance(generation, int) and not isinstance(generation, bool) else 0
+    # named before the VM is stored too (no uid yet), as KubeVirt's code would name it
+    vmi["status"] = {"virtualMachineRevisionName": revision_name(str(vm_meta.get("uid") or ""), generation)}
     annotations = meta.setdefault("annotations", {})
     annotations[GENERATION_ANNOTATION] = str((vm.get("metadata") or {}).get("generation", 0))
     if (vm.get("spec") or {}).get("runStrategy") == "WaitAsReceiver":
