@@ -35,7 +35,9 @@ _KINDS = {
 def set_annotations(vm: Mapping[str, Any], annotations: dict[str, str]) -> None:
     """Both ``Set`` functions, on ``annotations`` (the VMI's), from the VM's ``spec.instancetype`` and
     ``spec.preference``."""
-    spec = vm.get("spec") or {}
+    spec = vm.get("spec")
+    if not isinstance(spec, Mapping):
+        return
     for field, (namespaced, cluster, key, cluster_key) in _KINDS.items():
         ref = spec.get(field)
         if not isinstance(ref, Mapping):
