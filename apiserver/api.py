@@ -540,7 +540,18 @@ def launch_vm(
     from apiserver.render.virtconfig import cluster_config
 
     listed = list(objects)
-    expanded = expand_vm(vm, listed, kubevirt, presets=presets, field_validation=field_validation)
+    _check_level(field_validation)
+    index, config, fingerprints = _inputs(vm, listed, kubevirt)
+    result = _expand(
+        vm,
+        index,
+        kubevirt=config,
+        presets=presets,
+        validate=False,
+        field_validation=field_validation,
+        fingerprints=fingerprints,
+    )
+    expanded = _issued(Expanded(result.vm, tuple(result.warnings)))
     namespace = str((expanded.get("metadata") or {}).get("namespace") or "default")
     ns_obj = next(
         (
@@ -563,6 +574,7 @@ def launch_vm(
         namespace=ns_obj,
         quotas=quotas,
         written=vm,
+        preference=result.preference,
     )
     meta = expanded.get("metadata") or {}
     return {

@@ -295,6 +295,7 @@ def _vm_report(
             namespace=ns_obj,
             quotas=index.of_kind("ResourceQuota", namespace),
             written=vm,
+            preference=rendered.preference,
         )
     except ExpandError as err:
         out["status"] = err.status

@@ -52,9 +52,11 @@ def launch(
     quotas: Sequence[Mapping[str, Any]] = (),
     nads: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
     written: Mapping[str, Any] | None = None,
+    preference: Mapping[str, Any] | None = None,
 ) -> Launch:
     """Render the VMI and the pod's resources of an expanded VM (not changed), as the cluster stores them.
-    ``written``: the VM before expansion (the VMI's annotations name its instancetype and preference).
+    ``written``: the VM before expansion (the VMI's annotations name its instancetype and preference);
+    ``preference``: the preference spec the expansion applied (:attr:`.expand.ExpandResult.preference`).
 
     Raises :class:`ExpandError` (422) where KubeVirt would not create the pod."""
     if arch not in ARCHITECTURES:
@@ -67,7 +69,9 @@ def launch(
     meta = dict(vm.get("metadata") or {})
     meta.setdefault("namespace", "default")
     vm["metadata"] = meta
-    vmi = start_vmi(vm, config.admission.render, written=written)
+    vmi = start_vmi(
+        vm, config.admission.render, written=written, preference=dict(preference) if preference else None
+    )
     mutate_vmi(config, vmi)
     ns_name = meta["namespace"]
     in_namespace = [

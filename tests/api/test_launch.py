@@ -116,3 +116,29 @@ def test_a_vm_with_dedicated_cpus_has_a_guaranteed_pod() -> None:
     assert got["vmi"]["status"]["virtualMachineRevisionName"] == "revision-start-vm--0"
     vm["spec"]["template"]["spec"]["domain"]["cpu"] = {"cores": 2}
     assert launch_vm(vm, [], None)["vmi"]["status"]["qosClass"] == "Burstable"
+
+
+def test_the_input_the_vm_controller_attaches_takes_the_preferred_bus() -> None:
+    preference = {
+        "apiVersion": "instancetype.kubevirt.io/v1beta1",
+        "kind": "VirtualMachinePreference",
+        "metadata": {"name": "tablet-on-virtio", "namespace": "default"},
+        "spec": {"devices": {"preferredAutoattachInputDevice": True, "preferredInputBus": "virtio"}},
+    }
+    vm: dict[str, Any] = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachine",
+        "metadata": {"name": "tablet", "namespace": "default"},
+        "spec": {
+            "runStrategy": "Always",
+            "preference": {"kind": "VirtualMachinePreference", "name": "tablet-on-virtio"},
+            "template": {"spec": {"domain": {"memory": {"guest": "1Gi"}, "devices": {}}}},
+        },
+    }
+    # the expansion has no input yet; startVMI attaches default-0, ApplyToVMI gives it the bus, the
+    # webhook its type
+    assert "inputs" not in expand_vm(vm, [preference])["spec"]["template"]["spec"]["domain"]["devices"]
+    got = launch_vm(vm, [preference])
+    assert got["vmi"]["spec"]["domain"]["devices"]["inputs"] == [
+        {"name": "default-0", "bus": "virtio", "type": "tablet"}
+    ]

@@ -118,7 +118,7 @@ def _cases(ns: str) -> list[dict[str, Any]]:
             {"volumes": [cloud_init]},
         ),
         _vm("cx", ns, {"instancetype": {"name": "cx1.large"}}, {}),
-        # a preferred input bus: the VM controller applies it to the input it attaches (see the last test)
+        # a preferred input bus: the VM controller applies it to the input it attaches
         _vm(
             "winvirtio",
             ns,
@@ -246,7 +246,7 @@ def started(cluster: ControlPlane, kubevirt_plane: kubevirt.KubeVirtPlane, kube:
     return out
 
 
-NAMES = ["windows", "fedora", "cx", "team", "plain", "nonet", "pinned"]
+NAMES = ["windows", "winvirtio", "fedora", "cx", "team", "plain", "nonet", "pinned"]
 
 
 def _resources(containers: list[dict[str, Any]]) -> list[tuple[str, Any]]:
@@ -271,11 +271,10 @@ def test_the_vmi_is_the_one_virt_controller_created(started: dict[str, Any], nam
     assert ours["vmi"]["metadata"] == meta
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known difference: the VM controller's ApplyToVMI applies preferredInputBus to the input "
-    "AutoAttachInputDevice adds after expansion; launch() has no preference by then (docs/cost.md)",
-)
 def test_the_auto_attached_input_takes_the_preferred_bus(started: dict[str, Any]) -> None:
+    # ApplyToVMI applies the preference again after AutoAttachInputDevice: its input is on virtio
     ours, vmi, _ = started["winvirtio"]
+    assert vmi["spec"]["domain"]["devices"]["inputs"] == [
+        {"bus": "virtio", "name": "default-0", "type": "tablet"}
+    ]
     assert ours["vmi"]["spec"]["domain"]["devices"]["inputs"] == vmi["spec"]["domain"]["devices"]["inputs"]

@@ -92,6 +92,7 @@ class LauncherHandlers:
                 namespace=namespace_obj,
                 quotas=quotas,
                 written=vm,
+                preference=rendered.result.preference,
             )
         except ExpandError as err:
             raise StatusError(err.status) from None

@@ -8,7 +8,9 @@ request, ``setGenerationAnnotationOnVmi``, the receiver annotation of ``RunStrat
 controller's finalizer, ``AutoAttachInputDevice`` and ``vmispec.SetDefaultNetworkInterface``;
 ``status.virtualMachineRevisionName`` (``getVMRevisionName`` of the VM's uid and generation: the
 ControllerRevision ``createVMRevision`` stores), and, given the VM as written (the
-expanded one no longer names them), the instancetype and preference annotations ``ApplyToVMI`` adds.
+expanded one no longer names them), the instancetype and preference annotations ``ApplyToVMI`` adds;
+given the preference, ``ApplyToVMI``'s preferred input bus and type on the input ``AutoAttachInputDevice``
+adds (what else it applies, the expansion applied already).
 
 Not modelled: the memory-dump volume removal, changed block tracking.
 """
@@ -23,6 +25,7 @@ from typing import Any
 from apiserver.render.defaults import set_default_network_interface, set_default_volume_disks
 from apiserver.render.golang.tree import child
 from apiserver.render.instancetype.annotations import set_annotations
+from apiserver.render.instancetype.apply_preference import apply_input_preferences
 from apiserver.render.virtconfig import ClusterConfig
 from apiserver.render.vmcontroller.revision import revision_name
 
@@ -93,9 +96,16 @@ def auto_attach_input_device(vmi: JSON) -> None:
     devices["inputs"] = [*(devices.get("inputs") or []), {"name": "default-0"}]
 
 
-def start_vmi(vm: JSON, config: ClusterConfig, *, written: Mapping[str, Any] | None = None) -> JSON:
+def start_vmi(
+    vm: JSON,
+    config: ClusterConfig,
+    *,
+    written: Mapping[str, Any] | None = None,
+    preference: JSON | None = None,
+) -> JSON:
     """The VMI ``startVMI`` creates for the (expanded) VM ``vm``; ``written``: the VM before expansion,
-    for the annotations naming its instancetype and preference."""
+    for the annotations naming its instancetype and preference; ``preference``: the preference spec the
+    expansion applied."""
     vmi = setup_vmi_from_vm(vm)
     meta = vmi["metadata"]
     vm_meta = vm.get("metadata") or {}
@@ -112,4 +122,6 @@ def start_vmi(vm: JSON, config: ClusterConfig, *, written: Mapping[str, Any] | N
         set_annotations(written, annotations)
     auto_attach_input_device(vmi)
     set_default_network_interface(config, vmi["spec"])
+    if preference is not None:
+        apply_input_preferences(preference, child(child(vmi["spec"], "domain"), "devices"))
     return vmi

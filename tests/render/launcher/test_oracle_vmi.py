@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from apiserver import api
+from apiserver.render import ObjectIndex, expand
 from apiserver.render.kubernetes.errors import ExpandError
 from apiserver.render.templateservice.config import launcher_config
 from apiserver.render.vmcontroller.startvmi import start_vmi
@@ -30,11 +30,12 @@ def _ours(given: dict[str, Any]) -> dict[str, Any] | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            expanded = api.expand_vm(given["vm"], given.get("objects") or [], kubevirt)
+            expanded = expand(given["vm"], ObjectIndex(given.get("objects") or []), kubevirt=kubevirt)
     except ExpandError:
         return None
     config = launcher_config(kubevirt)
-    return mutate_vmi(config, start_vmi(expanded, config.admission.render, written=given["vm"]))
+    vmi = start_vmi(expanded.vm, config.admission.render, written=given["vm"], preference=expanded.preference)
+    return mutate_vmi(config, vmi)
 
 
 def _comparable(vmi: dict[str, Any]) -> dict[str, Any]:
