@@ -566,7 +566,18 @@ def launch_vm(
     from apiserver.render.virtconfig import cluster_config
 
     listed = list(objects)
-    expanded = expand_vm(vm, listed, kubevirt, presets=presets, field_validation=field_validation)
+    _check_level(field_validation)
+    index, config, fingerprints = _inputs(vm, listed, kubevirt)
+    result = _expand(
+        vm,
+        index,
+        kubevirt=config,
+        presets=presets,
+        validate=False,
+        field_validation=field_validation,
+        fingerprints=fingerprints,
+    )
+    expanded = _issued(Expanded(result.vm, tuple(result.warnings)))
     namespace = str((expanded.get("metadata") or {}).get("namespace") or "default")
     launched = launch(
         expanded,
@@ -574,6 +585,8 @@ def launch_vm(
         arch=arch or cluster_config(kubevirt).default_architecture or "amd64",
         assume_pvcs=assume_pvcs,
         **cluster_inputs(listed, namespace),
+        written=vm,
+        preference=result.preference,
     )
     return _launch_doc(launched)
 

@@ -373,6 +373,8 @@ def _vm_report(
             arch=arch,
             assume_pvcs=args.assume_pvcs,
             **cluster_inputs(_cluster_objects(index, namespace), namespace),
+            written=vm,
+            preference=rendered.preference,
         )
     except ExpandError as err:
         out["status"] = err.status

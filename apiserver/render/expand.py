@@ -47,6 +47,8 @@ class ExpandResult:
     warnings: list[str] = field(default_factory=list)
     # The presets step's report (apiserver.render.presets.PresetReport) when presets were applied.
     presets: Any = None
+    # The preference spec applied, if any: the VM controller applies it again to the VMI it starts.
+    preference: dict[str, Any] | None = None
 
 
 def decode_vm(vm: Mapping[str, Any], *, exact_names: bool = False, webhook: str | None = None) -> JSON:
@@ -113,6 +115,7 @@ def expand(
 
     matched = spec.get("instancetype") is not None or spec.get("preference") is not None
     config: ClusterConfig | None = None
+    preference: JSON | None = None
     kv_print = fingerprints.get(id(kubevirt)) if kubevirt else None
     try:
         if matched or validate:
@@ -137,7 +140,9 @@ def expand(
                 raise admission.AdmissionDenied(verdict, name)
             warnings.extend(verdict.warnings)
         if matched and config is not None:
-            _expand_in_place(decoded, lookup, config, name=name, fingerprints=fingerprints, warnings=warnings)
+            preference = _expand_in_place(
+                decoded, lookup, config, name=name, fingerprints=fingerprints, warnings=warnings
+            )
     except ExpandError as err:
         _name_the_vm(err, name)
         raise
@@ -149,7 +154,7 @@ def expand(
         )
 
     out: JSON = gojson.encode(decoded, "VirtualMachine")
-    result = ExpandResult(out, warnings)
+    result = ExpandResult(out, warnings, preference=preference)
     if presets:
         from apiserver.render.presets import apply_presets
 
@@ -174,7 +179,8 @@ def _expand_in_place(
     name: str,
     fingerprints: Mapping[int, bytes],
     warnings: list[str],
-) -> None:
+) -> JSON | None:
+    """Expand ``vm`` in place; the preference spec applied, if any."""
     spec: JSON = vm["spec"]
     # A deprecated object (common-instancetypes' label) is named in a warning; KubeVirt does not warn.
     instancetype = find_instancetype(vm, lookup, fingerprints, deprecations=warnings)
@@ -208,3 +214,4 @@ def _expand_in_place(
     if status is not None:
         status.pop("instancetypeRef", None)
         status.pop("preferenceRef", None)
+    return preference

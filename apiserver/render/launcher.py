@@ -3,7 +3,9 @@
 Three KubeVirt components in a row, on a VM the renderer has expanded: the VM controller's ``startVMI``
 (:mod:`.vmcontroller.startvmi`), virt-api's VMI mutating webhook (:mod:`.vmimutation.mutate`) and
 virt-controller's template service (:mod:`.templateservice`: ``CalculateMemoryOverhead`` and
-``RenderLaunchManifest``'s resources). What the pod depends on outside the VM and the KubeVirt
+``RenderLaunchManifest``'s resources); then both as the cluster stores them: the pod after kube-apiserver's
+defaulting (:func:`.templateservice.pod.as_stored`), the VMI after the VMI controller has created the pod
+(:mod:`.vmicontroller.lifecycle`). What the pod depends on outside the VM and the KubeVirt
 configuration is given: the architecture virt-controller runs on, the VM's Namespace (its labels), the
 ResourceQuotas there (``AutoResourceLimits``), the NetworkAttachmentDefinitions (only read with the
 ``ExternalNetResourceInjection`` gate disabled) and the PersistentVolumeClaims its volumes name (each must
@@ -22,10 +24,11 @@ from apiserver.render.golang import gojson
 from apiserver.render.golang.values import fingerprint
 from apiserver.render.kubernetes.errors import CAUSE_TYPE_INVALID, Cause, ExpandError
 from apiserver.render.templateservice.config import LauncherConfig, launcher_config
-from apiserver.render.templateservice.pod import PodResources, render_pod_resources
+from apiserver.render.templateservice.pod import PodResources, as_stored, qos_class, render_pod_resources
 from apiserver.render.templateservice.resources import Cluster, RenderError
 from apiserver.render.templateservice.volumes import PVCLookup
 from apiserver.render.vmcontroller.startvmi import start_vmi
+from apiserver.render.vmicontroller.lifecycle import pod_created
 from apiserver.render.vmimutation.mutate import mutate_vmi
 
 JSON = dict[str, Any]
@@ -100,8 +103,12 @@ def launch(
     nads: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
     pvcs: PVCLookup | None = None,
     assume_pvcs: bool = False,
+    written: Mapping[str, Any] | None = None,
+    preference: Mapping[str, Any] | None = None,
 ) -> Launch:
-    """Render the VMI and the pod's resources of an expanded VM (not changed).
+    """Render the VMI and the pod's resources of an expanded VM (not changed), as the cluster stores them.
+    ``written``: the VM before expansion (the VMI's annotations name its instancetype and preference);
+    ``preference``: the preference spec the expansion applied (:attr:`.expand.ExpandResult.preference`).
 
     ``pvcs`` finds the claims the volumes name; with ``assume_pvcs`` one it does not find is taken as an
     existing filesystem PVC (said in ``assumed``). Raises :class:`ExpandError` (422) where KubeVirt
@@ -112,7 +119,9 @@ def launch(
     meta = dict(vm.get("metadata") or {})
     meta.setdefault("namespace", "default")
     vm["metadata"] = meta
-    vmi = start_vmi(vm, config.admission.render)
+    vmi = start_vmi(
+        vm, config.admission.render, written=written, preference=dict(preference) if preference else None
+    )
     mutate_vmi(config, vmi)
     return _render(config, vmi, "spec.template.spec", arch, namespace, quotas, nads, pvcs, assume_pvcs)
 
@@ -232,6 +241,8 @@ def _render(
         raise ExpandError.invalid(
             f"virt-controller would not create the virt-launcher pod: {err}", Cause(where, str(err))
         ) from None
+    pod = as_stored(pod)
+    pod_created(vmi, qos_class=qos_class(pod), memory_overhead=pod.overhead.total)
     assumed = [f"virt-controller runs on {arch}"]
     if namespace is None:
         assumed.append(

@@ -15,11 +15,13 @@ import yaml
 
 from apiserver.cli import main
 from apiserver.render.kubernetes.quantity import parse_quantity
+from tests.support.launcher import stored_pod
 
 REPO = Path(__file__).parents[2]
 EXAMPLES = REPO / "examples"
+# KubeVirt's answers for the examples, the pod as kube-apiserver stores it
 ANSWERS = {
-    c["name"]: c["answer"]
+    c["name"]: stored_pod(c["answer"])
     for c in map(json.loads, (REPO / "tests/render/launcher/cases/examples.jsonl").read_text().splitlines())
 }
 
@@ -384,3 +386,24 @@ def test_nads_among_the_inputs_are_read_with_the_gate_disabled(
         "intel.com/sriov": "1",
         "memory": "1410731712",
     }
+
+
+def test_a_quota_on_kvm_devices_counts_the_requests_kube_apiserver_defaults_from_limits(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # virt-controller asks for devices.kubevirt.io/kvm as a limit only; kube-apiserver's SetDefaults_Pod
+    # makes it a request too, and quota admission charges requests.devices.kubevirt.io/kvm by it.
+    folder = tmp_path / "in"
+    shutil.copytree(EXAMPLES, folder)
+    hard = {"requests.devices.kubevirt.io/kvm": "2"}
+    (folder / "quota.yaml").write_text(yaml.safe_dump(quota("kvm", hard)))
+    code, out, _ = run(capsys, "-f", str(folder), "-o", "jsonl")
+    assert code == 1
+    vms = [v for v in jsonl(out) if v["kind"] == "VirtualMachine"]
+    assert [v["fits"] for v in vms] == [True, True, False]
+    assert all(v["pod"]["total"]["requests"]["devices.kubevirt.io/kvm"] == "1" for v in vms)
+    (reason,) = vms[2]["refusedBy"]
+    assert reason == (
+        "exceeded quota: kvm, requested: requests.devices.kubevirt.io/kvm=1, "
+        "used: requests.devices.kubevirt.io/kvm=2, limited: requests.devices.kubevirt.io/kvm=2"
+    )

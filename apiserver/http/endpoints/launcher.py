@@ -97,6 +97,7 @@ class LauncherHandlers:
             raise StatusError(rendered.error.status)
         assert rendered.result is not None
         expanded = rendered.result.vm
+        applied = rendered.result.preference
         arch = _arch(request, rendered.kubevirt)
 
         def work(lookup: ObjectLookup, _cr: Mapping[str, Any] | None) -> Launch:
@@ -108,6 +109,8 @@ class LauncherHandlers:
                 quotas=quotas,
                 pvcs=_pvcs(lookup),
                 assume_pvcs=assume_pvcs,
+                written=vm,
+                preference=applied,
             )
 
         launched = await self._evaluate(reads, work)

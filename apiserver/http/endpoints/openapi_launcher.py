@@ -74,7 +74,8 @@ def definitions() -> dict[str, Any]:
             },
         },
         VMI: {
-            "description": "The VirtualMachineInstance KubeVirt would create (kubevirt.io/v1).",
+            "description": "The VirtualMachineInstance KubeVirt would create (kubevirt.io/v1), as stored once "
+            "virt-controller has created its pod.",
             "type": "object",
             "properties": {
                 "apiVersion": _string("kubevirt.io/v1"),
@@ -83,12 +84,14 @@ def definitions() -> dict[str, Any]:
                 "spec": _ref(VMI_SPEC),
                 "status": {
                     "type": "object",
-                    "description": "What the webhook sets: phase, memory, CPU topology.",
+                    "description": "What virt-api's webhook and virt-controller set: phase (Scheduling), memory (with "
+                    "memoryOverhead), CPU topology, qosClass, virtualMachineRevisionName, runtimeUser.",
                 },
             },
         },
         POD: {
-            "description": "The virt-launcher pod's resources.",
+            "description": "The virt-launcher pod's resources, as kube-apiserver stores them (a limit without a "
+            "request is the request too).",
             "type": "object",
             "properties": {
                 "containers": {"type": "array", "items": _ref(CONTAINER), "description": "compute first."},

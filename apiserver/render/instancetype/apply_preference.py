@@ -126,13 +126,26 @@ def _devices(preference: JSON, tspec: JSON, domain: JSON) -> None:
             video["type"] = video_type
     _disks(prefs, devices)
     _interfaces(prefs, tspec, devices)
+    _inputs(prefs, devices)
+    _panic_devices(prefs, devices)
+
+
+def _inputs(prefs: JSON, devices: JSON) -> None:
     input_bus, input_type = prefs.get("preferredInputBus"), prefs.get("preferredInputType")
     for item in devices.get("inputs") or ():
         if input_bus and not item.get("bus"):
             item["bus"] = input_bus
         if input_type and not item.get("type"):
             item["type"] = input_type
-    _panic_devices(prefs, devices)
+
+
+def apply_input_preferences(preference: JSON, devices: JSON) -> None:
+    """``ApplyDevicePreferences``' inputs part alone: the preferred bus and type of each input without
+    them (the VM controller's ``ApplyToVMI`` reaches the input ``AutoAttachInputDevice`` added after the
+    VM was expanded)."""
+    prefs = preference.get("devices")
+    if prefs is not None:
+        _inputs(prefs, devices)
 
 
 def _disks(prefs: JSON, devices: JSON) -> None:

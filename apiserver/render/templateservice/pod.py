@@ -8,14 +8,17 @@ requirements (``newResourceRenderer``), the other containers', and the claims th
 schedules and charges quota by (``k8s.io/component-helpers/resource.PodRequests`` and ``PodLimits``): the
 containers and the init containers that keep running summed, each other init container taken when it
 asks for more (with the running ones started before it), plus ``spec.overhead`` (none is set here).
+:func:`as_stored` is that pod as kube-apiserver stores it (``SetDefaults_Pod``'s requests from limits), which
+is what the totals, quota and QoS class are computed from.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from apiserver.render.kubernetes.poddefaults import default_requests, get_pod_qos
 from apiserver.render.kubernetes.quantity import Quantity, cmp
 from apiserver.render.kubernetes.quantitymath import ResourceList, add, resource_text
 from apiserver.render.templateservice.config import EXTERNAL_NET_RESOURCE_INJECTION, LauncherConfig
@@ -153,6 +156,30 @@ def render_pod_resources(
         overhead=overhead,
         pvcs=claims,
     )
+
+
+def as_stored(pod: PodResources) -> PodResources:
+    """The pod as kube-apiserver stores it: each container's and init container's requests defaulted from
+    its limits (``SetDefaults_Pod``), and the totals recomputed from them, as quota admission and the
+    scheduler see the pod (the compute container's device requests count)."""
+
+    def defaulted(c: Container) -> Container:
+        return replace(c, requests=default_requests(c.requests, c.limits))
+
+    containers = tuple(defaulted(c) for c in pod.containers)
+    inits = tuple(defaulted(c) for c in pod.init_containers)
+    return replace(
+        pod,
+        containers=containers,
+        init_containers=inits,
+        requests=pod_total(containers, inits, limits=False),
+        limits=pod_total(containers, inits, limits=True),
+    )
+
+
+def qos_class(pod: PodResources) -> str:
+    """The ``status.qosClass`` kube-apiserver gives the pod (``GetPodQOS``, on the stored pod)."""
+    return get_pod_qos((c.requests, c.limits) for c in (*pod.containers, *pod.init_containers))
 
 
 def quantity_texts(resources: Mapping[str, Quantity]) -> dict[str, str]:

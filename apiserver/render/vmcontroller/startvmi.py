@@ -5,22 +5,29 @@ expanded (its instancetype and preference already applied, as ``ApplyToVMI`` wou
 (the template's metadata and spec, the name and namespace, the controller owner reference,
 ``setupStableFirmwareUUID`` with ``CalculateLegacyUUID``, ``util.SetDefaultVolumeDisk``), the start-paused
 request, ``setGenerationAnnotationOnVmi``, the receiver annotation of ``RunStrategyWaitAsReceiver``, the
-controller's finalizer, ``AutoAttachInputDevice`` and ``vmispec.SetDefaultNetworkInterface``.
+controller's finalizer, ``AutoAttachInputDevice`` and ``vmispec.SetDefaultNetworkInterface``;
+``status.virtualMachineRevisionName`` (``getVMRevisionName`` of the VM's uid and generation: the
+ControllerRevision ``createVMRevision`` stores), and, given the VM as written (the
+expanded one no longer names them), the instancetype and preference annotations ``ApplyToVMI`` adds;
+given the preference, ``ApplyToVMI``'s preferred input bus and type on the input ``AutoAttachInputDevice``
+adds (what else it applies, the expansion applied already).
 
-Not modelled: ``status.virtualMachineRevisionName`` (a ControllerRevision the controller creates), the
-memory-dump volume removal, changed block tracking, and the instancetype annotations ``ApplyToVMI`` adds
-(the expanded VM no longer names its instancetype).
+Not modelled: the memory-dump volume removal, changed block tracking.
 """
 
 from __future__ import annotations
 
 import copy
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from apiserver.render.defaults import set_default_network_interface, set_default_volume_disks
 from apiserver.render.golang.tree import child
+from apiserver.render.instancetype.annotations import set_annotations
+from apiserver.render.instancetype.apply_preference import apply_input_preferences
 from apiserver.render.virtconfig import ClusterConfig
+from apiserver.render.vmcontroller.revision import revision_name
 
 JSON = dict[str, Any]
 
@@ -89,15 +96,32 @@ def auto_attach_input_device(vmi: JSON) -> None:
     devices["inputs"] = [*(devices.get("inputs") or []), {"name": "default-0"}]
 
 
-def start_vmi(vm: JSON, config: ClusterConfig) -> JSON:
-    """The VMI ``startVMI`` creates for the (expanded) VM ``vm``."""
+def start_vmi(
+    vm: JSON,
+    config: ClusterConfig,
+    *,
+    written: Mapping[str, Any] | None = None,
+    preference: JSON | None = None,
+) -> JSON:
+    """The VMI ``startVMI`` creates for the (expanded) VM ``vm``; ``written``: the VM before expansion,
+    for the annotations naming its instancetype and preference; ``preference``: the preference spec the
+    expansion applied."""
     vmi = setup_vmi_from_vm(vm)
     meta = vmi["metadata"]
+    vm_meta = vm.get("metadata") or {}
+    generation = vm_meta.get("generation")
+    generation = generation if isinstance(generation, int) and not isinstance(generation, bool) else 0
+    # named before the VM is stored too (no uid yet), as KubeVirt's code would name it
+    vmi["status"] = {"virtualMachineRevisionName": revision_name(str(vm_meta.get("uid") or ""), generation)}
     annotations = meta.setdefault("annotations", {})
     annotations[GENERATION_ANNOTATION] = str((vm.get("metadata") or {}).get("generation", 0))
     if (vm.get("spec") or {}).get("runStrategy") == "WaitAsReceiver":
         annotations[CREATE_MIGRATION_TARGET] = "true"
     meta["finalizers"] = [*(meta.get("finalizers") or []), CONTROLLER_FINALIZER]
+    if written is not None:
+        set_annotations(written, annotations)
     auto_attach_input_device(vmi)
     set_default_network_interface(config, vmi["spec"])
+    if preference is not None:
+        apply_input_preferences(preference, child(child(vmi["spec"], "domain"), "devices"))
     return vmi

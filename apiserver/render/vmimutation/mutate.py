@@ -3,15 +3,17 @@
 Mirrors ``VMIsMutator.Mutate`` and ``ApplyNewVMIMutations``
 (``pkg/virt-api/webhooks/mutating-webhook/mutators/vmi-mutator.go``) over ``defaults.SetDefaultVirtualMachineInstance``
 (``pkg/defaults/defaults.go``): ``SetDefaultVirtualMachineInstanceSpec``, ``setDefaultFeatures`` (s390x),
-the architecture's defaults (``SetAmd64Defaults``, ``SetArm64Defaults``, ``SetS390xDefaults``: disk buses,
+the generated ``SetObjectDefaults_VirtualMachineInstance`` and ``setDefaultHypervFeatureDependencies``
+(:mod:`.defaults`), the architecture's defaults (``SetAmd64Defaults``, ``SetArm64Defaults``, ``SetS390xDefaults``: disk buses,
 watchdog, arm64's CPU model and EFI), ``setDefaultCPUModel``, ``setGuestMemoryStatus``,
 ``setCurrentCPUTopologyStatus``, ``setupHotplug`` (``setupCPUHotplug``, ``setupMemoryHotplug``), the PCI
 topology annotation, the emulator-thread parity annotation, ``markAsNonroot``, the finalizer and the
 Pending phase.
 
-Not modelled: presets (the expanded VM has its own applied already), the generated
-``SetObjectDefaults_VirtualMachineInstance`` defaults and the Hyper-V feature dependencies, which change
-no resource the pod asks for.
+The webhook replaces ``/status`` with Go's encoding of the status, in which ``guestOSInfo`` (a struct, not
+a pointer) is always ``{}``.
+
+Not modelled: presets (the expanded VM has its own applied already), the phase transition timestamp.
 """
 
 from __future__ import annotations
@@ -25,12 +27,13 @@ from apiserver.render.kubernetes.quantity import BINARY_SI, quantity_of
 from apiserver.render.kubernetes.quantitymath import new_quantity
 from apiserver.render.templateservice.config import ALIGN_CPUS, ROOT, LauncherConfig
 from apiserver.render.templateservice.resources import EMULATOR_THREAD_EVEN_PARITY
+from apiserver.render.vmimutation.defaults import set_hyperv_feature_dependencies, set_object_defaults
 
 JSON = dict[str, Any]
 
 PCI_TOPOLOGY_ANNOTATION = "kubevirt.io/pci-topology-version"
 PCI_TOPOLOGY_V3 = "v3"
-VMI_FINALIZER = "foregroundDeleteVirtualMachine"
+VMI_FINALIZER = "kubevirt.io/foregroundDeleteVirtualMachine"  # v1.VirtualMachineInstanceFinalizer
 NON_ROOT_UID = 107
 DEFAULT_CPU_MODEL = "host-model"
 MAX_VCPUS = 512
@@ -132,11 +135,14 @@ def mutate_vmi(config: LauncherConfig, vmi: JSON) -> JSON:
     meta = vmi.setdefault("metadata", {})
     set_vmi_spec_defaults(config.admission.render, spec)
     _s390x_features(spec)
+    set_object_defaults(vmi)
+    set_hyperv_feature_dependencies(spec)
     set_arch_defaults(spec)
     cpu = child(child(spec, "domain"), "cpu")
     if not cpu.get("model"):
         cpu["model"] = config.cpu_model or DEFAULT_CPU_MODEL
     status = vmi.setdefault("status", {})
+    status.setdefault("guestOSInfo", {})
     memory = (spec.get("domain") or {}).get("memory") or {}
     if memory.get("guest") is not None:
         status["memory"] = {

@@ -18,11 +18,15 @@ from apiserver.documents.manifests import read_manifest_paths
 from apiserver.render.kubernetes.quantity import parse_quantity
 from apiserver.sources.folder import FolderSource
 from tests.support.http_helpers import EXAMPLES, RunningServer, examples_server, running_server
+from tests.support.launcher import stored_pod
 
 OBJECTS = [obj for _, obj in read_manifest_paths([str(EXAMPLES)])]
 VMS = {o["metadata"]["name"]: o for o in OBJECTS if o["kind"] == "VirtualMachine"}
 CASES = Path(__file__).parents[2] / "render" / "launcher" / "cases" / "examples.jsonl"
-KUBEVIRT_ANSWERS = {c["name"]: c["answer"] for c in map(json.loads, CASES.read_text().splitlines())}
+# KubeVirt's answers for the examples, the pod as kube-apiserver stores it
+KUBEVIRT_ANSWERS = {
+    c["name"]: stored_pod(c["answer"]) for c in map(json.loads, CASES.read_text().splitlines())
+}
 BASE = "/apis/subresources.kubevirt.io/v1/namespaces"
 
 

@@ -1,0 +1,1 @@
+"""virt-controller's VirtualMachineInstance controller (``pkg/virt-controller/watch/vmi``), pure."""
