@@ -15,6 +15,7 @@ from typing import Any
 
 from tests.realk8s.controlplane import KUBECTL, ControlPlane, poll
 from tests.realk8s.deployed import DeployedServer
+from tests.support.clusters import apply_as_kubevirt
 from tests.support.patience import patience
 from tests.support.revisions import captured, status_ref
 
@@ -59,7 +60,8 @@ def populate(cluster: ControlPlane, namespace: str) -> None:
         for name in names:
             revision = captured(name, namespace, stored)
             objects += [revision, vm(namespace, name, it, revision)]
-    cluster.apply(*objects, vm(namespace, "fresh", "it-a", None))
+    # Each VM's status ref through /status, as virt-controller writes it (KubeVirt's VM CRD here).
+    apply_as_kubevirt(cluster, *objects, vm(namespace, "fresh", "it-a", None))
 
 
 class Lines:
