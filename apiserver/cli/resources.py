@@ -196,19 +196,21 @@ async def _read_cluster(
         path = f"/apis/{AAQ_GROUP_VERSION}/namespaces/{ns}/applicationawareresourcequotas"
         objects.extend(await _optional(client, path, ARQ, notes))
     objects.extend((await _optional(client, f"/apis/{AAQ_GROUP_VERSION}/aaqs", AAQ_KIND, notes))[:1])
-    for vm in vms:
-        ns = str(vm["metadata"].get("namespace") or "")
-        for name in sorted(_revision_names(vm)):
-            path = f"/apis/apps/v1/namespaces/{ns}/controllerrevisions/{name}"
-            try:
-                revision = await get_object(client, path, "apps/v1", CONTROLLER_REVISION)
-            except ApiError as err:
-                if err.code != 403:
-                    raise
-                notes.append(f"Warning: ControllerRevision {ns}/{name} not read ({err.code})")
-                continue
-            if revision is not None:
-                objects.append(revision)
+    # Once each: VMs may name the same revision (a user's revisionName naming another VM's).
+    wanted = sorted(
+        {(str(vm["metadata"].get("namespace") or ""), n) for vm in vms for n in _revision_names(vm)}
+    )
+    for ns, name in wanted:
+        path = f"/apis/apps/v1/namespaces/{ns}/controllerrevisions/{name}"
+        try:
+            revision = await get_object(client, path, "apps/v1", CONTROLLER_REVISION)
+        except ApiError as err:
+            if err.code != 403:
+                raise
+            notes.append(f"Warning: ControllerRevision {ns}/{name} not read ({err.code})")
+            continue
+        if revision is not None:
+            objects.append(revision)
     return [*objects, *vms], notes
 
 

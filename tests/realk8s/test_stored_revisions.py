@@ -22,6 +22,7 @@ import yaml
 from apiserver import expand_vm, launch_vm
 from tests.realk8s.controlplane import ControlPlane, poll
 from tests.realk8s.deployed import DeployedServer
+from tests.realk8s.test_resources_cluster import by_name, resources
 from tests.support.clusters import apply_as_kubevirt
 from tests.support.revisions import captured, status_ref
 
@@ -193,3 +194,23 @@ def test_launch_spec_prices_the_revision(control_plane: ControlPlane, stored: St
     assert pinned == launch_vm(stored.read(control_plane, "pinned"), [*stored.objects, ns])["pod"]
     assert pinned != fresh
     assert fresh == launch_vm(stored.read(control_plane, "fresh"), [*stored.objects, ns])["pod"]
+
+
+def test_resources_cluster_prices_the_revision_as_launch_spec_does(
+    control_plane: ControlPlane, stored: Stored
+) -> None:
+    """``kubevirt-expand resources --cluster`` reads the revisions the status refs name, as the server."""
+    kubeconfig = str(control_plane.admin_kubeconfig)
+    done = resources(control_plane, "--cluster", "-n", stored.ns, "--kubeconfig", kubeconfig, "-o", "jsonl")
+    # Was: exit 2, "ControllerRevision ... is defined twice" (read once per VM naming it).
+    assert "defined twice" not in done.stderr and done.returncode == 1, done.stderr
+    vms = by_name(done.stdout)
+    refused = vms["missing"]["status"]
+    assert (refused["code"], refused["details"]["causes"][0]["field"]) == (
+        422,
+        "status.instancetypeRef.controllerRevisionRef.name",
+    )
+    for name in ("pinned", "by-spec", "fresh"):
+        path = f"{SUB}/{stored.ns}/virtualmachines/{name}/launch-spec"
+        served = json.loads(control_plane.kubectl("get", "--raw", path).stdout)["pod"]
+        assert vms[name]["pod"] == served, name
