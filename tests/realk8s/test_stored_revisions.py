@@ -86,6 +86,23 @@ def stored(control_plane: ControlPlane, deployed: DeployedServer) -> Stored:
         vm(ns, "by-spec", revisionName=name, status={"instancetypeRef": status_ref(MATCHER, gone)}),
         vm(ns, "fresh"),
     )
+
+    # The status writes are events after the VMs' creation: wait until the server's store rendered them
+    # (the stored GETs are answered from it), pinned from its revision and missing failing.
+    def rendered() -> dict[str, Any]:
+        listed = control_plane.get_json("expandedvirtualmachines", "-n", ns)
+        return {i["metadata"]["name"]: i for i in listed["items"]}
+
+    def caught_up(items: dict[str, Any]) -> bool:
+        pinned, missing = items.get("pinned"), items.get("missing")
+        return (
+            pinned is not None
+            and (pinned["summary"].get("instancetype") or {}).get("revisionName") == name
+            and missing is not None
+            and conditions(missing)["Rendered"]["status"] == "False"
+        )
+
+    poll("the status refs rendered", rendered, caught_up)
     objects = [
         control_plane.get_json("virtualmachineinstancetype", "it", "-n", ns),
         control_plane.get_json("controllerrevision", name, "-n", ns),
