@@ -161,17 +161,21 @@ def named_revision(family: _Family, vm: Mapping[str, Any]) -> tuple[str, str]:
     ``status.<ref>.controllerRevisionRef.name``, the one virt-controller writes (``syncStatusWithMatcher``),
     read only when it :func:`holds_object` the matcher names. ("", "") when the VM names neither; a named
     revision that does not exist is an error there, never a fallback to the live object."""
+    # ``type(x) is dict`` first: this runs for every matcher of every rendering (the decoded VMs are
+    # dicts), and an isinstance against the Mapping ABC costs more than the rest.
     spec = vm.get("spec")
-    matcher = spec.get(family.matcher) if isinstance(spec, Mapping) else None
-    if not isinstance(matcher, Mapping):
+    matcher = spec.get(family.matcher) if type(spec) is dict or isinstance(spec, Mapping) else None
+    if not (type(matcher) is dict or isinstance(matcher, Mapping)):
         return "", ""
     pinned = matcher.get("revisionName")
     if pinned and type(pinned) is str:
         return pinned, family.revision_field
     status = vm.get("status")
-    ref = status.get(family.status_ref) if isinstance(status, Mapping) else None
-    held = ref.get("controllerRevisionRef") if isinstance(ref, Mapping) else None
-    name = held.get("name") if isinstance(held, Mapping) else None
+    if not status:
+        return "", ""
+    ref = status.get(family.status_ref) if type(status) is dict or isinstance(status, Mapping) else None
+    held = ref.get("controllerRevisionRef") if type(ref) is dict or isinstance(ref, Mapping) else None
+    name = held.get("name") if type(held) is dict or isinstance(held, Mapping) else None
     if name and type(name) is str:
         return name, family.status_field
     return "", ""
