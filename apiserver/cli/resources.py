@@ -50,6 +50,7 @@ from apiserver.cli.report import EXIT_ADMITTED, EXIT_REFUSED, EXIT_UNUSABLE
 from apiserver.documents.manifests import FileRead, Manifest, read_files
 from apiserver.render import ExpandError, ObjectIndex, expand
 from apiserver.render.aaq import CALCULATORS, DEFAULT_CALCULATOR, calculator_of, gates, launcher_usage
+from apiserver.render.instancetype.find import INSTANCETYPE_FAMILY, PREFERENCE_FAMILY, named_revision
 from apiserver.render.kubernetes.quantity import parse_quantity
 from apiserver.render.kubernetes.quantitymath import ResourceList, add, resource_list, resource_text
 from apiserver.render.kubernetes.quota import Pod, QuotaUse, admit
@@ -216,19 +217,21 @@ async def _read_cluster(
         path = f"/apis/{AAQ_GROUP_VERSION}/namespaces/{ns}/applicationawareresourcequotas"
         objects.extend(await _optional(client, path, ARQ, notes))
     objects.extend((await _optional(client, f"/apis/{AAQ_GROUP_VERSION}/aaqs", AAQ_KIND, notes))[:1])
-    for vm in vms:
-        ns = str(vm["metadata"].get("namespace") or "")
-        for name in sorted(_revision_names(vm)):
-            path = f"/apis/apps/v1/namespaces/{ns}/controllerrevisions/{name}"
-            try:
-                revision = await get_object(client, path, "apps/v1", CONTROLLER_REVISION)
-            except ApiError as err:
-                if err.code != 403:
-                    raise
-                notes.append(f"Warning: ControllerRevision {ns}/{name} not read ({err.code})")
-                continue
-            if revision is not None:
-                objects.append(revision)
+    # Once each: VMs may name the same revision (a user's revisionName naming another VM's).
+    wanted = sorted(
+        {(str(vm["metadata"].get("namespace") or ""), n) for vm in vms for n in _revision_names(vm)}
+    )
+    for ns, name in wanted:
+        path = f"/apis/apps/v1/namespaces/{ns}/controllerrevisions/{name}"
+        try:
+            revision = await get_object(client, path, "apps/v1", CONTROLLER_REVISION)
+        except ApiError as err:
+            if err.code != 403:
+                raise
+            notes.append(f"Warning: ControllerRevision {ns}/{name} not read ({err.code})")
+            continue
+        if revision is not None:
+            objects.append(revision)
     return [*objects, *vms], notes
 
 
@@ -248,19 +251,11 @@ async def _optional(client: Any, path: str, kind: str, notes: list[str]) -> list
 
 
 def _revision_names(vm: Mapping[str, Any]) -> set[str]:
-    """The ControllerRevisions a VM names: ``spec.{instancetype,preference}.revisionName`` and its status
-    refs' ``controllerRevisionRef``."""
-    names = set()
-    spec, status = vm.get("spec") or {}, vm.get("status") or {}
-    for matcher in ("instancetype", "preference"):
-        name = (spec.get(matcher) or {}).get("revisionName") if isinstance(spec, dict) else None
-        if isinstance(name, str) and name:
-            names.add(name)
-        ref = status.get(f"{matcher}Ref") if isinstance(status, dict) else None
-        name = ((ref or {}).get("controllerRevisionRef") or {}).get("name") if isinstance(ref, dict) else None
-        if isinstance(name, str) and name:
-            names.add(name)
-    return names
+    """The ControllerRevisions the finders read for a VM (:func:`~apiserver.render.instancetype.find.named_revision`:
+    ``spec.<matcher>.revisionName``, else the status ref's ``controllerRevisionRef``, where virt-controller
+    writes it)."""
+    found = (named_revision(family, vm)[0] for family in (INSTANCETYPE_FAMILY, PREFERENCE_FAMILY))
+    return {name for name in found if name}
 
 
 def running(vm: Mapping[str, Any]) -> bool:

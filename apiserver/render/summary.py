@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from apiserver.render.instancetype.deprecation import deprecation_warning, is_deprecated, revision_deprecated
-from apiserver.render.instancetype.find import INSTANCETYPE_FAMILY, PREFERENCE_FAMILY
+from apiserver.render.instancetype.find import INSTANCETYPE_FAMILY, PREFERENCE_FAMILY, named_revision
 from apiserver.render.kubernetes.errors import ExpandError
 from apiserver.render.objects import (
     CLUSTER_SCOPED_KINDS,
@@ -57,22 +57,15 @@ def _matcher(
         out["name"] = name
     elif matcher.get("inferFromVolume"):
         out["inferFromVolume"] = matcher["inferFromVolume"]
-    candidates = (
-        matcher.get("revisionName"),
-        _dig(vm, "status", family.status_ref, "controllerRevisionRef", "name"),
-    )
-    for revision in candidates:
-        if isinstance(revision, str) and revision:
-            rev = objects.get(ObjectRef(CONTROLLER_REVISION, namespace, revision))
-            if rev is not None:
-                live = [r for r in objects if r.kind == kind and r.name == out.get("name")]
-                if not live:
-                    out["revisionName"] = revision
-                    out["source"] = SOURCE_REVISION
-                    if revision_deprecated(rev):
-                        out["deprecated"] = True
-                    return out
-            break
+    revision, _ = named_revision(family, vm)
+    rev = objects.get(ObjectRef(CONTROLLER_REVISION, namespace, revision)) if revision else None
+    # Read from the revision unless the finder passed it over for the live object (another object's).
+    if rev is not None and not any(r.kind == kind and r.name == out.get("name") for r in objects):
+        out["revisionName"] = revision
+        out["source"] = SOURCE_REVISION
+        if revision_deprecated(rev):
+            out["deprecated"] = True
+        return out
     out["source"] = SOURCE_OBJECT
     if isinstance(name, str) and name:
         scoped = "" if kind in CLUSTER_SCOPED_KINDS else namespace

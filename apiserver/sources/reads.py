@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from apiserver.render import ExpandResult
 from apiserver.render.kubernetes.errors import VM_GROUP, status
 from apiserver.render.objects import CONTROLLER_REVISION, VIRTUAL_MACHINE_INSTANCE, ObjectLookup, ObjectRef
+from apiserver.render.vmcontroller.revision import revision_name
 from apiserver.sources.access import AccessRefused, Read
 from apiserver.sources.base import MISSING, Missing, Source
 from apiserver.sources.gather import Rendered, evaluate_with_source, peekable, render_and_record
@@ -58,7 +59,7 @@ def start_revision_name(vm: Mapping[str, Any], vmi: Mapping[str, Any]) -> str | 
     generation = annotations.get("kubevirt.io/vm-generation") if isinstance(annotations, Mapping) else None
     uid = (vm.get("metadata") or {}).get("uid")
     if isinstance(generation, str) and generation.isdigit() and isinstance(uid, str) and uid:
-        return f"revision-start-vm-{uid}-{generation}"
+        return revision_name(uid, int(generation))
     return None
 
 

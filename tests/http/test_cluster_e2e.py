@@ -23,7 +23,7 @@ from devcluster.patience import patience
 from tests.support import shared
 from tests.support.conformance import CASES_DIR
 from tests.support.fakekube import FakeKube
-from tests.support.fakekube.testing import kubeconfig, synced
+from tests.support.fakekube.testing import kubeconfig, stored_vm, synced
 from tests.support.http_helpers import EXAMPLES, put_path, running_server, vm_path
 
 FAST = {"backoff": (0.02, 0.2), "read_timeout": 0.5}
@@ -142,7 +142,10 @@ async def test_same_answers_as_the_folder_source(tmp_path: Path) -> None:
         answers = []
         async with FakeKube(bookmark_interval=0.1) as fake:
             for o in objects:
-                fake.create(o)
+                if o is vm:  # its status (captured revisions) through /status, as virt-controller writes it
+                    stored_vm(fake, o)
+                else:
+                    fake.create(o)
             cluster = ClusterSource(kubeconfig=kubeconfig(fake, tmp_path / "kc"), **answering())
             for source in (cluster, FolderSource(folder, watch=False)):
                 async with running_server(source, tmp_path / f"{case['id']}-srv") as srv:

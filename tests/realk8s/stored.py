@@ -1,6 +1,8 @@
 """Conformance cases stored in the real cluster: the case's VM and objects moved into a test's namespace
 (cluster-scoped objects renamed with a suffix so tests never share them), applied, and read back as
-the API server stores them, which is what the engine's own output is computed from."""
+the API server stores them, which is what the engine's own output is computed from. A case's VM status
+(``status.instancetypeRef.controllerRevisionRef``) is written through ``/status``, as virt-controller
+writes it: the control plane has KubeVirt's VM CRD, whose status subresource ignores it in an apply."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tests.realk8s.controlplane import ControlPlane
+from tests.support.clusters import apply_as_kubevirt
 from tests.support.conformance import CASES_DIR, Case, load
 
 CLUSTER_KINDS = {"VirtualMachineClusterInstancetype", "VirtualMachineClusterPreference"}
@@ -66,7 +69,8 @@ def store(cluster: ControlPlane, source: Case, namespace: str, suffix: str) -> S
             matcher["name"] = f"{matcher['name']}-{suffix}"
     items = [*objects, vm]
     listing = json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
-    cluster.kubectl("apply", "-f", "-", stdin=listing)
+    # The VM's status (the revisions virt-controller captured) through /status, as KubeVirt writes it.
+    apply_as_kubevirt(cluster, *items)
     # Whole, as virt-api reads a VM: kubectl hides managedFields unless asked.
     read = ("get", "-f", "-", "-o", "json", "--show-managed-fields")
     got = json.loads(cluster.kubectl(*read, stdin=listing).stdout)

@@ -13,6 +13,7 @@ from hack.oracle import launcher_corpus as CORPUS
 from tests.realk8s.controlplane import KUBECTL, ControlPlane, poll
 from tests.realk8s.deployed import DeployedServer
 from tests.realk8s.test_auth import binding, user
+from tests.support.clusters import apply_as_kubevirt
 
 RESOURCE = "expandedvirtualmachines"
 CASES = CORPUS.REPO / "tests" / "render" / "launcher" / "cases"
@@ -226,15 +227,21 @@ def test_kubectl_get_shows_the_examples_pod_requests_as_kubevirt_computes_them(
         if obj.get("metadata", {}).get("namespace"):
             obj["metadata"]["namespace"] = namespace
         moved.append(obj)
-    control_plane.apply(*moved)
+    # fedora-pinned's status ref (its captured revision) through /status, as virt-controller writes it.
+    apply_as_kubevirt(control_plane, *moved)
     wait_listed(control_plane, namespace, len(vms))
-    table = rows(control_plane.kubectl("get", RESOURCE, "-n", namespace).stdout)
-    assert table[0][5:7] == ["CPU-REQUEST", "MEMORY-REQUEST"]
-    shown = {r[0]: r[5:7] for r in table[1:]}
     answers = {
         case["name"]: case["answer"]["total"]["requests"]
         for case in map(json.loads, (CASES / "examples.jsonl").read_text().splitlines())
     }
+    # The status write is a second event after the VM's creation: wait until the store rendered it.
+    table = poll(
+        "fedora-pinned rendered from its revision",
+        lambda: rows(control_plane.kubectl("get", RESOURCE, "-n", namespace).stdout),
+        lambda t: any(r[0] == "fedora-pinned" and r[5] == answers["fedora-pinned"]["cpu"] for r in t[1:]),
+    )
+    assert table[0][5:7] == ["CPU-REQUEST", "MEMORY-REQUEST"]
+    shown = {r[0]: r[5:7] for r in table[1:]}
     assert set(shown) == set(answers) == {vm["metadata"]["name"] for vm in vms}
     for name, requests in answers.items():
         assert shown[name] == [requests["cpu"], requests["memory"]], name

@@ -12,7 +12,7 @@ import pytest
 
 from apiserver import ExpandError, expand_vm
 from tests.realk8s import stored
-from tests.realk8s.controlplane import ControlPlane
+from tests.realk8s.controlplane import ControlPlane, poll
 from tests.realk8s.deployed import DeployedServer
 
 GROUP = "subresources.kubevirt.io"
@@ -54,6 +54,13 @@ def test_stored_case_renders_as_the_engine_does(
     assert expected["spec"] == stored.case(case_id).expected["expanded"]["spec"]
     vm_file = tmp_path / "vm.json"
     vm_file.write_text(json.dumps(case.vm))
+    # A case's VM status (its captured revisions) is a write after its creation: the server's store, which
+    # answers the GETs, renders it once its watch delivered it.
+    poll(
+        f"{case.name} rendered as stored",
+        lambda: control_plane.kubectl("get", "--raw", expand_spec_path("v1", namespace, case.name)).stdout,
+        lambda text: json.loads(text) == expected,
+    )
     for version in VERSIONS:
         got = control_plane.kubectl("get", "--raw", expand_spec_path(version, namespace, case.name))
         assert json.loads(got.stdout) == expected, version

@@ -31,6 +31,7 @@ from tests.realk8s.controlplane import ControlPlane, poll
 from tests.realk8s.deployed import DeployedServer
 from tests.realk8s.test_auth import binding, user
 from tests.realk8s.test_tenancy import crd
+from tests.support.clusters import apply_as_kubevirt
 
 CORPUS = Path(__file__).resolve().parents[1] / "render" / "vmcontroller" / "corpus"
 CASE = "u1.medium -> u1.xlarge (LiveUpdate)"
@@ -113,7 +114,8 @@ def running(control_plane: ControlPlane, deployed: DeployedServer) -> Iterator[R
     }
     vm = copy.deepcopy(inp["startVM"])
     vm["metadata"] = {"name": "vm-switch", "namespace": ns, "labels": {"mark": r.mark}}
-    control_plane.apply(*objects, bigger, preference, vm)
+    # The VM's status (its captured revision) through /status, as virt-controller writes it.
+    apply_as_kubevirt(control_plane, *objects, bigger, preference, vm)
     stored = control_plane.get_json("virtualmachine", "vm-switch", "-n", ns)
     uid, generation = stored["metadata"]["uid"], stored["metadata"]["generation"]
     revision_name = f"revision-start-vm-{uid}-{generation}"

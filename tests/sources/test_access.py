@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from apiserver.render.kubernetes.errors import status
+from apiserver.render.objects import ObjectRef
 from apiserver.sources.access import AccessGate, AccessRefused, Read
 from apiserver.sources.folder import FolderSource
 from apiserver.sources.gather import Rendered, render_and_record
@@ -57,7 +58,15 @@ CIT = obj(
     spec={"cpu": {"guest": 1}, "memory": {"guest": "1Gi"}},
 )
 PREF = obj("VirtualMachinePreference", "pref-a", spec={"cpu": {"preferredCPUTopology": "cores"}})
-IT_REVISION = obj("ControllerRevision", "vm-it-a-rev", api="apps/v1", data=IT, revision=1)
+# Labelled as KubeVirt's CreateControllerRevision labels it: a status ref to it is read only so.
+IT_REVISION = obj(
+    "ControllerRevision",
+    "vm-it-a-rev",
+    api="apps/v1",
+    data=IT,
+    revision=1,
+    meta={"labels": {"instancetype.kubevirt.io/object-name": "it-a"}},
+)
 STS_REVISION = obj(
     "ControllerRevision",
     "sts-rev-a",
@@ -124,14 +133,23 @@ def pvc_read(ns: str, name: str) -> Read:
     return Read("get", "", "persistentvolumeclaims", ns, name)
 
 
-async def test_instancetypes_preferences_and_their_revisions_need_no_review(source: Any) -> None:
+@pytest.mark.parametrize("pinned_by", ["status", "revisionName"])
+async def test_instancetypes_preferences_and_their_revisions_need_no_review(
+    source: Any, pinned_by: str
+) -> None:
+    """The revision named as virt-controller names it (the status ref) or as a user may (``revisionName``)."""
     access = Access()
+    matcher = {"kind": "VirtualMachineInstancetype", "name": "it-a"}
     machine = vm(
-        instancetype={"kind": "VirtualMachineInstancetype", "name": "it-a", "revisionName": "vm-it-a-rev"},
-        preference={"kind": "VirtualMachinePreference", "name": "pref-a"},
+        instancetype=dict(matcher), preference={"kind": "VirtualMachinePreference", "name": "pref-a"}
     )
+    if pinned_by == "status":
+        machine["status"] = {"instancetypeRef": {**matcher, "controllerRevisionRef": {"name": "vm-it-a-rev"}}}
+    else:
+        machine["spec"]["instancetype"]["revisionName"] = "vm-it-a-rev"
     rendered = await render(source, machine, access)
     assert rendered.error is None and access.asked == [] and rendered.reviews == ()
+    assert rendered.objects[ObjectRef("ControllerRevision", NS, "vm-it-a-rev")] is not None
     rendered = await render(source, vm(instancetype={"name": "cit"}), access)
     assert rendered.error is None and access.asked == []
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+import yaml
 
 from tests.realk8s.controlplane import CRDS_FILE, ControlPlane, kubeconfig, unavailable
 from tests.support.fakekube import DEFAULT_RESOURCES, FLAVOR_RESOURCES, FakeKube, ResourceType
@@ -67,6 +68,10 @@ class Cluster:
         """Update an existing object to ``obj`` (no resourceVersion needed)."""
         raise NotImplementedError
 
+    async def replace_status(self, obj: Mapping[str, Any]) -> JSON:
+        """PUT ``obj`` to its ``/status`` subresource (a VM's, as virt-controller writes it)."""
+        raise NotImplementedError
+
     async def delete(self, api_version: str, kind: str, name: str, namespace: str = "") -> None:
         raise NotImplementedError
 
@@ -100,6 +105,9 @@ class FakeCluster(Cluster):
 
     async def replace(self, obj: Mapping[str, Any]) -> JSON:
         return self.fake.update(obj)
+
+    async def replace_status(self, obj: Mapping[str, Any]) -> JSON:
+        return self.fake.update_status(obj)
 
     async def delete(self, api_version: str, kind: str, name: str, namespace: str = "") -> None:
         self.fake.delete(api_version, kind, name, namespace)
@@ -180,6 +188,13 @@ class RealCluster(Cluster):
         body = json.loads(json.dumps(obj))
         body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         return await self.request("PUT", self.path(rt, namespace, name), body)
+
+    async def replace_status(self, obj: Mapping[str, Any]) -> JSON:
+        rt, namespace, name = self._where(obj)
+        current = await self.request("GET", self.path(rt, namespace, name))
+        body = json.loads(json.dumps(obj))
+        body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        return await self.request("PUT", self.path(rt, namespace, name) + "/status", body)
 
     async def delete(self, api_version: str, kind: str, name: str, namespace: str = "") -> None:
         rt = resource_of(api_version, kind)
@@ -278,6 +293,45 @@ class RealCluster(Cluster):
 
 
 _CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def kubevirt_vm_crd() -> JSON:
+    """../shared's VirtualMachine CRD with the status subresource KubeVirt's own has (virt-operator's
+    ``NewVirtualMachineCrd``; ../shared/oracle/kubevirt/crds.yaml likewise): virt-controller writes a VM's
+    status, the revisions it captured included, only through ``/status``, and a write of the VM itself
+    keeps the status it had. ../shared/k8s/kubevirt-crds.yaml declares none."""
+    docs = yaml.safe_load_all(CRDS_FILE.read_text(encoding="utf-8"))
+    crd: JSON = next(d for d in docs if d and d["metadata"]["name"] == "virtualmachines.kubevirt.io")
+    for version in crd["spec"]["versions"]:
+        version["subresources"] = {"status": {}}
+    return crd
+
+
+def apply_as_kubevirt(plane: ControlPlane, *objects: Mapping[str, Any]) -> None:
+    """``kubectl apply`` the objects as a user writes them, then each VM's status through ``/status`` as
+    virt-controller writes it (``status.instancetypeRef.controllerRevisionRef`` and the like): a VM's
+    status in an apply is ignored where the CRD has the status subresource, as KubeVirt's has."""
+    plain = [
+        {k: v for k, v in o.items() if not (k == "status" and o.get("kind") == "VirtualMachine")}
+        for o in objects
+    ]
+    plane.apply(*plain)
+    for o in objects:
+        if o.get("kind") == "VirtualMachine" and "status" in o:
+            meta = o["metadata"]
+            plane.kubectl(
+                "patch",
+                "virtualmachines.kubevirt.io",
+                meta["name"],
+                "-n",
+                meta["namespace"],
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                json.dumps({"status": o["status"]}),
+            )
+
+
 _plane: ControlPlane | None = None
 _plane_error: str | None = None
 _plane_users = 0
@@ -298,6 +352,7 @@ def shared_control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[C
         try:
             plane.start()
             plane.kubectl("apply", "-f", str(CRDS_FILE))
+            plane.kubectl("apply", "-f", "-", stdin=json.dumps(kubevirt_vm_crd()))
             plane.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
         except Exception as err:
             plane.close()

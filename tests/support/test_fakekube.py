@@ -182,3 +182,25 @@ async def test_add_handler(http: aiohttp.ClientSession) -> None:
         async with http.post(f"{fake.url}/apis/authentication.k8s.io/v1/tokenreviews", json={}) as resp:
             assert resp.status == 201
         assert fake.count("create") == 1
+
+
+def test_status_writes_only_where_the_crd_has_the_subresource() -> None:
+    """``update_status`` is kube-apiserver's ``/status``: a kind without the subresource has no such path;
+    a VM's status write reaches watchers as one MODIFIED event with the rest as stored."""
+    fake = FakeKube()
+    kv = {"apiVersion": "kubevirt.io/v1", "kind": "KubeVirt", "metadata": {"name": "kv", "namespace": "ns"}}
+    fake.create(kv)
+    with pytest.raises(KeyError, match="no status subresource"):
+        fake.update_status({**kv, "status": {"phase": "Deployed"}})
+    vm = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachine",
+        "metadata": {"name": "vm", "namespace": "ns"},
+    }
+    with pytest.raises(KeyError, match="not found"):
+        fake.update_status({**vm, "status": {}})
+    created = fake.create({**vm, "spec": {"running": False}, "status": {"created": True}})
+    written = fake.update_status({**vm, "spec": {"running": True}, "status": {"created": True}})
+    assert "status" not in created and written["spec"] == {"running": False}
+    assert written["status"] == {"created": True} and written["metadata"]["generation"] == 1
+    assert int(written["metadata"]["resourceVersion"]) > int(created["metadata"]["resourceVersion"])

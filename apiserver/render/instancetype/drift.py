@@ -7,9 +7,10 @@ of the live object when it stores one under a name already taken; here the live 
 compared with the captured revision's the same way, so a VM is *stale* exactly when storing a revision
 of the live object now would store a different spec.
 
-Which revision a VM captured follows the finders (:mod:`.find`) and ``syncStatusWithMatcher``
-(``pkg/instancetype/revision/store.go``): ``spec.<matcher>.revisionName``, else
-``status.<ref>.controllerRevisionRef`` where the revision is of the object the matcher names. Pure: the
+Which revision a VM captured follows the finders (:func:`.find.named_revision`) and
+``syncStatusWithMatcher`` (``pkg/instancetype/revision/store.go``): ``spec.<matcher>.revisionName``, else
+``status.<ref>.controllerRevisionRef`` (where virt-controller writes it) unless the revision is of
+another object; one named but missing is not comparable, as the finder fails on it. Pure: the
 objects come from an :class:`~apiserver.render.objects.ObjectLookup`, which may raise
 ``LookupPending``.
 """
@@ -25,8 +26,9 @@ from apiserver.render.golang.gotext import go_lower
 from apiserver.render.instancetype import revision
 from apiserver.render.instancetype.find import (
     INSTANCETYPE_FAMILY,
-    OBJECT_NAME_LABEL,
     PREFERENCE_FAMILY,
+    holds_object,
+    named_revision,
 )
 from apiserver.render.kubernetes import names
 from apiserver.render.objects import (
@@ -117,22 +119,19 @@ def _map(value: Any) -> Mapping[str, Any]:
 
 
 def captured_revision(member: str, vm: Mapping[str, Any], lookup: ObjectLookup) -> str:
-    """The name of the revision the VM's matcher uses ("" when none), as the finders choose it."""
+    """The name of the revision the VM's matcher uses ("" when none), as ``revisionFinder.Find`` chooses
+    it (:func:`~apiserver.render.instancetype.find.named_revision`): a named revision that does not exist
+    is still the one the VM uses (the finder fails on it; it is not the live object)."""
     family = INSTANCETYPE_FAMILY if member == "instancetype" else PREFERENCE_FAMILY
-    matcher = _map(vm.get("spec")).get(family.matcher)
-    if not isinstance(matcher, Mapping):
-        return ""
-    pinned = _str(matcher.get("revisionName"))
-    if pinned:
-        return pinned
-    ref = _map(_map(vm.get("status")).get(family.status_ref))
-    name = _str(_map(ref.get("controllerRevisionRef")).get("name"))
+    name, field = named_revision(family, vm)
+    if not name or field == family.revision_field:
+        return name
     namespace = _str(_map(vm.get("metadata")).get("namespace"))
     if not names.valid_name(name) or not names.valid_namespace(namespace):
-        return ""
+        return name
     rev = lookup.get(ObjectRef(CONTROLLER_REVISION, namespace, name))
-    labels = _map(_map(_map(rev).get("metadata")).get("labels"))
-    if labels.get(OBJECT_NAME_LABEL) == _str(matcher.get("name")):
+    matcher = _map(_map(vm.get("spec")).get(family.matcher))
+    if rev is None or holds_object(rev, _str(matcher.get("name"))):
         return name
     return ""
 

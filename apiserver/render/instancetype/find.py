@@ -3,7 +3,9 @@
 Order, as in ``pkg/instancetype/find`` and ``pkg/instancetype/preference/find``:
 ``spec.<matcher>.revisionName`` (no fallback), then the status ref's ControllerRevision (used only when
 its ``instancetype.kubevirt.io/object-name`` label equals the matcher name; a missing one is an error),
-then the live object by kind.
+then the live object by kind. At the KubeVirt we match, virt-controller writes only the status ref
+(``spec.revisionName`` is left unset unless a user sets it); :func:`named_revision` and
+:func:`holds_object` are that choice, shared by every reader of a stored VM's captured revisions.
 """
 
 from __future__ import annotations
@@ -153,8 +155,39 @@ def _spec_dict(model: Any) -> JSON:
     return dumped
 
 
-def _str(value: Any) -> str:
-    return value if type(value) is str else ""
+def named_revision(family: _Family, vm: Mapping[str, Any]) -> tuple[str, str]:
+    """The ControllerRevision ``revisionFinder.Find`` reads for the VM's matcher, and the field naming it:
+    ``spec.<matcher>.revisionName`` when set (read whatever it holds: "avoid a race with Store()"), else
+    ``status.<ref>.controllerRevisionRef.name``, the one virt-controller writes (``syncStatusWithMatcher``),
+    read only when it :func:`holds_object` the matcher names. ("", "") when the VM names neither; a named
+    revision that does not exist is an error there, never a fallback to the live object."""
+    # ``type(x) is dict`` first: this runs for every matcher of every rendering (the decoded VMs are
+    # dicts), and an isinstance against the Mapping ABC costs more than the rest.
+    spec = vm.get("spec")
+    matcher = spec.get(family.matcher) if type(spec) is dict or isinstance(spec, Mapping) else None
+    if not (type(matcher) is dict or isinstance(matcher, Mapping)):
+        return "", ""
+    pinned = matcher.get("revisionName")
+    if pinned and type(pinned) is str:
+        return pinned, family.revision_field
+    status = vm.get("status")
+    if not status:
+        return "", ""
+    ref = status.get(family.status_ref) if type(status) is dict or isinstance(status, Mapping) else None
+    held = ref.get("controllerRevisionRef") if type(ref) is dict or isinstance(ref, Mapping) else None
+    name = held.get("name") if type(held) is dict or isinstance(held, Mapping) else None
+    if name and type(name) is str:
+        return name, family.status_field
+    return "", ""
+
+
+def holds_object(rev: Mapping[str, Any], name: str) -> bool:
+    """Whether a status ref's revision is of the object the matcher names (``revisionFinder.Find``: its
+    ``instancetype.kubevirt.io/object-name`` label equals ``spec.<matcher>.name``); when not, the VM was
+    switched to another object and the finder reads the live one."""
+    meta = rev.get("metadata")
+    labels = meta.get("labels") if isinstance(meta, Mapping) else None
+    return isinstance(labels, Mapping) and labels.get(OBJECT_NAME_LABEL) == name
 
 
 def find_spec(
@@ -182,9 +215,8 @@ def find_spec(
     if type(namespace) is not str:
         namespace = ""
 
-    revision_name = matcher.get("revisionName")
-    if revision_name and type(revision_name) is str:
-        field = family.revision_field
+    revision_name, field = named_revision(family, vm)
+    if field == family.revision_field:
         rev = _get(lookup, _ref(CONTROLLER_REVISION, namespace, revision_name, field), field)
         found = _decode_revision(family, rev, field, fingerprints, head)
         if deprecations is not None and revision_deprecated(rev):
@@ -194,16 +226,9 @@ def find_spec(
     name = matcher.get("name")
     if type(name) is not str:
         name = ""
-    status = vm.get("status")
-    status_ref = status.get(family.status_ref) if status else None
-    ref_revision = (
-        _str((status_ref.get("controllerRevisionRef") or _NO_META).get("name")) if status_ref else ""
-    )
-    if ref_revision:
-        field = family.status_field
-        rev = _get(lookup, _ref(CONTROLLER_REVISION, namespace, ref_revision, field), field)
-        labels = (rev.get("metadata") or {}).get("labels") or {}
-        if isinstance(labels, Mapping) and labels.get(OBJECT_NAME_LABEL) == name:
+    if revision_name:
+        rev = _get(lookup, _ref(CONTROLLER_REVISION, namespace, revision_name, field), field)
+        if holds_object(rev, name):
             found = _decode_revision(family, rev, field, fingerprints, head)
             if deprecations is not None and revision_deprecated(rev):
                 deprecations.append(_revision_warning(family, rev, namespace))

@@ -40,6 +40,7 @@ from typing import Any, overload
 
 from apiserver.render import ExpandError
 from apiserver.render import objects as o
+from apiserver.render.instancetype.find import INSTANCETYPE_FAMILY, PREFERENCE_FAMILY, named_revision
 from apiserver.render.objects import ref_of
 from apiserver.render.templateservice.config import launcher_config
 from apiserver.render.virtconfig import cluster_config
@@ -738,18 +739,9 @@ _NO_READS = _NoReads()
 
 
 def _captures(vm: Mapping[str, Any]) -> bool:
-    """Whether a matcher of ``vm`` names a revision (``revisionName``, or a status ref's)."""
-    spec = vm.get("spec") or {}
-    status = vm.get("status") or {}
-    for member, ref in (("instancetype", "instancetypeRef"), ("preference", "preferenceRef")):
-        matcher = spec.get(member) if isinstance(spec, Mapping) else None
-        if isinstance(matcher, Mapping) and matcher.get("revisionName"):
-            return True
-        found = status.get(ref) if isinstance(status, Mapping) else None
-        revision = found.get("controllerRevisionRef") if isinstance(found, Mapping) else None
-        if isinstance(revision, Mapping) and revision.get("name"):
-            return True
-    return False
+    """Whether a matcher of ``vm`` names a revision (``revisionName``, or a status ref's), as the finders
+    read it (:func:`~apiserver.render.instancetype.find.named_revision`)."""
+    return any(named_revision(family, vm)[0] for family in (INSTANCETYPE_FAMILY, PREFERENCE_FAMILY))
 
 
 async def _release(*held: list[Any]) -> None:

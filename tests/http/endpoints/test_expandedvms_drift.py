@@ -17,7 +17,7 @@ import pytest
 
 from apiserver.sources.cluster import ClusterSource
 from tests.support.fakekube import FakeKube
-from tests.support.fakekube.testing import eventually, instancetype, kubeconfig, obj, synced
+from tests.support.fakekube.testing import eventually, instancetype, kubeconfig, obj, stored_vm, synced
 from tests.support.http_helpers import RunningServer, running_server
 from tests.support.patience import patience
 from tests.support.revisions import captured, status_ref
@@ -55,7 +55,7 @@ async def server(fake: FakeKube, tmp_path: Path) -> AsyncIterator[tuple[RunningS
     for name, it_obj in (("a-0", small), ("a-1", small), ("b-0", large)):
         revision = captured(name, NS, it_obj)
         fake.create(revision)
-        fake.create(vm(name, it_obj["metadata"]["name"], revision))
+        stored_vm(fake, vm(name, it_obj["metadata"]["name"], revision))
     fake.create(vm("fresh", "small"))
     fake.create(vm("plain", None))
     source = ClusterSource(kubeconfig=kubeconfig(fake, tmp_path / "kc"), vm_cache=True, **FAST)  # type: ignore[arg-type]

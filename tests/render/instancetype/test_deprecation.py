@@ -108,11 +108,17 @@ def revision(obj: dict[str, Any], as_bytes: bool) -> dict[str, Any]:
     }
 
 
+@pytest.mark.parametrize("by", ["status", "revisionName"])
 @pytest.mark.parametrize("as_bytes", [False, True], ids=["parsed", "raw"])
-def test_a_pinned_revision_warns_from_the_copy_it_holds(as_bytes: bool) -> None:
-    # The engine itself: the cluster source hands it revisions with their data as the raw bytes.
+def test_a_pinned_revision_warns_from_the_copy_it_holds(as_bytes: bool, by: str) -> None:
+    # The engine itself: the cluster source hands it revisions with their data as the raw bytes. Pinned
+    # as virt-controller pins it (the status ref) or as a user may (revisionName).
     pinned = vm()
-    pinned["spec"]["instancetype"]["revisionName"] = "farm-gn1.xlarge-1"
+    if by == "status":
+        ref = {**pinned["spec"]["instancetype"], "controllerRevisionRef": {"name": "farm-gn1.xlarge-1"}}
+        pinned["status"] = {"instancetypeRef": ref}
+    else:
+        pinned["spec"]["instancetype"]["revisionName"] = "farm-gn1.xlarge-1"
     result = render(pinned, ObjectIndex([revision(instancetype(), as_bytes)]))
     assert result.warnings == [
         warning("VirtualMachineClusterInstancetype", "gn1.xlarge")

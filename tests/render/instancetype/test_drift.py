@@ -185,3 +185,27 @@ def test_a_vm_of_any_shape_gets_an_answer_not_an_exception(vm: dict[str, Any]) -
     """The store computes the drift of every VM it holds, renderable or not: a malformed VM is not stale."""
     for found in vm_drift(vm, ObjectIndex([])):
         assert found is None or not found.stale
+
+
+def test_a_status_ref_naming_a_missing_revision_is_not_comparable() -> None:
+    """virt-controller writes the captured revision only to the status ref; when that revision is gone
+    KubeVirt's finder fails on it (it does not fall back to the live object), so the VM is neither
+    current nor uncaptured: not comparable, naming the revision."""
+    taken = instancetype()
+    rev = captured("vm", NS, taken)
+    vm = pinned_vm(("instancetype", MATCHER, rev))
+    found = matcher_drift("instancetype", vm, ObjectIndex([taken]))
+    assert found is not None and (found.reason, found.revision) == (NOT_COMPARABLE, rev["metadata"]["name"])
+    assert found.message == f"ControllerRevision {rev['metadata']['name']} not found" and not found.stale
+
+
+def test_spec_revision_name_wins_over_the_status_ref() -> None:
+    """A user's ``spec.<matcher>.revisionName`` is read before the status ref, whatever that names
+    (``revisionFinder.Find``: "avoid a race with Store()")."""
+    old, new = instancetype(cpus=2), instancetype(cpus=4)
+    new["metadata"]["generation"] = 2
+    old_rev, new_rev = captured("vm", NS, old), captured("vm", NS, new)
+    vm = pinned_vm(("instancetype", MATCHER, new_rev))
+    vm["spec"]["instancetype"]["revisionName"] = old_rev["metadata"]["name"]
+    found = matcher_drift("instancetype", vm, ObjectIndex([new, old_rev, new_rev]))
+    assert found is not None and (found.reason, found.revision) == (OUTDATED, old_rev["metadata"]["name"])

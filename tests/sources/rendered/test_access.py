@@ -23,7 +23,7 @@ from apiserver.sources.access import Read
 from apiserver.sources.cluster import ClusterSource
 from tests.support.auth_fixtures import GROUP, AuthEnv, auth_env
 from tests.support.fakekube import FakeKube
-from tests.support.fakekube.testing import instancetype, kubeconfig, obj, preference, synced
+from tests.support.fakekube.testing import instancetype, kubeconfig, obj, preference, stored_vm, synced
 from tests.support.patience import patience
 from tests.support.revisions import captured, status_ref
 
@@ -88,7 +88,10 @@ async def served(
             INFERRING,
             *extra,
         ):
-            data.create(item)
+            if item["kind"] == "VirtualMachine":
+                stored_vm(data, item)  # its status as virt-controller writes it, through /status
+            else:
+                data.create(item)
         source = ClusterSource(  # type: ignore[arg-type]
             kubeconfig=kubeconfig(data, tmp_path / "kc"), vm_cache=True, backoff=(0.02, 0.2), read_timeout=2.0
         )

@@ -29,7 +29,13 @@ What it serves (plain HTTP on 127.0.0.1, HTTPS when ``start(ssl_context=...)`` i
 tests/parity/test_fake_fidelity.py compares these behaviours with a real kube-apiserver's.
 
 Objects are written from the test through Python (:meth:`FakeKube.create`, ``update``, ``apply``,
-``delete``), which bumps the resourceVersion and notifies the open watches at once.
+``delete``, ``update_status``), which bumps the resourceVersion and notifies the open watches at once.
+A kind whose CRD declares the status subresource (``ResourceType.status_subresource``: the
+VirtualMachine, as KubeVirt's own CRD does) is written as kube-apiserver writes it: ``create`` and
+``update`` keep the status it had (none on create), ``update_status`` (``/status``) writes only the
+status, and the generation moves when anything but metadata changed (for a kind without the subresource,
+its status too). ``testing.stored_vm`` stores a VM as on a cluster running KubeVirt: created, then its
+status written as virt-controller writes it.
 
 Fault injection: ``fail(status, count=, path_contains=, verbs=, retry_after=)``, ``delay(seconds, ...)``,
 ``clear_faults()``, ``drop_watches(abort=False|True)``, ``compact()``, ``expire_watches()``, and

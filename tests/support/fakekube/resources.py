@@ -13,6 +13,9 @@ class ResourceType:
     kind: str
     namespaced: bool
     short_names: tuple[str, ...] = ()
+    # ``subresources: {status: {}}`` in the CRD: writes of the object keep its status, and only
+    # :meth:`FakeKube.update_status` (kube-apiserver's ``/status``) writes it.
+    status_subresource: bool = False
 
     @property
     def group_version(self) -> str:
@@ -35,7 +38,11 @@ DEFAULT_RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "configmaps", "ConfigMap", True, ("cm",)),
     ResourceType("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, ("pvc",)),
     ResourceType("apps", "v1", "controllerrevisions", "ControllerRevision", True),
-    ResourceType("kubevirt.io", "v1", "virtualmachines", "VirtualMachine", True, ("vm", "vms")),
+    # KubeVirt's VM CRD has the status subresource (virt-operator's components/crds.go): virt-controller
+    # writes a VM's status, its captured revisions included, only through /status.
+    ResourceType(
+        "kubevirt.io", "v1", "virtualmachines", "VirtualMachine", True, ("vm", "vms"), status_subresource=True
+    ),
     ResourceType(
         "kubevirt.io", "v1", "virtualmachineinstances", "VirtualMachineInstance", True, ("vmi", "vmis")
     ),

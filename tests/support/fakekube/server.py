@@ -454,11 +454,14 @@ class FakeKube:
         return copy.deepcopy(obj) if obj is not None else None
 
     def create(self, obj: Mapping[str, Any]) -> JSON:
+        """POST: a kind with the status subresource stores no status (``create cannot set status``)."""
         rt = self.resource_for(obj["apiVersion"], obj["kind"])
         key = self._key(rt, obj)
         if key in self._objects[rt]:
             raise ValueError(f"{rt.qualified} {key} already exists")
         stored = copy.deepcopy(dict(obj))
+        if rt.status_subresource:
+            stored.pop("status", None)
         meta = stored.setdefault("metadata", {})
         meta.setdefault("uid", str(uuid.uuid4()))
         meta.setdefault("creationTimestamp", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
@@ -468,19 +471,43 @@ class FakeKube:
         return self._store(rt, key, stored, "ADDED")
 
     def update(self, obj: Mapping[str, Any]) -> JSON:
+        """PUT of the object: a kind with the status subresource keeps the status it had (whatever ``obj``
+        says); the generation moves when anything but metadata changed, as kube-apiserver's custom
+        resource strategy counts it (so a status change moves it where status is no subresource)."""
         rt = self.resource_for(obj["apiVersion"], obj["kind"])
         key = self._key(rt, obj)
         old = self._objects[rt].get(key)
         if old is None:
             raise KeyError(f"{rt.qualified} {key} not found")
         stored = copy.deepcopy(dict(obj))
+        if rt.status_subresource:
+            stored.pop("status", None)
+            if "status" in old:
+                stored["status"] = copy.deepcopy(old["status"])
         meta = stored.setdefault("metadata", {})
         meta["uid"] = old["metadata"]["uid"]
         meta["creationTimestamp"] = old["metadata"]["creationTimestamp"]
         gen = old["metadata"].get("generation", 1)
-        meta["generation"] = gen + 1 if stored.get("spec") != old.get("spec") else gen
+        meta["generation"] = gen + 1 if _content(stored, rt) != _content(old, rt) else gen
         if not rt.namespaced:
             meta.pop("namespace", None)
+        return self._store(rt, key, stored, "MODIFIED")
+
+    def update_status(self, obj: Mapping[str, Any]) -> JSON:
+        """PUT of ``/status``: only ``obj``'s status is written (none: the status is removed); the rest,
+        metadata included, stays as stored, and the generation with it. A kind without the subresource
+        has no such path: KeyError, as kube-apiserver answers 404."""
+        rt = self.resource_for(obj["apiVersion"], obj["kind"])
+        if not rt.status_subresource:
+            raise KeyError(f"{rt.qualified} has no status subresource")
+        key = self._key(rt, obj)
+        old = self._objects[rt].get(key)
+        if old is None:
+            raise KeyError(f"{rt.qualified} {key} not found")
+        stored = copy.deepcopy(old)
+        stored.pop("status", None)
+        if "status" in obj:
+            stored["status"] = copy.deepcopy(obj["status"])
         return self._store(rt, key, stored, "MODIFIED")
 
     def apply(self, obj: Mapping[str, Any]) -> JSON:
@@ -843,24 +870,44 @@ class FakeKube:
         return {"name": group, "versions": gvs, "preferredVersion": gvs[0]}
 
     def _resource_list(self, group: str, version: str) -> JSON:
-        resources = [
-            {
-                "name": rt.plural,
-                "singularName": rt.singular,
-                "namespaced": rt.namespaced,
-                "kind": rt.kind,
-                "verbs": ["get", "list", "watch"],
-                **({"shortNames": list(rt.short_names)} if rt.short_names else {}),
-            }
-            for rt in self.resources
-            if rt.group == group and rt.version == version
-        ]
+        resources: list[JSON] = []
+        for rt in self.resources:
+            if rt.group != group or rt.version != version:
+                continue
+            resources.append(
+                {
+                    "name": rt.plural,
+                    "singularName": rt.singular,
+                    "namespaced": rt.namespaced,
+                    "kind": rt.kind,
+                    "verbs": ["get", "list", "watch"],
+                    **({"shortNames": list(rt.short_names)} if rt.short_names else {}),
+                }
+            )
+            if rt.status_subresource:  # as kube-apiserver lists a subresource: no singular name
+                resources.append(
+                    {
+                        "name": f"{rt.plural}/status",
+                        "singularName": "",
+                        "namespaced": rt.namespaced,
+                        "kind": rt.kind,
+                        "verbs": ["get", "patch", "update"],
+                    }
+                )
         return {
             "kind": "APIResourceList",
             "apiVersion": "v1",
             "groupVersion": f"{group}/{version}" if group else version,
             "resources": resources,
         }
+
+
+def _content(obj: Mapping[str, Any], rt: ResourceType) -> Any:
+    """What moves a generation: for a custom resource everything but metadata (the custom resource
+    strategy's ``copyNonMetadata``); a built-in kind's own strategy is not modelled: its spec."""
+    if builtin_type(rt):
+        return obj.get("spec")
+    return {k: v for k, v in obj.items() if k not in ("metadata", "apiVersion", "kind")}
 
 
 def _decode_continue(token: str) -> Any:

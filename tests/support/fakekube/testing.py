@@ -4,6 +4,7 @@ tests/support/waiting.py, importable from here too)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,16 @@ def obj(kind: str, name: str, ns: str | None = "default", api: str = IT, **field
         meta["namespace"] = ns
     meta.update(fields.pop("metadata", {}))
     return {"apiVersion": api, "kind": kind, "metadata": meta, **fields}
+
+
+def stored_vm(fake: FakeKube, vm: Mapping[str, Any]) -> dict[str, Any]:
+    """``vm`` stored as on a cluster running KubeVirt: created by its user (a status in it ignored, as
+    the VM CRD's status subresource does), then its status written through ``/status`` as virt-controller
+    writes it (the revisions it captured in ``status.instancetypeRef``/``preferenceRef``)."""
+    created = fake.create(vm)
+    if "status" in vm:
+        return fake.update_status({**created, "status": vm["status"]})
+    return created
 
 
 def instancetype(
