@@ -119,10 +119,18 @@ def running(control_plane: ControlPlane, deployed: DeployedServer) -> Iterator[R
     revision_name = f"revision-start-vm-{uid}-{generation}"
     started = copy.deepcopy(vm)
     started["metadata"].update(uid=uid, generation=generation)
+    owner = {  # as virt-controller's createVMRevision writes it (metav1.NewControllerRef)
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachine",
+        "name": "vm-switch",
+        "uid": uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
     revision = {
         "apiVersion": "apps/v1",
         "kind": "ControllerRevision",
-        "metadata": {"name": revision_name, "namespace": ns},
+        "metadata": {"name": revision_name, "namespace": ns, "ownerReferences": [owner]},
         "data": revision_data(gojson.decode(started, "VirtualMachine")),
         "revision": generation,
     }

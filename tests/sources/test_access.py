@@ -17,6 +17,8 @@ from apiserver.render.kubernetes.errors import status
 from apiserver.sources.access import AccessGate, AccessRefused, Read
 from apiserver.sources.folder import FolderSource
 from apiserver.sources.gather import Rendered, render_and_record
+from apiserver.sources.grant import grant
+from apiserver.sources.reads import Reads
 from tests.support.http_helpers import MemorySource
 
 NS = "ns-a"
@@ -261,3 +263,94 @@ async def test_all_references_reviews_cluster_kinds_and_every_revision_in_order(
         Read("get", IT_GROUP, "virtualmachineclusterinstancetypes", "", "cit"),
         Read("get", "apps", "controllerrevisions", NS, "vm-it-a-rev"),
     )
+
+
+# -- the running VM a preview reads (issue 37, finding 6) ---------------------------------------------------
+
+VM_UID = "11111111-2222-3333-4444-555555555555"
+START = f"revision-start-vm-{VM_UID}-2"
+RUNNING_VM = obj(
+    "VirtualMachine",
+    "run",
+    api="kubevirt.io/v1",
+    meta={"uid": VM_UID, "generation": 2},
+    spec={"template": {"spec": {"domain": {"devices": {}}}}},
+)
+OWNER = {
+    "apiVersion": "kubevirt.io/v1",
+    "kind": "VirtualMachine",
+    "name": "run",
+    "uid": VM_UID,
+    "controller": True,
+}
+
+
+def running_objects(revision_name: str, revision: dict[str, Any] | None) -> list[dict[str, Any]]:
+    vmi = obj(
+        "VirtualMachineInstance",
+        "run",
+        api="kubevirt.io/v1",
+        status={"virtualMachineRevisionName": revision_name},
+    )
+    return [RUNNING_VM, vmi, *([revision] if revision is not None else [])]
+
+
+def start_revision(name: str, *, owner: dict[str, Any] | None = OWNER) -> dict[str, Any]:
+    meta = {"ownerReferences": [owner]} if owner is not None else {}
+    return obj(
+        "ControllerRevision", name, api="apps/v1", revision=2, data={"spec": {"running": True}}, meta=meta
+    )
+
+
+async def running_as(objects: list[dict[str, Any]], access: Access) -> Any:
+    scope = grant(
+        verb="create",
+        group="expand.kubevirt-expand.io",
+        resource="virtualmachinechangepreviews",
+        namespace=NS,
+        name="",
+        access=access,
+    )
+    return await Reads(MemorySource(objects)).within(scope).running_vm("run")
+
+
+VM_READS = {"virtualmachines": [NS], "virtualmachineinstances": [NS]}
+REVISION_READ = Read("get", "apps", "controllerrevisions", NS, START)
+
+
+async def test_the_start_revision_is_reviewed_before_it_is_read_and_used_when_the_vm_owns_it() -> None:
+    access = Access({**VM_READS, "controllerrevisions": [NS]})
+    found = await running_as(running_objects(START, start_revision(START)), access)
+    assert found.start_revision is not None and found.start_revision["metadata"]["name"] == START
+    assert access.asked[-1] == REVISION_READ
+
+
+@pytest.mark.parametrize("present", [True, False])
+async def test_a_caller_who_may_not_get_the_revision_gets_its_403_whether_it_exists_or_not(
+    present: bool,
+) -> None:
+    access = Access(VM_READS)
+    with pytest.raises(AccessRefused) as refused:
+        await running_as(running_objects(START, start_revision(START) if present else None), access)
+    assert refused.value.read == REVISION_READ and refused.value.status["code"] == 403
+
+
+@pytest.mark.parametrize(
+    "name, revision",
+    [
+        ("sts-rev-a", STS_REVISION),  # a StatefulSet's revision, named by a VMI's status
+        (START, start_revision(START, owner=None)),  # the right name, owned by nothing
+        (START, start_revision(START, owner={**OWNER, "uid": "another-vm"})),  # another VM's
+        (START, start_revision(START, owner={**OWNER, "kind": "StatefulSet"})),
+        (f"revision-start-vm-{VM_UID}-x", start_revision(f"revision-start-vm-{VM_UID}-x")),  # no generation
+    ],
+)
+async def test_a_revision_the_vm_does_not_own_is_no_start_revision(
+    name: str, revision: dict[str, Any]
+) -> None:
+    """virt-controller finds start revisions by the VM's uid among their owners (its informer's ``vm``
+    index) and by name: any other revision is none, and nothing of it reaches the answer."""
+    access = Access({**VM_READS, "controllerrevisions": [NS]})
+    found = await running_as(running_objects(name, revision), access)
+    assert found.vmi is not None and found.start_revision is None
+    assert access.asked[-1] == Read("get", "apps", "controllerrevisions", NS, name)
