@@ -364,11 +364,23 @@ def same_redacted(a: Item, b: Item) -> bool:
     """Whether two renderings of a VM look the same redacted (everything but the resourceVersion).
 
     What :func:`redacted` leaves is the VM's own (its name, labels, creation time and matchers): two
-    renderings of the very same VM instance, as when an object the VM depends on changed, look the same
-    without encoding either (a dependency's change then costs no more than it did)."""
-    if a.vm is b.vm:
+    renderings of the very same VM instance, as when an object the VM depends on changed, or of VMs
+    alike in those, look the same without encoding either (a redaction costs about as much as a
+    rendering); only VMs that differ there are compared redacted."""
+    if a.vm is b.vm or _redaction_inputs(a) == _redaction_inputs(b):
         return True
     return redacted(a, "") == redacted(b, "")
+
+
+def _redaction_inputs(item: Item) -> tuple[Any, ...]:
+    """What of the VM :func:`redacted` keeps: equal inputs, equal redacted forms."""
+    vm = item.vm
+    meta = vm.get("metadata")
+    spec = vm.get("spec")
+    labels = meta.get("labels") if isinstance(meta, Mapping) else None
+    if not isinstance(spec, Mapping):
+        return (labels, item.created, None, None)
+    return (labels, item.created, spec.get("instancetype"), spec.get("preference"))
 
 
 def same_content(a: Item, b: Item) -> bool:

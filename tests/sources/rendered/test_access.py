@@ -18,9 +18,11 @@ import pytest
 from apiserver.auth.config import TrustOptions
 from apiserver.auth.options import AuthOptions
 from apiserver.http.endpoints.expandedvms import REDACTED_MESSAGE
+from apiserver.render import ExpandError
 from apiserver.sources import reads
 from apiserver.sources.access import Read
 from apiserver.sources.cluster import ClusterSource
+from apiserver.sources.rendered.items import make_item, redacted, same_redacted
 from tests.support.auth_fixtures import GROUP, AuthEnv, auth_env
 from tests.support.fakekube import FakeKube
 from tests.support.fakekube.testing import instancetype, kubeconfig, obj, preference, synced
@@ -399,3 +401,27 @@ async def test_a_redacted_item_does_not_move_when_only_what_its_caller_may_not_r
         assert "virtualMachine" not in events[0]["object"]
         after = await versions_seen(env, "alice")
         assert len(set(after)) == 1 and after != before
+
+
+def test_what_redaction_leaves_decides_whether_two_renderings_look_the_same_redacted() -> None:
+    """The store keeps a redacted item's version when a new rendering looks the same redacted: the same VM
+    (a dependency changed), or a VM that changed only where redaction does not show (its status, a
+    matcher's revisionName); not when its labels or matchers change."""
+
+    def item(machine: dict[str, Any], version: str = "1") -> Any:
+        error = ExpandError.invalid("a rendering that failed")
+        return make_item((NS, machine["metadata"]["name"]), machine, None, error, (), {}, version)
+
+    base = json.loads(json.dumps(PLAIN))
+    first = item(base)
+    assert same_redacted(first, item(base, "2"))
+    for change, same in (
+        (lambda m: m.update(status={"printableStatus": "Running"}), True),
+        (lambda m: m["spec"]["instancetype"].update(revisionName="rev-1"), True),
+        (lambda m: m["metadata"].update(labels={"team": "b"}), False),
+        (lambda m: m["spec"]["preference"].update(name="pref-b"), False),
+    ):
+        changed = json.loads(json.dumps(base))
+        change(changed)
+        assert same_redacted(first, item(changed, "2")) is same, changed
+        assert (redacted(first, "") == redacted(item(changed, "2"), "")) is same
