@@ -666,7 +666,8 @@ def _event_type(entry: Any, query: Query) -> str | None:
 
 
 def _with_body(item: Item, body: bytes) -> Item:
-    """The item as one caller sees it (redacted): its body, and the version it carries."""
+    """The item as one caller sees it (redacted): its body, and the version that body carries (a Table's
+    row says what the object does)."""
     doc = orjson.loads(body)
     cond = ((doc.get("status") or {}).get("conditions") or [{}])[0]
     summary = doc.get("summary") or {}
@@ -675,7 +676,7 @@ def _with_body(item: Item, body: bytes) -> Item:
         item.vm,
         item.labels,
         item.created,
-        item.shown_redacted_version,
+        str((doc.get("metadata") or {}).get("resourceVersion") or item.shown_redacted_version),
         body,
         None,
         "",
