@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from apiserver.render import ExpandResult
 from apiserver.render.kubernetes.errors import VM_GROUP, status
 from apiserver.render.objects import CONTROLLER_REVISION, VIRTUAL_MACHINE_INSTANCE, ObjectLookup, ObjectRef
-from apiserver.render.vmcontroller.revision import revision_name
+from apiserver.render.vmcontroller.revision import is_start_revision_of, revision_name
 from apiserver.sources.access import AccessRefused, Read
 from apiserver.sources.base import MISSING, Missing, Source
 from apiserver.sources.gather import Rendered, evaluate_with_source, peekable, render_and_record
@@ -114,8 +114,8 @@ class ScopedReads:
 
     async def running_vm(self, name: str) -> RunningVM | None:
         """The VM ``name`` of the scope's namespace as it runs (None: no such VM). The caller must be
-        allowed to ``get`` the VM and its VMI (reviewed before either is read); the start revision is the
-        VM's own earlier spec and is read with it."""
+        allowed to ``get`` the VM, its VMI and the start revision the VMI names (each reviewed before it
+        is read); a revision the VM does not own is no start revision."""
         scope = self.scope
         namespace = scope.namespace
         if namespace is None or not scope.covers(namespace, name):
@@ -131,10 +131,23 @@ class ScopedReads:
         vmi = await self._source.get(ObjectRef(VIRTUAL_MACHINE_INSTANCE, namespace, name))
         revision = None
         if vmi is not None:
-            revision_name = start_revision_name(vm, vmi)
-            if revision_name:
-                revision = await self._source.get(ObjectRef(CONTROLLER_REVISION, namespace, revision_name))
+            named = start_revision_name(vm, vmi)
+            if named:
+                revision = await self._start_revision(vm, namespace, named)
         return RunningVM(vm, vmi, revision)
+
+    async def _start_revision(
+        self, vm: Mapping[str, Any], namespace: str, name: str
+    ) -> Mapping[str, Any] | None:
+        """The start revision the VMI names, for the caller: reviewed (``get controllerrevisions``) before
+        it is read, and used only when it is that VM's own (:func:`is_start_revision_of`). Any other
+        revision, a StatefulSet's say, is no start revision, as for virt-controller, and nothing of it
+        reaches the answer."""
+        gate = self.scope.gate
+        if gate is not None:
+            await gate.review(Read("get", "apps", "controllerrevisions", namespace, name))
+        found = await self._source.get(ObjectRef(CONTROLLER_REVISION, namespace, name))
+        return found if found is not None and is_start_revision_of(vm, found) else None
 
     async def evaluate(self, work: Callable[[ObjectLookup, Mapping[str, Any] | None], T]) -> T:
         """Run the pure ``work`` over the source, every object it reads read through the caller's gate."""

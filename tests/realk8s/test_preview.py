@@ -7,8 +7,10 @@ start revision ``revision-start-vm-<uid>-<generation>`` virt-controller stores. 
 VirtualMachineInstance: this module installs one (an open schema, as KubeVirt's stores these objects)
 and removes it at the end.
 
-Callers (kubectl ``--as``): ``reader`` may create previews and get VMs and VMIs in the namespace;
-``alice`` may only create previews. The VM carries a mark that must not reach alice.
+Callers (kubectl ``--as``): ``reader`` may create previews and get VMs, VMIs and ControllerRevisions in
+the namespace; ``norev`` the same but ControllerRevisions; ``alice`` may only create previews. The VM
+carries a mark that must not reach alice. ``vm-foreign`` runs with a VMI whose status names a
+StatefulSet's revision holding a password (issue 37, finding 6).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from tests.support.clusters import apply_as_kubevirt
 CORPUS = Path(__file__).resolve().parents[1] / "render" / "vmcontroller" / "corpus"
 CASE = "u1.medium -> u1.xlarge (LiveUpdate)"
 GROUP = "expand.kubevirt-expand.io"
+PASSWORD = "sts-password-4f1c"
 RBAC = "rbac.authorization.k8s.io"
 
 
@@ -60,6 +63,7 @@ class Running:
     suffix: str
     reader: str
     alice: str
+    norev: str
     mark: str
     bigger: str  # a cluster instancetype beyond the VMI's maxSockets
     within: dict[str, str]  # the corpus case's bigger instancetype, within maxSockets
@@ -89,6 +93,7 @@ def running(control_plane: ControlPlane, deployed: DeployedServer) -> Iterator[R
         suffix=suffix,
         reader=f"reader-{suffix}",
         alice=f"alice-{suffix}",
+        norev=f"norev-{suffix}",
         mark=f"MARK-{suffix}",
         bigger=f"u1.8xlarge-{suffix}",
         within=inp["vm"]["spec"]["instancetype"],
@@ -121,10 +126,18 @@ def running(control_plane: ControlPlane, deployed: DeployedServer) -> Iterator[R
     revision_name = f"revision-start-vm-{uid}-{generation}"
     started = copy.deepcopy(vm)
     started["metadata"].update(uid=uid, generation=generation)
+    owner = {  # as virt-controller's createVMRevision writes it (metav1.NewControllerRef)
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachine",
+        "name": "vm-switch",
+        "uid": uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
     revision = {
         "apiVersion": "apps/v1",
         "kind": "ControllerRevision",
-        "metadata": {"name": revision_name, "namespace": ns},
+        "metadata": {"name": revision_name, "namespace": ns, "ownerReferences": [owner]},
         "data": revision_data(gojson.decode(started, "VirtualMachine")),
         "revision": generation,
     }
@@ -154,6 +167,32 @@ def running(control_plane: ControlPlane, deployed: DeployedServer) -> Iterator[R
             "verbs": ["get"],
         }
     ]
+    revisions = [{"apiGroups": ["apps"], "resources": ["controllerrevisions"], "verbs": ["get"]}]
+    # vm-foreign: the same VM, running with a VMI that names a StatefulSet's revision.
+    foreign_vm = copy.deepcopy(vm)
+    foreign_vm["metadata"]["name"] = "vm-foreign"
+    control_plane.apply(foreign_vm)
+    foreign_uid = control_plane.get_json("virtualmachine", "vm-foreign", "-n", ns)["metadata"]["uid"]
+    sts_revision = {
+        "apiVersion": "apps/v1",
+        "kind": "ControllerRevision",
+        "metadata": {"name": "web-7d9f", "namespace": ns},
+        "data": {
+            "spec": {
+                "template": {
+                    "spec": {
+                        "domain": {"devices": {}},
+                        "volumes": [{"name": "c", "cloudInitNoCloud": {"userData": f"pw: {PASSWORD}"}}],
+                    }
+                }
+            }
+        },
+        "revision": 1,
+    }
+    foreign_vmi = copy.deepcopy(vmi)
+    foreign_vmi["metadata"]["name"] = "vm-foreign"
+    foreign_vmi["metadata"]["ownerReferences"][0].update(name="vm-foreign", uid=foreign_uid)
+    foreign_vmi["status"]["virtualMachineRevisionName"] = "web-7d9f"
 
     def role(name: str, rs: list[dict[str, Any]]) -> dict[str, Any]:
         return {
@@ -166,12 +205,23 @@ def running(control_plane: ControlPlane, deployed: DeployedServer) -> Iterator[R
     control_plane.apply(
         revision,
         vmi,
+        sts_revision,
+        foreign_vmi,
         role("previewer", rules),
         role("vm-reader", reads),
-        binding(ns, "previewers", {"kind": "Role", "name": "previewer"}, user(r.reader), user(r.alice)),
-        binding(ns, "vm-readers", {"kind": "Role", "name": "vm-reader"}, user(r.reader)),
+        role("revision-reader", revisions),
+        binding(
+            ns,
+            "previewers",
+            {"kind": "Role", "name": "previewer"},
+            user(r.reader),
+            user(r.alice),
+            user(r.norev),
+        ),
+        binding(ns, "vm-readers", {"kind": "Role", "name": "vm-reader"}, user(r.reader), user(r.norev)),
+        binding(ns, "revision-readers", {"kind": "Role", "name": "revision-reader"}, user(r.reader)),
     )
-    for who in (r.reader, r.alice):
+    for who in (r.reader, r.alice, r.norev):
         poll(
             f"RBAC for {who} in effect",
             lambda w=who: control_plane.kubectl(  # type: ignore[misc]
@@ -300,3 +350,24 @@ def test_a_tenant_sees_nothing_of_what_they_may_not_read(
     # A VM that does not exist is refused the same way: existence does not show either.
     code, missing = create(control_plane, running, running.alice, {"vmName": "no-such-vm"}, tmp_path)
     assert code != 0 and "forbidden" in missing.lower(), missing
+
+
+def test_the_start_revision_is_the_callers_read_and_the_vms_own(
+    control_plane: ControlPlane, running: Running, tmp_path: Path
+) -> None:
+    """Issue 37, finding 6. norev may get the VM and its VMI but not ControllerRevisions: the preview of a
+    running VM is kube-apiserver's 403 for the start revision's read, whether it is the VM's own
+    (vm-switch) or a StatefulSet's (vm-foreign). reader may get them: vm-foreign's VMI names a revision
+    the VM does not own, which virt-controller never takes for its start revision, so the preview is
+    that of a VM without one, and the StatefulSet's password is nowhere in it."""
+    target = {"vmName": "vm-foreign", "instancetype": running.within}
+    for name in ("vm-switch", "vm-foreign"):
+        code, out = create(control_plane, running, running.norev, {**target, "vmName": name}, tmp_path)
+        assert code != 0, out
+        assert "forbidden" in out.lower() and "controllerrevisions" in out, out
+        assert PASSWORD not in out
+    code, out = create(control_plane, running, running.reader, target, tmp_path)
+    assert code == 0, out
+    assert PASSWORD not in out
+    status = yaml.safe_load(out)["status"]
+    assert status["verdict"] == "live", out

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import http.client
 import itertools
+import json
 import os
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -344,3 +346,120 @@ def test_the_matrix_finds_what_the_scope_checks_prevent(
     theirs = set(t.marks[t.b].values())
     assert all(any(mk in f.what for mk in theirs) for f in findings)
     print(f"\nwith the scope checks neutralized: {len(findings)} findings, e.g. {findings[0]}")
+
+
+# -- hidden edits (issue 37, finding 1) ---------------------------------------------------------------------
+
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+
+
+def _as(cluster: ControlPlane, who: str | None, path: str, accept: str = "", timeout: float = 30) -> Any:
+    headers = {"Impersonate-User": who} if who else {}
+    if accept:
+        headers["Accept"] = accept
+    reply = cluster.request(path, headers=headers, timeout=timeout)
+    assert reply.status == 200, (who, path, reply.status, reply.body[:300])
+    return reply.body if "watch=1" in path else reply.json()
+
+
+def _versions(cluster: ControlPlane, who: str, items: str) -> dict[str, str]:
+    """The probe VM's item's resourceVersion as ``who`` reads it in each of m.VERSION_VIEWS."""
+    listing = _as(cluster, who, items)
+    one = _as(cluster, who, f"{items}/{m.PROBE_VM}")
+    rows = _as(cluster, who, items, TABLE)
+    row = _as(cluster, who, f"{items}/{m.PROBE_VM}", TABLE)
+    [item] = [i for i in listing["items"] if i["metadata"]["name"] == m.PROBE_VM]
+    [in_rows] = [r for r in rows["rows"] if r["cells"][0] == m.PROBE_VM]
+    assert "virtualMachine" not in item and item["status"]["conditions"][0]["reason"] == "Forbidden", item
+    seen = (
+        item["metadata"]["resourceVersion"],
+        one["metadata"]["resourceVersion"],
+        in_rows["object"]["metadata"]["resourceVersion"],
+        row["metadata"]["resourceVersion"],
+    )
+    return dict(zip(m.VERSION_VIEWS, seen, strict=True))
+
+
+def _probe_events(body: bytes) -> list[tuple[str, str]]:
+    events = [json.loads(line) for line in body.splitlines() if line.strip()]
+    return [
+        (e["type"], e["object"]["metadata"].get("resourceVersion", ""))
+        for e in events
+        if e["type"] != "BOOKMARK" and e["object"].get("metadata", {}).get("name") == m.PROBE_VM
+    ]
+
+
+def test_edits_of_objects_a_caller_may_not_read_move_nothing_they_see(
+    control_plane: ControlPlane, deployed: DeployedServer, matrix_setup: tuple[m.Tenants, list[m.Caller]]
+) -> None:
+    """Issue 37, finding 1: tenant-a is shown vm-far redacted (it reads a PVC of B). Each hidden edit
+    makes the store render it again (the admin's watch sees a MODIFIED event each time), while tenant-a's
+    watch of the same span sees no event of it, and its resourceVersion in tenant-a's list, get and
+    Tables stays what it was. A change tenant-a may see (a label of the VM) still moves it, and a watch
+    from the redacted item's own version is answered."""
+    t, callers = matrix_setup
+    tenant = next(c.name for c in callers if c.name and c.name.startswith("tenant-a"))
+    assert tenant is not None
+    items = f"/apis/{COLLECTION_GROUP}/{COLLECTION_VERSION}/namespaces/{t.a}/{RESOURCE}"
+    edits = m.hidden_edits(t)
+    control_plane.apply(*m.probe_objects(t))
+    try:
+        poll(
+            "the probe VM rendered",
+            lambda: [i["metadata"]["name"] for i in _as(control_plane, None, items)["items"]],
+            lambda names: m.PROBE_VM in names,
+            timeout=30,
+        )
+        before = _versions(control_plane, tenant, items)
+        assert len(set(before.values())) == 1, before
+        views = 0
+        for edit in edits:
+            since = _as(control_plane, None, items)["metadata"]["resourceVersion"]
+            watch = f"{items}?watch=1&resourceVersion={since}&timeoutSeconds=6"
+            with ThreadPoolExecutor(2) as pool:
+                theirs = pool.submit(_as, control_plane, tenant, watch)
+                admins = pool.submit(_as, control_plane, None, watch)
+                time.sleep(1.5)  # both watches open from `since` either way; events come live or replayed
+                for step in edit.steps:
+                    if isinstance(step, dict):
+                        control_plane.apply(step)
+                    else:
+                        control_plane.kubectl(*step)
+                seen, control = _probe_events(theirs.result()), _probe_events(admins.result())
+            assert [kind for kind, _ in control] and {kind for kind, _ in control} == {"MODIFIED"}, (
+                edit.name,
+                control,
+            )
+            assert seen == [], (edit.name, seen)
+            assert _versions(control_plane, tenant, items) == before, edit.name
+            views += len(before) + 1
+        # What tenant-a may see still moves it: the VM's own label.
+        since = before["list"]
+        watch = f"{items}?watch=1&resourceVersion={since}&timeoutSeconds=5"
+        with ThreadPoolExecutor(1) as pool:
+            theirs = pool.submit(_as, control_plane, tenant, watch)
+            time.sleep(1.5)
+            control_plane.kubectl("label", "vm", "-n", t.a, m.PROBE_VM, "probe/seen=yes")
+            seen = _probe_events(theirs.result())
+        assert [kind for kind, _ in seen] == ["MODIFIED"], seen
+        after = _versions(control_plane, tenant, items)
+        assert len(set(after.values())) == 1 and after != before, after
+        print(
+            f"\nhidden edits: {len(edits)} edits x {len(before) + 1} views (watch, {', '.join(m.VERSION_VIEWS)}) "
+            f"= {views} checks for a caller who may not read them; the admin's watch saw each edit"
+        )
+    finally:
+        control_plane.kubectl("delete", "vm", "-n", t.a, m.PROBE_VM, "--ignore-not-found", check=False)
+        control_plane.kubectl(
+            "delete", "pvc", "-n", t.b, m.PROBE_PVC, "--ignore-not-found", "--wait=false", check=False
+        )
+        for n in range(1, 6):
+            control_plane.kubectl(
+                "delete",
+                "virtualmachineinstancetypes.instancetype.kubevirt.io",
+                "-n",
+                t.a,
+                m.PROBE_IT.format(n),
+                "--ignore-not-found",
+                check=False,
+            )

@@ -18,6 +18,8 @@ from apiserver.render.objects import ObjectRef
 from apiserver.sources.access import AccessGate, AccessRefused, Read
 from apiserver.sources.folder import FolderSource
 from apiserver.sources.gather import Rendered, render_and_record
+from apiserver.sources.grant import grant
+from apiserver.sources.reads import OutOfScope, Reads
 from tests.support.http_helpers import MemorySource
 
 NS = "ns-a"
@@ -279,3 +281,192 @@ async def test_all_references_reviews_cluster_kinds_and_every_revision_in_order(
         Read("get", IT_GROUP, "virtualmachineclusterinstancetypes", "", "cit"),
         Read("get", "apps", "controllerrevisions", NS, "vm-it-a-rev"),
     )
+
+
+# -- the running VM a preview reads (issue 37, finding 6) ---------------------------------------------------
+
+VM_UID = "11111111-2222-3333-4444-555555555555"
+START = f"revision-start-vm-{VM_UID}-2"
+RUNNING_VM = obj(
+    "VirtualMachine",
+    "run",
+    api="kubevirt.io/v1",
+    meta={"uid": VM_UID, "generation": 2},
+    spec={"template": {"spec": {"domain": {"devices": {}}}}},
+)
+OWNER = {
+    "apiVersion": "kubevirt.io/v1",
+    "kind": "VirtualMachine",
+    "name": "run",
+    "uid": VM_UID,
+    "controller": True,
+}
+
+
+def running_objects(revision_name: str, revision: dict[str, Any] | None) -> list[dict[str, Any]]:
+    vmi = obj(
+        "VirtualMachineInstance",
+        "run",
+        api="kubevirt.io/v1",
+        status={"virtualMachineRevisionName": revision_name},
+    )
+    return [RUNNING_VM, vmi, *([revision] if revision is not None else [])]
+
+
+def start_revision(name: str, *, owner: dict[str, Any] | None = OWNER) -> dict[str, Any]:
+    meta = {"ownerReferences": [owner]} if owner is not None else {}
+    return obj(
+        "ControllerRevision", name, api="apps/v1", revision=2, data={"spec": {"running": True}}, meta=meta
+    )
+
+
+async def running_as(objects: list[dict[str, Any]], access: Access) -> Any:
+    scope = grant(
+        verb="create",
+        group="expand.kubevirt-expand.io",
+        resource="virtualmachinechangepreviews",
+        namespace=NS,
+        name="",
+        access=access,
+    )
+    return await Reads(MemorySource(objects)).within(scope).running_vm("run")
+
+
+VM_READS = {"virtualmachines": [NS], "virtualmachineinstances": [NS]}
+REVISION_READ = Read("get", "apps", "controllerrevisions", NS, START)
+
+
+async def test_the_start_revision_is_reviewed_before_it_is_read_and_used_when_the_vm_owns_it() -> None:
+    access = Access({**VM_READS, "controllerrevisions": [NS]})
+    found = await running_as(running_objects(START, start_revision(START)), access)
+    assert found.start_revision is not None and found.start_revision["metadata"]["name"] == START
+    assert access.asked[-1] == REVISION_READ
+
+
+@pytest.mark.parametrize("present", [True, False])
+async def test_a_caller_who_may_not_get_the_revision_gets_its_403_whether_it_exists_or_not(
+    present: bool,
+) -> None:
+    access = Access(VM_READS)
+    with pytest.raises(AccessRefused) as refused:
+        await running_as(running_objects(START, start_revision(START) if present else None), access)
+    assert refused.value.read == REVISION_READ and refused.value.status["code"] == 403
+
+
+@pytest.mark.parametrize(
+    "name, revision",
+    [
+        ("sts-rev-a", STS_REVISION),  # a StatefulSet's revision, named by a VMI's status
+        (START, start_revision(START, owner=None)),  # the right name, owned by nothing
+        (START, start_revision(START, owner={**OWNER, "uid": "another-vm"})),  # another VM's
+        (START, start_revision(START, owner={**OWNER, "kind": "StatefulSet"})),
+        (f"revision-start-vm-{VM_UID}-x", start_revision(f"revision-start-vm-{VM_UID}-x")),  # no generation
+    ],
+)
+async def test_a_revision_the_vm_does_not_own_is_no_start_revision(
+    name: str, revision: dict[str, Any]
+) -> None:
+    """virt-controller finds start revisions by the VM's uid among their owners (its informer's ``vm``
+    index) and by name: any other revision is none, and nothing of it reaches the answer."""
+    access = Access({**VM_READS, "controllerrevisions": [NS]})
+    found = await running_as(running_objects(name, revision), access)
+    assert found.vmi is not None and found.start_revision is None
+    assert access.asked[-1] == Read("get", "apps", "controllerrevisions", NS, name)
+
+
+# -- every other read on a caller's behalf (docs/security.md, "Reads on a caller's behalf") -----------------
+
+
+def scope_of_request(resource: str, name: str = "", namespace: str = NS, access: Access | None = None) -> Any:
+    return grant(
+        verb="get",
+        group="subresources.kubevirt.io",
+        resource=resource,
+        namespace=namespace,
+        name=name,
+        access=access if access is not None else Access(),
+    )
+
+
+class Counting(MemorySource):
+    """A memory source that records what it was asked to read."""
+
+    def __init__(self, objects: list[dict[str, Any]]) -> None:
+        super().__init__(objects)
+        self.read: list[Any] = []
+
+    async def get(self, ref: Any) -> Any:
+        self.read.append(ref)
+        return await super().get(ref)
+
+
+async def test_get_reads_only_the_vm_its_scope_names_and_renders_only_vms_of_its_namespace() -> None:
+    """GET expand-spec and launch-spec read the VM their path names, as authorized, nothing else."""
+    source = Counting([RUNNING_VM])
+    found = await Reads(source).within(scope_of_request("virtualmachines/expand-spec", "run")).get_vm()
+    assert found is not None and source.read == [ObjectRef("VirtualMachine", NS, "run")]
+    with pytest.raises(OutOfScope):  # a collection's scope names no VM
+        await Reads(source).within(scope_of_request("virtualmachines/expand-spec")).get_vm()
+    with pytest.raises(OutOfScope):  # a VM of another namespace is not rendered in this one's scope
+        await (
+            Reads(source)
+            .within(scope_of_request("expand-vm-spec"))
+            .render({**vm(), "metadata": {"name": "x", "namespace": OTHER}})
+        )
+    assert source.read == [ObjectRef("VirtualMachine", NS, "run")]
+
+
+LOOKUP_KINDS = [
+    ("PersistentVolumeClaim", "", "persistentvolumeclaims"),  # launch: the claims a VMI's volumes name
+    ("DataVolume", "cdi.kubevirt.io", "datavolumes"),
+    ("DataSource", "cdi.kubevirt.io", "datasources"),
+    ("VolumeSnapshot", "snapshot.storage.k8s.io", "volumesnapshots"),
+    ("VirtualMachineInstance", "kubevirt.io", "virtualmachineinstances"),  # ?validate=true: the running VMI
+]
+
+
+@pytest.mark.parametrize("kind, group, resource", LOOKUP_KINDS)
+async def test_what_a_preview_or_launch_looks_up_is_reviewed_before_it_is_read(
+    kind: str, group: str, resource: str
+) -> None:
+    """ScopedReads.evaluate (the preview's and launch's lookups) reads through the caller's gate: any kind
+    but the instancetype kinds and revisions is reviewed first, and a refusal reads nothing."""
+    target = obj(kind, "x", api="v1")
+    ref = ObjectRef(kind, NS, "x")
+
+    def work(lookup: Any, kubevirt: Any) -> Any:
+        return lookup.get(ref)
+
+    source = Counting([target])
+    refused_access = Access()
+    with pytest.raises(AccessRefused) as refused:
+        await Reads(source).within(scope_of_request("launch-vm-spec", access=refused_access)).evaluate(work)
+    assert refused.value.read == Read("get", group, resource, NS, "x") and source.read == []
+    allowed = Access({resource: [NS]})
+    found = await Reads(source).within(scope_of_request("launch-vm-spec", access=allowed)).evaluate(work)
+    assert found is not None and found["metadata"]["name"] == "x" and source.read == [ref]
+
+
+async def test_launch_reads_the_namespace_and_its_quotas_only_after_their_reviews(tmp_path: Path) -> None:
+    namespace = obj("Namespace", NS, ns=None, api="v1", meta={"labels": {"mark": "ns-label"}})
+    quota = obj("ResourceQuota", "q", api="v1", spec={"hard": {"requests.memory": "1Gi"}})
+    (tmp_path / "objects.yaml").write_text(yaml.safe_dump_all([namespace, quota]))
+    source = FolderSource(tmp_path, watch=False)
+    await source.start()
+    try:
+        for allowed, refused_read in (
+            ({}, Read("get", "", "namespaces", "", NS)),
+            ({"namespaces": [""]}, Read("list", "", "resourcequotas", NS)),
+        ):
+            access = Access(allowed)
+            with pytest.raises(AccessRefused) as refused:
+                await Reads(source).within(scope_of_request("launch-vm-spec", access=access)).launch_objects()
+            assert refused.value.read == refused_read
+        access = Access({"namespaces": [""], "resourcequotas": [NS]})
+        found, quotas, known = (
+            await Reads(source).within(scope_of_request("launch-vm-spec", access=access)).launch_objects()
+        )
+        assert known and found is not None and [q["metadata"]["name"] for q in quotas] == ["q"]
+        assert access.asked == [Read("get", "", "namespaces", "", NS), Read("list", "", "resourcequotas", NS)]
+    finally:
+        await source.close()

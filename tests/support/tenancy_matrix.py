@@ -393,3 +393,93 @@ def judge_log(lines: Iterable[str], t: Tenants) -> list[str]:
         if any(m in json.dumps(entry) for m in marks):
             bad.append(line)
     return bad
+
+
+# -- hidden edits: a redacted item is a fixed point (issue 37, finding 1) ---------------------------------
+#
+# A VM of namespace A infers its instancetype from a volume of namespace B (a DataVolume template cloning
+# B's PVC), whose label names an instancetype of A. A's tenant may list the collection of A but not get
+# B's PVCs, so the item is shown to them redacted. Each edit below changes only what they may not read,
+# or what only that PVC's label ties to the VM (instancetypes of A that the label names or not); the
+# store renders the VM again each time. Nothing of it may reach the tenant: no event, no new version in
+# a list, a get or either Table.
+
+PROBE_VM = "vm-far"
+PROBE_PVC = "probe-disk"
+PROBE_IT = "probe-it-{}"
+INSTANCETYPE_LABEL = "instancetype.kubevirt.io/default-instancetype"
+
+
+def probe_instancetype(ns: str, n: int, cpus: int | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "instancetype.kubevirt.io/v1beta1",
+        "kind": "VirtualMachineInstancetype",
+        "metadata": {"name": PROBE_IT.format(n), "namespace": ns},
+        "spec": {"cpu": {"guest": cpus or n}, "memory": {"guest": "1Gi"}},
+    }
+
+
+def probe_pvc(ns: str, names: int) -> dict[str, Any]:
+    """B's PVC, its label naming ``probe-it-<names>``."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": PROBE_PVC,
+            "namespace": ns,
+            "labels": {
+                INSTANCETYPE_LABEL: PROBE_IT.format(names),
+                f"{INSTANCETYPE_LABEL}-kind": "VirtualMachineInstancetype",
+            },
+        },
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+
+
+def probe_objects(t: Tenants) -> list[dict[str, Any]]:
+    """B's PVC naming probe-it-3 (which does not exist yet) and A's VM inferring from it."""
+    machine = vm(t.a, PROBE_VM, t.marks[t.a], instancetype={"inferFromVolume": "root"})
+    template = machine["spec"]["template"]["spec"]
+    template["volumes"][0] = {"name": "root", "dataVolume": {"name": "far"}}
+    source = {"pvc": {"namespace": t.b, "name": PROBE_PVC}}
+    machine["spec"]["dataVolumeTemplates"] = [{"metadata": {"name": "far"}, "spec": {"source": source}}]
+    return [probe_pvc(t.b, 3), machine]
+
+
+@dataclass(frozen=True)
+class HiddenEdit:
+    """Changes to objects a caller may not read; ``steps``: objects to apply, or kubectl arguments."""
+
+    name: str
+    steps: tuple[dict[str, Any] | tuple[str, ...], ...]
+
+
+def hidden_edits(t: Tenants) -> list[HiddenEdit]:
+    """The issue's probe (instancetypes probe-it-1..5 created in A: only the one B's label names
+    changes the rendering), B's label changed (seen at the next rendering, which an edit of the
+    instancetype it named makes), and the instancetype it now names deleted."""
+    return [
+        HiddenEdit(
+            "instancetypes probe-it-1..5 created in A", tuple(probe_instancetype(t.a, n) for n in range(1, 6))
+        ),
+        HiddenEdit(
+            "B's PVC relabelled to probe-it-4, then probe-it-3 edited",
+            (probe_pvc(t.b, 4), probe_instancetype(t.a, 3, cpus=7)),
+        ),
+        HiddenEdit(
+            "probe-it-4 deleted",
+            (
+                (
+                    "delete",
+                    "virtualmachineinstancetypes.instancetype.kubevirt.io",
+                    "-n",
+                    t.a,
+                    PROBE_IT.format(4),
+                ),
+            ),
+        ),
+    ]
+
+
+# How a caller reads an item's resourceVersion: a list, a get, a Table of the list, a Table of the item.
+VERSION_VIEWS = ("list", "get", "table list", "table get")

@@ -32,9 +32,9 @@ from apiserver.http.metrics import Metrics
 from apiserver.http.transport.budget import caller_of
 from apiserver.http.transport.shares import Shares
 from apiserver.render.kubernetes.errors import status
-from apiserver.sources.access import AccessGate
+from apiserver.sources.access import AccessGate, Reviews
 from apiserver.sources.rendered import items as it
-from apiserver.sources.rendered.items import Item, Key
+from apiserver.sources.rendered.items import REDACTED_MESSAGE, Item, Key, redacted
 from apiserver.sources.rendered.selectors import (
     FieldSelector,
     LabelSelector,
@@ -352,9 +352,9 @@ class ExpandedVMHandlers:
             )
         body = await self._visible(scope.gate, item)
         if media.kind == "table":
-            meta = {"resourceVersion": item.version}
-            include = request.query.get("includeObject", "Metadata")
             shown = item if body is item.body else _with_body(item, body)
+            meta = {"resourceVersion": shown.version}
+            include = request.query.get("includeObject", "Metadata")
             return web.Response(body=table([shown], meta, media, include), content_type=JSON)
         return self._respond(body, media)
 
@@ -498,8 +498,7 @@ class ExpandedVMHandlers:
 
     async def _whole(self, gate: AccessGate, item: Item) -> bool:
         """Whether the caller is shown ``item`` whole (not :func:`redacted`)."""
-        due = gate.due(item.reviews)
-        return not due or await gate.allows(due)
+        return await _passes(gate, item.reviews)
 
     async def _bodies(self, gate: AccessGate | None, picked: Sequence[Item]) -> list[bytes]:
         if gate is None or not any(gate.due(i.reviews) for i in picked):
@@ -575,12 +574,11 @@ class ExpandedVMHandlers:
                     kind = None if narrowed is False else _event_type(entry, query)
                     if kind is None:
                         continue
-                    if (
-                        query.fields.reads_drift
-                        and gate is not None
-                        and not await self._whole(gate, entry.item)
-                    ):
-                        continue  # whether it is stale is part of what the caller may not see of it
+                    if gate is not None and not await self._whole(gate, entry.item):
+                        if query.fields.reads_drift:
+                            continue  # whether it is stale is part of what the caller may not see of it
+                        if await _unchanged_for(gate, entry):
+                            continue  # a redacted item is a fixed point: nothing the caller may see moved
                     body = await self._visible(gate, entry.item, entry.version, entry.body)
                     await writer.event(kind, body, entry.item, entry.version)
                     sent_version = entry.version
@@ -613,6 +611,22 @@ class ExpandedVMHandlers:
         await response.write(orjson.dumps({"type": "ERROR", "object": error}) + b"\n")
         await response.write_eof()
         return response
+
+
+async def _passes(gate: AccessGate, reviews: Reviews) -> bool:
+    """Whether the caller passes ``reviews`` (is shown an item with them whole)."""
+    due = gate.due(reviews)
+    return not due or await gate.allows(due)
+
+
+async def _unchanged_for(gate: AccessGate, entry: Any) -> bool:
+    """Whether a MODIFIED event of an item the caller is shown redacted changes nothing they see: its
+    redacted form is the same as before, and they were shown it redacted before too. Such an event is
+    a change of objects they may not read (a DataSource of another namespace, an instancetype its label
+    names); sending it would tell them that, one bit per probe."""
+    if entry.type != "MODIFIED" or not entry.redacted_same or entry.before_reviews is None:
+        return False
+    return not await _passes(gate, entry.before_reviews)
 
 
 def _end(ending: asyncio.Future[None]) -> None:
@@ -652,7 +666,8 @@ def _event_type(entry: Any, query: Query) -> str | None:
 
 
 def _with_body(item: Item, body: bytes) -> Item:
-    """The item as one caller sees it (redacted): only its body differs."""
+    """The item as one caller sees it (redacted): its body, and the version that body carries (a Table's
+    row says what the object does)."""
     doc = orjson.loads(body)
     cond = ((doc.get("status") or {}).get("conditions") or [{}])[0]
     summary = doc.get("summary") or {}
@@ -661,7 +676,7 @@ def _with_body(item: Item, body: bytes) -> Item:
         item.vm,
         item.labels,
         item.created,
-        item.version,
+        str((doc.get("metadata") or {}).get("resourceVersion") or item.shown_redacted_version),
         body,
         None,
         "",
@@ -672,43 +687,6 @@ def _with_body(item: Item, body: bytes) -> Item:
         item.reviews,
     )
     return copy
-
-
-# What a redacted item says, the same for every item and caller: which objects its rendering read, or
-# even of which kinds, would tell whether objects of another namespace exist (a DataSource that points
-# to a PVC is one more read than a DataSource that does not exist).
-REDACTED_MESSAGE = (
-    "rendering this VM reads objects you may not get; GET expand-spec renders it with your rights"
-)
-
-
-def redacted(item: Item, version: str | None = None) -> bytes:
-    """The item for a caller who may not read everything its rendering read: the VM's name, labels and
-    matchers (what the VM itself says), no rendering, and a condition that says why in words that do
-    not vary with what exists or what an unreadable object holds."""
-    doc = orjson.loads(item.body)
-    doc.pop("virtualMachine", None)
-    summary = doc.get("summary") or {}
-    summary.pop("cpu", None)
-    summary.pop("memory", None)
-    summary.pop("launcherPod", None)
-    summary.pop("stale", None)  # the live objects' state, which the caller may not read
-    summary.pop("upgrade", None)
-    for key in ("instancetype", "preference"):  # which was found (a pinned revision, or live) is not told
-        matcher = summary.get(key)
-        if isinstance(matcher, dict):
-            matcher.pop("source", None)
-            matcher.pop("revisionName", None)
-            matcher.pop("deprecated", None)  # a label of an object the caller may not read
-            matcher.pop("stale", None)
-    doc["status"] = {
-        "conditions": [
-            {"type": "Rendered", "status": "Unknown", "reason": "Forbidden", "message": REDACTED_MESSAGE}
-        ]
-    }
-    if version is not None:
-        doc["metadata"]["resourceVersion"] = version
-    return orjson.dumps(doc)
 
 
 class _EventWriter:
@@ -770,4 +748,4 @@ def add_routes(app: web.Application, handlers: ExpandedVMHandlers) -> None:
     )
 
 
-__all__ = ["ExpandedVMHandlers", "add_routes", "release_deadline"]
+__all__ = ["REDACTED_MESSAGE", "ExpandedVMHandlers", "add_routes", "redacted", "release_deadline"]

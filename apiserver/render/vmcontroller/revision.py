@@ -1,10 +1,10 @@
 """The start revision: the VM spec a running VM was started from.
 
-Mirrors ``getVMRevisionName``, ``patchVMRevision`` and ``getVMSpecForKey``
+Mirrors ``getVMRevisionName``, ``patchVMRevision``, ``getLastVMRevisionSpec`` and ``getVMSpecForKey``
 (``pkg/virt-controller/watch/vm/vm.go``): when virt-controller starts a VM it stores the VM's spec, with
 ``revisionName`` set from the status refs of its instancetype and preference, in the ControllerRevision
-``revision-start-vm-<uid>-<generation>``; the spec read back from it is what later changes are judged
-against.
+``revision-start-vm-<uid>-<generation>`` (owned by the VM); the spec read back from it is what later
+changes are judged against.
 """
 
 from __future__ import annotations
@@ -22,6 +22,35 @@ SPEC = "kubevirt.io/api/core/v1.VirtualMachineSpec"
 def revision_name(uid: str, generation: int) -> str:
     """``getVMRevisionName``."""
     return f"revision-start-vm-{uid}-{generation}"
+
+
+def is_start_revision_of(vm: Mapping[str, Any], found: Mapping[str, Any]) -> bool:
+    """Whether ``found`` is a start revision of ``vm`` as ``getLastVMRevisionSpec`` finds them: indexed
+    under the VM's uid by the informer's ``vm`` index (the uid of its first ownerReference of kind
+    ``VirtualMachine``), named with ``revision-start-vm-<uid>`` and ending in a generation. Anything
+    else (a StatefulSet's revision, another VM's) virt-controller never reads as this VM's start spec:
+    for it the VM has no start revision."""
+    uid = (vm.get("metadata") or {}).get("uid")
+    meta = found.get("metadata")
+    if not isinstance(uid, str) or not uid or not isinstance(meta, Mapping):
+        return False
+    owners = meta.get("ownerReferences")
+    owner = next(
+        (
+            ref
+            for ref in (owners if isinstance(owners, list) else [])
+            if isinstance(ref, Mapping) and ref.get("kind") == "VirtualMachine"
+        ),
+        None,
+    )
+    if owner is None or owner.get("uid") != uid:
+        return False
+    name = meta.get("name")
+    prefix = f"revision-start-vm-{uid}"
+    if not isinstance(name, str) or prefix not in name:
+        return False
+    generation = name.rsplit("-", 1)[-1]
+    return generation.isascii() and generation.isdigit()
 
 
 def _ref_name(status: Mapping[str, Any], ref: str) -> str:

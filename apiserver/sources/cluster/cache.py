@@ -69,6 +69,8 @@ _SPEC_KINDS = frozenset(
     {o.INSTANCETYPE, o.CLUSTER_INSTANCETYPE, o.PREFERENCE, o.CLUSTER_PREFERENCE, o.FLAVOR, o.CLUSTER_FLAVOR}
 )
 _KEEP_META = ("name", "namespace", "uid", "resourceVersion", "generation", "labels")
+# A VM's start revision is used only when the VM owns it (apiserver.render.vmcontroller.revision).
+_KEEP_META_OF = {o.CONTROLLER_REVISION: (*_KEEP_META, "ownerReferences")}
 _KEEP = {kind: ("spec",) for kind in _SPEC_KINDS} | {o.CONTROLLER_REVISION: ("data", "revision")}
 # Identical label sets (common-instancetypes labels every object alike) are kept once.
 _LABEL_SETS: dict[tuple[tuple[str, Any], ...], JSONDict] = {}
@@ -189,7 +191,8 @@ def slim(obj: JSONDict, resource: Resource) -> JSONDict:
     ``metadata.managedFields`` included (docs/performance.md gives what that costs). Every other object
     loses managedFields: only rendering reads them. Instancetypes, preferences and ControllerRevisions keep
     only what rendering reads (see ``_KEEP``): no annotations (kubectl's last-applied copy doubles an
-    object), no status, no timestamps or owner references. Idempotent; never changes a stored object.
+    object), no status, no timestamps, and no owner references but a revision's (whether a VM owns its
+    start revision). Idempotent; never changes a stored object.
     """
     obj.setdefault("apiVersion", resource.api_version)
     obj.setdefault("kind", resource.kind)
@@ -199,7 +202,8 @@ def slim(obj: JSONDict, resource: Resource) -> JSONDict:
         if isinstance(meta, dict) and resource.kind != o.VIRTUAL_MACHINE:
             meta.pop("managedFields", None)
         return obj
-    slim_meta = {key: _compact(meta[key]) for key in _KEEP_META if key in meta and key != "labels"}
+    kept_meta = _KEEP_META_OF.get(resource.kind, _KEEP_META)
+    slim_meta = {key: _compact(meta[key]) for key in kept_meta if key in meta and key != "labels"}
     if "labels" in meta:
         slim_meta["labels"] = _shared_labels(meta["labels"])
     out: JSONDict = {

@@ -74,6 +74,16 @@ class Item:
     # live objects (a VM pinned to a revision) are the collection's business; KubeVirt's expand-spec of
     # such a VM reads only its revisions, so a caller is not reviewed for what GET never shows.
     rendering_reviews: Reviews | None = None
+    # The resourceVersion of the item as shown redacted ("": ``version``): that of the last change of what
+    # :func:`redacted` leaves of it, set by the store when it replaces an item. A change of only what a
+    # caller shown it redacted may not read (another namespace's DataSource, an instancetype its label
+    # names) gives a new ``version`` but keeps this one, so the caller sees no new version and no event.
+    redacted_version: str = ""
+
+    @property
+    def shown_redacted_version(self) -> str:
+        """The resourceVersion a caller shown this item redacted sees."""
+        return self.redacted_version or self.version
 
     @property
     def get_reviews(self) -> Reviews:
@@ -304,6 +314,73 @@ def selectable(summary: Mapping[str, Any]) -> Mapping[str, str]:
             _FIELDS.clear()
         known = _FIELDS[key] = dict(zip(_FIELD_NAMES, key, strict=True))
     return known
+
+
+# What a redacted item says, the same for every item and caller: which objects its rendering read, or
+# even of which kinds, would tell whether objects of another namespace exist (a DataSource that points
+# to a PVC is one more read than a DataSource that does not exist).
+REDACTED_MESSAGE = (
+    "rendering this VM reads objects you may not get; GET expand-spec renders it with your rights"
+)
+
+
+def redacted(item: Item, version: str | None = None) -> bytes:
+    """The item for a caller who may not read everything its rendering read: the VM's name, labels and
+    matchers (what the VM itself says), no rendering, and a condition that says why in words that do
+    not vary with what exists or what an unreadable object holds. ``version``: the resourceVersion to
+    carry (a watch event's); by default :attr:`Item.shown_redacted_version`, which moves only when
+    this redacted form changes."""
+    doc = orjson.loads(item.body)
+    doc.pop("virtualMachine", None)
+    summary = doc.get("summary") or {}
+    summary.pop("cpu", None)
+    summary.pop("memory", None)
+    summary.pop("launcherPod", None)
+    summary.pop("stale", None)  # the live objects' state, which the caller may not read
+    summary.pop("upgrade", None)
+    for key in ("instancetype", "preference"):  # which was found (a pinned revision, or live) is not told
+        matcher = summary.get(key)
+        if isinstance(matcher, dict):
+            matcher.pop("source", None)
+            matcher.pop("revisionName", None)
+            matcher.pop("deprecated", None)  # a label of an object the caller may not read
+            matcher.pop("stale", None)
+    doc["status"] = {
+        "conditions": [
+            {"type": "Rendered", "status": "Unknown", "reason": "Forbidden", "message": REDACTED_MESSAGE}
+        ]
+    }
+    doc["metadata"]["resourceVersion"] = item.shown_redacted_version if version is None else version
+    return orjson.dumps(doc)
+
+
+def may_be_redacted(item: Item) -> bool:
+    """Whether any caller can be shown ``item`` redacted: its rendering read something some caller
+    must pass a review for (with ``--authorize-references``, anything at all)."""
+    return bool(item.reviews.every or item.reviews.model)
+
+
+def same_redacted(a: Item, b: Item) -> bool:
+    """Whether two renderings of a VM look the same redacted (everything but the resourceVersion).
+
+    What :func:`redacted` leaves is the VM's own (its name, labels, creation time and matchers): two
+    renderings of the very same VM instance, as when an object the VM depends on changed, or of VMs
+    alike in those, look the same without encoding either (a redaction costs about as much as a
+    rendering); only VMs that differ there are compared redacted."""
+    if a.vm is b.vm or _redaction_inputs(a) == _redaction_inputs(b):
+        return True
+    return redacted(a, "") == redacted(b, "")
+
+
+def _redaction_inputs(item: Item) -> tuple[Any, ...]:
+    """What of the VM :func:`redacted` keeps: equal inputs, equal redacted forms."""
+    vm = item.vm
+    meta = vm.get("metadata")
+    spec = vm.get("spec")
+    labels = meta.get("labels") if isinstance(meta, Mapping) else None
+    if not isinstance(spec, Mapping):
+        return (labels, item.created, None, None)
+    return (labels, item.created, spec.get("instancetype"), spec.get("preference"))
 
 
 def same_content(a: Item, b: Item) -> bool:

@@ -46,9 +46,17 @@ from apiserver.render.templateservice.config import launcher_config
 from apiserver.render.virtconfig import cluster_config
 from apiserver.render.vmcontroller.drift import VMDrift, drift_of
 from apiserver.runtime.heap import return_freed
+from apiserver.sources.access import Reviews
 from apiserver.sources.base import Source, SourceUnavailable
 from apiserver.sources.gather import evaluate_and_record, render_and_record
-from apiserver.sources.rendered.items import Item, Key, make_item, same_content
+from apiserver.sources.rendered.items import (
+    Item,
+    Key,
+    make_item,
+    may_be_redacted,
+    same_content,
+    same_redacted,
+)
 from apiserver.sources.rendered.versions import COMPONENTS, INDEX, InvalidVersion, Vector
 from apiserver.sources.scope import Scope
 
@@ -90,6 +98,10 @@ class Entry:
     cause: tuple[int, int]  # (component index, resourceVersion) of the change behind it
     before_labels: Mapping[str, str] | None  # the item's labels before (None: it did not exist)
     before_fields: Mapping[str, str] | None = None  # its selectable fields before (None: it did not exist)
+    # For a MODIFIED event: what a caller had to pass to be shown the item before it whole, and whether
+    # its redacted form is the same as before (a caller shown it redacted both times gets no event).
+    before_reviews: Reviews | None = None
+    redacted_same: bool = False
 
     @property
     def body(self) -> bytes:
@@ -398,6 +410,12 @@ class RenderedStore:
                 if old is None:
                     added.append(key)
                 kind = MODIFIED if old is not None else ADDED
+                hidden_only = False
+                if old is not None and (may_be_redacted(old) or may_be_redacted(item)):
+                    # A redacted item is a fixed point: its version moves only with what redaction shows.
+                    hidden_only = same_redacted(old, item)
+                    if hidden_only:
+                        item.redacted_version = old.shown_redacted_version
                 entries.append(
                     Entry(
                         seq,
@@ -407,6 +425,8 @@ class RenderedStore:
                         cause,
                         old.labels if old else None,
                         old.fields if old else None,
+                        old.reviews if old else None,
+                        hidden_only,
                     )
                 )
             elif old is not None:

@@ -32,18 +32,28 @@ def _case(family: str, name: str) -> dict[str, Any]:
     raise AssertionError(name)
 
 
-def running_folder(directory: Path, inp: dict[str, Any], *, edit_medium: bool = False) -> None:
+def running_folder(
+    directory: Path, inp: dict[str, Any], *, edit_medium: bool = False, start: str | None = None
+) -> None:
     """A folder holding the VM as stored (as started), its running VMI, its start revision, the objects
-    and the KubeVirt CR."""
+    and the KubeVirt CR; ``start``: the revision the VMI names instead (a StatefulSet's, :data:`STS`)."""
     vm = copy.deepcopy(inp["startVM"])
     uid, generation = vm["metadata"]["uid"], vm["metadata"]["generation"]
     revision_name = f"revision-start-vm-{uid}-{generation}"
     vmi = copy.deepcopy(inp["vmi"])
-    vmi["status"]["virtualMachineRevisionName"] = revision_name
+    vmi["status"]["virtualMachineRevisionName"] = start or revision_name
+    owner = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachine",
+        "name": vm["metadata"]["name"],
+        "uid": uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
     revision = {
         "apiVersion": "apps/v1",
         "kind": "ControllerRevision",
-        "metadata": {"name": revision_name, "namespace": "default"},
+        "metadata": {"name": revision_name, "namespace": "default", "ownerReferences": [owner]},
         "data": revision_data(gojson.decode(vm, "VirtualMachine")),
         "revision": generation,
     }
@@ -66,9 +76,34 @@ def running_folder(directory: Path, inp: dict[str, Any], *, edit_medium: bool = 
         )
         live["spec"]["memory"]["guest"] = "6Gi"
         live["metadata"]["generation"] = 2
-    docs = [vm, vmi, revision, kubevirt, bigger, *objects]
+    docs = [vm, vmi, revision, kubevirt, bigger, STS, *objects]
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "cluster.yaml").write_text(yaml.safe_dump_all(docs, sort_keys=False))
+
+
+# A StatefulSet's revision in the VM's namespace whose data reads as a VM spec with a password in it.
+STS = {
+    "apiVersion": "apps/v1",
+    "kind": "ControllerRevision",
+    "metadata": {
+        "name": "web-7d9f",
+        "namespace": "default",
+        "ownerReferences": [
+            {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "uid": "0f0f", "controller": True}
+        ],
+    },
+    "data": {
+        "spec": {
+            "template": {
+                "spec": {
+                    "domain": {"devices": {}},
+                    "volumes": [{"name": "c", "cloudInitNoCloud": {"userData": "pw: STS-SECRET"}}],
+                }
+            }
+        }
+    },
+    "revision": 1,
+}
 
 
 @pytest.fixture
@@ -213,3 +248,23 @@ async def test_an_upgrade_takes_the_edited_instancetype(tmp_path: Path) -> None:
         {"path": "/spec/template/spec/domain/memory/guest", "old": "4Gi", "new": "6Gi"}
     ]
     assert {"path": "/spec/domain/memory/guest", "value": "6Gi"} in status["liveUpdates"]
+
+
+async def test_a_vmi_naming_a_revision_its_vm_does_not_own_reads_as_no_start_revision(tmp_path: Path) -> None:
+    """Issue 37, finding 6: a VMI whose status names a StatefulSet's revision. virt-controller reads a VM's
+    start revision only among the revisions the VM owns, so the VM has none: the preview is that of a VM
+    without one (the stored VM is the base), and nothing of the StatefulSet's revision is in it."""
+    inp = _case("instancetype-switch", CASE)
+    target = inp["vm"]["spec"]["instancetype"]
+    answers = []
+    for folder, start in (("foreign", "web-7d9f"), ("none", "no-such-revision")):
+        running_folder(tmp_path / folder, inp, start=start)
+        async with running_server(
+            FolderSource(tmp_path / folder, watch=False), tmp_path / f"{folder}-srv"
+        ) as srv:
+            reply = await srv.request("POST", PATH, json_body=review(vmName="vm-switch", instancetype=target))
+        assert reply.status == 201, reply.body
+        assert b"STS-SECRET" not in reply.body
+        answers.append(reply.json()["status"])
+    assert answers[0] == answers[1]
+    assert answers[0]["verdict"] == "live"

@@ -86,6 +86,28 @@ def test_slim_keeps_what_rendering_reads_and_shares_repeats() -> None:
     pvc = {**full("p", True), "kind": "PersistentVolumeClaim", "apiVersion": "v1"}
     kept = slim(copy.deepcopy(pvc), kinds.PVC)
     assert "managedFields" not in kept["metadata"] and kept["status"] and kept["metadata"]["annotations"]
+    # A revision keeps its owners (a VM's start revision is used only when that VM owns it), nothing else.
+    owner = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachine",
+        "name": "v",
+        "uid": "u1",
+        "controller": True,
+    }
+    revision = {
+        "apiVersion": "apps/v1",
+        "kind": "ControllerRevision",
+        "metadata": {
+            "name": "r",
+            "namespace": "default",
+            "ownerReferences": [owner],
+            "annotations": {"a": "b"},
+        },
+        "data": {"spec": {}},
+        "revision": 2,
+    }
+    kept = slim(copy.deepcopy(revision), kinds.CONTROLLER_REVISION)
+    assert kept["metadata"] == {"name": "r", "namespace": "default", "ownerReferences": [owner]}
 
 
 def test_cached_vms_share_what_they_have_alike() -> None:

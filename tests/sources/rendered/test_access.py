@@ -18,9 +18,11 @@ import pytest
 from apiserver.auth.config import TrustOptions
 from apiserver.auth.options import AuthOptions
 from apiserver.http.endpoints.expandedvms import REDACTED_MESSAGE
+from apiserver.render import ExpandError
 from apiserver.sources import reads
 from apiserver.sources.access import Read
 from apiserver.sources.cluster import ClusterSource
+from apiserver.sources.rendered.items import make_item, redacted, same_redacted
 from tests.support.auth_fixtures import GROUP, AuthEnv, auth_env
 from tests.support.fakekube import FakeKube
 from tests.support.fakekube.testing import instancetype, kubeconfig, obj, preference, stored_vm, synced
@@ -79,6 +81,15 @@ async def served(
 ) -> AsyncIterator[tuple[AuthEnv, Any]]:
     """The auth middleware over a ClusterSource with the VM cache (the Deployment's flags), its store
     rendered; SubjectAccessReviews answered by ``env.reviews`` rules the test adds."""
+    async with served_on(tmp_path, all_references=all_references, extra=extra) as (env, store, _):
+        yield env, store
+
+
+@asynccontextmanager
+async def served_on(
+    tmp_path: Path, *, all_references: bool = False, extra: tuple[dict[str, Any], ...] = ()
+) -> AsyncIterator[tuple[AuthEnv, Any, FakeKube]]:
+    """:func:`served`, with the fake API server the source reads (to change objects under it)."""
     async with FakeKube() as data:
         for item in (
             instancetype("it-a", NS, cpus=2),
@@ -100,7 +111,7 @@ async def served(
             await synced(source, data)
             assert source.rendered is not None
             await asyncio.wait_for(source.rendered.ready.wait(), patience(5))
-            yield env, source.rendered
+            yield env, source.rendered, data
 
 
 async def call(env: AuthEnv, user: str, path: str, **kw: Any) -> tuple[int, Any]:
@@ -288,3 +299,132 @@ async def test_drift_is_shown_and_selected_only_for_who_may_read_the_live_object
         assert [r.resource for r in item.get_reviews.every] == ["controllerrevisions"]
         code, body = await call(env, "bob", expand_path("pinned"))
         assert code == 200 and body == json.loads(item.rendered or b""), body
+
+
+# -- a redacted item is a fixed point (issue 37, finding 1) ------------------------------------------------
+
+# A VM of ns-a whose instancetype is inferred from a PVC of ns-b, whose label names an instancetype of ns-a
+# that does not exist yet: the store's rendering depends on it, so creating it re-renders the VM.
+PROBE_PVC = obj(
+    "PersistentVolumeClaim",
+    "probe-pvc",
+    OTHER,
+    api="v1",
+    metadata={
+        "labels": {
+            "instancetype.kubevirt.io/default-instancetype": "it-hidden-3",
+            "instancetype.kubevirt.io/default-instancetype-kind": "VirtualMachineInstancetype",
+        }
+    },
+)
+PROBING = vm(
+    "probing",
+    instancetype={"inferFromVolume": "root"},
+    template={
+        "spec": {"domain": {"devices": {}}, "volumes": [{"name": "root", "dataVolume": {"name": "dv"}}]}
+    },
+    dataVolumeTemplates=[
+        {"metadata": {"name": "dv"}, "spec": {"source": {"pvc": {"namespace": OTHER, "name": "probe-pvc"}}}}
+    ],
+)
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+
+
+async def watch_events(env: AuthEnv, user: str, path: str, seconds: int) -> list[dict[str, Any]]:
+    """The events of a watch of ``path`` as ``user`` for ``seconds``."""
+    headers = [("X-Remote-User", user)]
+    async with env.session(env.pki.aggregator) as session:
+        url = f"{env.url}{path}&watch=1&timeoutSeconds={seconds}"
+        async with session.get(url, headers=headers) as resp:
+            assert resp.status == 200, await resp.text()
+            return [json.loads(line) for line in (await resp.read()).splitlines() if line.strip()]
+
+
+async def versions_seen(env: AuthEnv, user: str) -> tuple[str, str, str, str]:
+    """The probing item's resourceVersion in a list, a get, a Table row and a Table get, as ``user``."""
+    _, listing = await call(env, user, ITEMS)
+    _, one = await call(env, user, f"{ITEMS}/probing")
+    headers = [("X-Remote-User", user), ("Accept", TABLE)]
+    _, _, rows = await env.call(ITEMS, cert=env.pki.aggregator, headers=headers)
+    _, _, row = await env.call(f"{ITEMS}/probing", cert=env.pki.aggregator, headers=headers)
+    [in_rows] = [r for r in rows["rows"] if r["cells"][0] == "probing"]
+    return (
+        by_name(listing)["probing"]["metadata"]["resourceVersion"],
+        one["metadata"]["resourceVersion"],
+        in_rows["object"]["metadata"]["resourceVersion"],
+        row["metadata"]["resourceVersion"],
+    )
+
+
+async def test_a_redacted_item_does_not_move_when_only_what_its_caller_may_not_read_changes(
+    tmp_path: Path,
+) -> None:
+    """alice may not get ns-b's PVC; creating instancetypes it-hidden-1..5 in her namespace re-renders the
+    VM inferring from it only for it-hidden-3 (the PVC's label). carol, who may get the PVC, sees that
+    event; alice sees none, and the item's resourceVersion in her list, get and Tables stays the same,
+    so she learns nothing of the PVC's label. A change of the VM itself (a label) still reaches her, with
+    a new version, and a watch from her item's version is answered (the version is a real one)."""
+    async with served_on(tmp_path, extra=(PROBE_PVC, PROBING)) as (env, store, data):
+        for user in ("alice", "carol"):
+            allow_expand_and_list(env, user)
+        env.reviews.allow(user="carol", resource="persistentvolumeclaims", namespace=OTHER, name="probe-pvc")
+        before = await versions_seen(env, "alice")
+        assert len(set(before)) == 1, before
+        renders = store.renders
+        _, listing = await call(env, "alice", ITEMS)
+        since = listing["metadata"]["resourceVersion"]
+        watches = [
+            asyncio.ensure_future(watch_events(env, user, f"{ITEMS}?resourceVersion={since}", 3))
+            for user in ("alice", "carol")
+        ]
+        await asyncio.sleep(0.5)
+        for n in range(1, 6):
+            data.create(instancetype(f"it-hidden-{n}", NS, cpus=n))
+        alice_events, carol_events = await asyncio.gather(*watches)
+        assert store.renders > renders  # the store did re-render the VM for it-hidden-3
+        assert [(e["type"], e["object"]["metadata"]["name"]) for e in carol_events] == [
+            ("MODIFIED", "probing")
+        ]
+        assert carol_events[0]["object"]["summary"]["cpu"]["vcpus"] == 3
+        assert alice_events == []
+        assert await versions_seen(env, "alice") == before
+        # carol is shown the new rendering under its new version.
+        _, one = await call(env, "carol", f"{ITEMS}/probing")
+        assert one["metadata"]["resourceVersion"] != before[0]
+
+        # What alice may see changes: she gets the event and a new version.
+        watch = asyncio.ensure_future(watch_events(env, "alice", f"{ITEMS}?resourceVersion={before[0]}", 3))
+        await asyncio.sleep(0.5)
+        changed = json.loads(json.dumps(PROBING))
+        changed["metadata"]["labels"] = {"team": "a"}
+        data.update(changed)
+        events = [e for e in await watch if e["object"]["metadata"]["name"] == "probing"]
+        assert [e["type"] for e in events] == ["MODIFIED"], events
+        assert events[0]["object"]["metadata"]["labels"] == {"team": "a"}
+        assert "virtualMachine" not in events[0]["object"]
+        after = await versions_seen(env, "alice")
+        assert len(set(after)) == 1 and after != before
+
+
+def test_what_redaction_leaves_decides_whether_two_renderings_look_the_same_redacted() -> None:
+    """The store keeps a redacted item's version when a new rendering looks the same redacted: the same VM
+    (a dependency changed), or a VM that changed only where redaction does not show (its status, a
+    matcher's revisionName); not when its labels or matchers change."""
+
+    def item(machine: dict[str, Any], version: str = "1") -> Any:
+        error = ExpandError.invalid("a rendering that failed")
+        return make_item((NS, machine["metadata"]["name"]), machine, None, error, (), {}, version)
+
+    base = json.loads(json.dumps(PLAIN))
+    first = item(base)
+    assert same_redacted(first, item(base, "2"))
+    for change, same in (
+        (lambda m: m.update(status={"printableStatus": "Running"}), True),
+        (lambda m: m["spec"]["instancetype"].update(revisionName="rev-1"), True),
+        (lambda m: m["metadata"].update(labels={"team": "b"}), False),
+        (lambda m: m["spec"]["preference"].update(name="pref-b"), False),
+    ):
+        changed = json.loads(json.dumps(base))
+        change(changed)
+        assert same_redacted(first, item(changed, "2")) is same, changed
+        assert (redacted(first, "") == redacted(item(changed, "2"), "")) is same
