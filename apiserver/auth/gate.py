@@ -378,6 +378,8 @@ class AuthGate:
         self._by_namespace_credentials: dict[_WideKey, RememberedAdmission] = {}
         self._filter: tuple[TrustSettings | None, CredentialFilter] = (None, CredentialFilter(None))
         self._throttled = _Throttled()
+        # Identity headers from peers that are not the front proxy: counted, logged once per peer.
+        self.untrusted = requestheader.UntrustedHeaders()
 
     def identity_headers(self, present: Iterable[str]) -> list[str]:
         """Headers to remove from the request before it reaches a handler, trusted or not."""
@@ -486,7 +488,9 @@ class AuthGate:
         settings = self.trust.settings
         cert = _certificate(info.peer_certificate) if info.peer_certificate else None
         if settings is not None:
-            user = requestheader.authenticate(settings.request_header, cert, info.headers)
+            user = requestheader.authenticate(
+                settings.request_header, cert, info.headers, peer=info.peer, untrusted=self.untrusted
+            )
             if user is None:
                 user = x509.authenticate(settings.client_ca, cert)
             if cert is not None and basis is not None:
