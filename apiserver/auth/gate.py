@@ -571,9 +571,12 @@ class AuthGate:
                 return Verdict(user=user, attributes=attrs)
         return await self.decide(user, attrs, basis)
 
-    async def decide(self, user: UserInfo, attrs: Attributes, basis: _Basis | None = None) -> Verdict:
-        """Allowed (the user), refused (kube-apiserver's 403, logged) or undecided (503): a request's
-        own authorization, and each read the tenancy gate asks about (:mod:`apiserver.auth.access`)."""
+    async def decide(
+        self, user: UserInfo, attrs: Attributes, basis: _Basis | None = None, *, quiet: bool = False
+    ) -> Verdict:
+        """Allowed (the user), refused (kube-apiserver's 403, logged; at debug level when ``quiet``: a
+        list's items redacted for the caller) or undecided (503): a request's own authorization, and
+        each read the tenancy gate asks about (:mod:`apiserver.auth.access`)."""
         try:
             decision = await self.authorize(user, attrs, basis)
         except ReviewError as exc:
@@ -581,5 +584,11 @@ class AuthGate:
             return unavailable("the request could not be authorized, try again later")
         if decision.allowed:
             return Verdict(user=user, attributes=attrs)
-        log.info("forbidden: %r may not %s (%s)", user.name, attrs.describe(), decision.reason or "no reason")
+        log.log(
+            logging.DEBUG if quiet else logging.INFO,
+            "forbidden: %r may not %s (%s)",
+            user.name,
+            attrs.describe(),
+            decision.reason or "no reason",
+        )
         return Verdict(user=user, status=forbidden_status(user, attrs, decision.reason))
