@@ -147,7 +147,7 @@ class Pipeline:
                 if len(raw) <= _TARGET_MAX and len(targets) < _TARGETS_MAX:
                     targets[raw] = target
             request[TARGET] = target
-            url = target.rerouted(base.rel_url.path)
+            url = None if target.plain else target.rerouted(base.rel_url.path)
             if url is not None:  # routed by aiohttp's router, as its decoded path
                 request = _rerouted(request, url)
             expect = request.headers.get("Expect")

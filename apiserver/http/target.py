@@ -40,11 +40,14 @@ class Target:
     raw: str
     path: str
     query: str = ""
+    # Nothing aiohttp could read otherwise (origin-form, no escape, no "#"): routed as it came, and
+    # known without comparing (the usual request; the pipeline asks for every one).
+    plain: bool = False
 
     def rerouted(self, routed_path: str) -> URL | None:
         """The relative URL to route this request by, when aiohttp would read ``routed_path`` (its
         ``rel_url.path``) or the raw target otherwise than ``path``; None when it reads the same."""
-        if self.raw == self.path == routed_path:
+        if self.plain or self.raw == self.path == routed_path:
             return None
         return URL.build(path=quote(self.path, safe=_PATH_SAFE), query_string=self.query, encoded=True)
 
@@ -61,6 +64,8 @@ def parse_target(target: str) -> Target:
     is what follows its authority; the path is decoded once (``%2F`` too; bytes that are not UTF-8 read
     as U+FFFD, which no name holds). Raises :class:`StatusError` (400) for an invalid escape."""
     raw, _, query = target.partition("?")
+    if raw.startswith("/") and "%" not in raw and "#" not in raw:
+        return Target(raw, raw, query, plain=True)
     if not raw.startswith("/") and "://" in raw:  # absolute-form: https://host:port/path
         after = raw.partition("://")[2]
         slash = after.find("/")
