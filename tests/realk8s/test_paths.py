@@ -85,12 +85,27 @@ def callers(control_plane: ControlPlane, deployed: DeployedServer) -> Iterator[C
             "launch-put",
             [
                 {"apiGroups": [GROUP], "resources": ["launch-vm-spec"], "verbs": ["update"]},
-                # what a launch reads on the caller's behalf
+                # what a launch reads on the caller's behalf (the Namespace: below too)
                 {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]},
                 {"apiGroups": [""], "resources": ["resourcequotas"], "verbs": ["list"]},
             ],
             launch_user,
         ),
+        # The Namespace at the cluster scope as well, as the server reviewed it before finding 7 was
+        # fixed: this module's findings do not hang on that one.
+        {
+            "apiVersion": f"{RBAC}/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": f"paths-{suffix}"},
+            "rules": [{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]}],
+        },
+        {
+            "apiVersion": f"{RBAC}/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": f"paths-{suffix}"},
+            "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": f"paths-{suffix}"},
+            "subjects": [{"apiGroup": RBAC, "kind": "User", "name": launch_user}],
+        },
     )
     poll(
         "vm-a rendered",
@@ -124,6 +139,9 @@ def callers(control_plane: ControlPlane, deployed: DeployedServer) -> Iterator[C
     finally:
         port.close()
     yield found
+    control_plane.kubectl(
+        "delete", f"clusterrolebinding/paths-{suffix}", f"clusterrole/paths-{suffix}", check=False
+    )
 
 
 class Port:
