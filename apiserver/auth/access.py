@@ -41,9 +41,9 @@ class CallerAccess:
         self.gate = gate
         self.user = user
 
-    async def review(self, read: ResourceRead) -> Mapping[str, Any] | None:
-        """None when allowed; kube-apiserver's 403 for the read when refused; a 503 when the review
-        could not be made (never taken as an allow)."""
+    async def review(self, read: ResourceRead, *, quiet: bool = False) -> Mapping[str, Any] | None:
+        """None when allowed; kube-apiserver's 403 for the read when refused (logged at debug level
+        only when ``quiet``); a 503 when the review could not be made (never taken as an allow)."""
         attrs = Attributes(
             verb=read.verb,
             resource_request=True,
@@ -52,4 +52,4 @@ class CallerAccess:
             resource=read.resource,
             name=read.name,
         )
-        return (await self.gate.decide(self.user, attrs)).status
+        return (await self.gate.decide(self.user, attrs, quiet=quiet)).status

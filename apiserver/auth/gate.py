@@ -378,6 +378,8 @@ class AuthGate:
         self._by_namespace_credentials: dict[_WideKey, RememberedAdmission] = {}
         self._filter: tuple[TrustSettings | None, CredentialFilter] = (None, CredentialFilter(None))
         self._throttled = _Throttled()
+        # Identity headers from peers that are not the front proxy: counted, logged once per peer.
+        self.untrusted = requestheader.UntrustedHeaders()
 
     def identity_headers(self, present: Iterable[str]) -> list[str]:
         """Headers to remove from the request before it reaches a handler, trusted or not."""
@@ -486,7 +488,9 @@ class AuthGate:
         settings = self.trust.settings
         cert = _certificate(info.peer_certificate) if info.peer_certificate else None
         if settings is not None:
-            user = requestheader.authenticate(settings.request_header, cert, info.headers)
+            user = requestheader.authenticate(
+                settings.request_header, cert, info.headers, peer=info.peer, untrusted=self.untrusted
+            )
             if user is None:
                 user = x509.authenticate(settings.client_ca, cert)
             if cert is not None and basis is not None:
@@ -567,9 +571,12 @@ class AuthGate:
                 return Verdict(user=user, attributes=attrs)
         return await self.decide(user, attrs, basis)
 
-    async def decide(self, user: UserInfo, attrs: Attributes, basis: _Basis | None = None) -> Verdict:
-        """Allowed (the user), refused (kube-apiserver's 403, logged) or undecided (503): a request's
-        own authorization, and each read the tenancy gate asks about (:mod:`apiserver.auth.access`)."""
+    async def decide(
+        self, user: UserInfo, attrs: Attributes, basis: _Basis | None = None, *, quiet: bool = False
+    ) -> Verdict:
+        """Allowed (the user), refused (kube-apiserver's 403, logged; at debug level when ``quiet``: a
+        list's items redacted for the caller) or undecided (503): a request's own authorization, and
+        each read the tenancy gate asks about (:mod:`apiserver.auth.access`)."""
         try:
             decision = await self.authorize(user, attrs, basis)
         except ReviewError as exc:
@@ -577,5 +584,11 @@ class AuthGate:
             return unavailable("the request could not be authorized, try again later")
         if decision.allowed:
             return Verdict(user=user, attributes=attrs)
-        log.info("forbidden: %r may not %s (%s)", user.name, attrs.describe(), decision.reason or "no reason")
+        log.log(
+            logging.DEBUG if quiet else logging.INFO,
+            "forbidden: %r may not %s (%s)",
+            user.name,
+            attrs.describe(),
+            decision.reason or "no reason",
+        )
         return Verdict(user=user, status=forbidden_status(user, attrs, decision.reason))

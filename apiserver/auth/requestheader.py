@@ -2,8 +2,10 @@
 
 The ``X-Remote-*`` headers are anyone's to send; they are believed only when the TLS peer proved, with a
 client certificate issued by the request-header CA and a common name on the allowed list, that it is the
-aggregator. Every refusal is logged with what was expected, because a front-proxy CA that differs from
-kube-apiserver's is the most common reason an aggregated server answers 401 to everything.
+aggregator. Headers ignored are counted, and logged once per peer with what was expected
+(:class:`UntrustedHeaders`), because a front-proxy CA that differs from kube-apiserver's is the most
+common reason an aggregated server answers 401 to everything; once, because anyone who can reach the
+port can send them, to the open health paths too, and a line per request would let them fill the log.
 """
 
 from __future__ import annotations
@@ -148,32 +150,83 @@ def proxy_check(config: RequestHeaderConfig, cert: x509.Certificate) -> tuple[st
     return None, window
 
 
+# How much of a header value or certificate subject a log line quotes.
+SHOWN = 64
+# Peers whose ignored identity headers have been logged, at most (then the rest are only counted).
+MAX_PEERS_LOGGED = 1024
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= SHOWN else f"{text[:SHOWN]}... ({len(text)} characters)"
+
+
+class UntrustedHeaders:
+    """Identity headers ignored because the peer is not the front proxy: each request counted
+    (``kubevirt_expand_untrusted_identity_headers_total``), each peer logged once for each of the two
+    reasons (no client certificate; a certificate that is not the front proxy's), its values cut to
+    :data:`SHOWN` characters; at most :data:`MAX_PEERS_LOGGED` of those, then a last line saying so."""
+
+    def __init__(self, max_peers: int = MAX_PEERS_LOGGED) -> None:
+        self.count = 0
+        self._logged: set[tuple[str, bool]] = set()
+        self._max = max_peers
+        self._full = False
+
+    def note(self, peer: str, certified: bool, why: str, expected: str) -> None:
+        """A request from ``peer`` (with a client certificate, or without) whose headers were ignored."""
+        self.count += 1
+        key = (peer, certified)
+        if key in self._logged:
+            return
+        if len(self._logged) >= self._max:
+            if not self._full:
+                self._full = True
+                log.warning(
+                    "identity headers ignored from more than %d peers: no longer logged, still counted "
+                    "(kubevirt_expand_untrusted_identity_headers_total)",
+                    self._max,
+                )
+            return
+        self._logged.add(key)
+        log.warning(
+            "identity headers from %s ignored: %s; expected %s (logged once per peer; "
+            "kubevirt_expand_untrusted_identity_headers_total counts them)",
+            peer or "an unknown peer",
+            why,
+            expected,
+        )
+
+
+# For callers that keep no count of their own (the gate keeps one per server).
+UNTRUSTED = UntrustedHeaders()
+
+
 def authenticate(
-    config: RequestHeaderConfig | None, cert: x509.Certificate | None, headers: Headers
+    config: RequestHeaderConfig | None,
+    cert: x509.Certificate | None,
+    headers: Headers,
+    *,
+    peer: str = "",
+    untrusted: UntrustedHeaders = UNTRUSTED,
 ) -> UserInfo | None:
-    """The forwarded identity, when the peer is the front proxy and named a user; else None."""
+    """The forwarded identity, when the peer is the front proxy and named a user; else None (identity
+    headers of any other peer noted in ``untrusted``)."""
     if config is None:
         return None
     user = _first_value(headers, config.username_headers)
     if cert is None:
         if user:
-            log.warning(
-                "identity headers (%s=%r) sent without a client certificate were ignored; expected %s",
-                config.username_headers[0],
-                user,
-                config.expectation(),
-            )
+            why = f"{config.username_headers[0]}={_shown(user)!r} sent without a client certificate"
+            untrusted.note(peer, False, why, config.expectation())
         return None
     refusal = proxy_refusal(config, cert)
     if refusal is not None:
         if user:
-            log.warning(
-                "identity headers ignored: the peer certificate (subject %r) is not the front proxy's: "
-                "%s; expected %s",
-                cert.subject.rfc4514_string(),
-                refusal,
-                config.expectation(),
+            why = (
+                f"{config.username_headers[0]}={_shown(user)!r} sent with a certificate (subject "
+                f"{_shown(cert.subject.rfc4514_string())!r}) that is not the front proxy's: {refusal}"
             )
+            untrusted.note(peer, True, why, config.expectation())
         return None
     if not user:
         return None

@@ -419,6 +419,14 @@ async def _serve_authenticated(
     metrics = Metrics()
     if runtime.gate.reviewer is not None:
         metrics.watch_reviews("subjectaccessreviews", runtime.gate.reviewer.cache_figures)
+    untrusted = runtime.gate.untrusted
+    metrics.read_at_scrape(
+        "untrusted_identity_headers",
+        "Requests whose identity headers were ignored: sent by a peer without the front proxy's client "
+        "certificate (each such peer is logged once).",
+        lambda: untrusted.count,
+        counter=True,
+    )
     await runtime.start()
     try:
         cert, key = certificate_files(settings)

@@ -15,6 +15,7 @@ from apiserver.http.errors import internal_error
 from apiserver.http.metrics import Metrics
 from apiserver.http.settings import Settings
 from apiserver.http.state import ChecksFn, ServerState
+from apiserver.http.target import Target, parse_target
 from apiserver.sources.base import Source
 from apiserver.sources.scope import Scope
 
@@ -46,6 +47,9 @@ READINESS: web.AppKey[ChecksFn] = web.AppKey("readiness")
 PIPELINE: web.AppKey[Installs] = web.AppKey("pipeline")
 
 # -- a request's ----------------------------------------------------------------------------------------
+# The request's target parsed once (apiserver.http.target), left by the pipeline before routing: what
+# routing, authorization, the scope and the access log read. Read with target_of.
+TARGET: web.RequestKey[Target] = web.RequestKey("target", Target)
 # The caller, left by the authentication filter: a user name, or an object with a ``name`` or
 # ``username`` attribute (apiserver.auth.identity.UserInfo). Read by the access log and the shares.
 USER = web.RequestKey("user", object)
@@ -66,3 +70,13 @@ def scope_of(request: web.Request) -> Scope:
     if scope is None:
         raise internal_error("the request was not authorized for any scope")
     return scope
+
+
+def target_of(request: web.BaseRequest) -> Target:
+    """The target the pipeline parsed for ``request`` (parsed now, and kept, for a request that did not
+    come through it: an application served without :meth:`Installs.install`, the probes' listener).
+    Raises the 400 :class:`~apiserver.http.errors.StatusError` of a target that does not parse."""
+    target: Target | None = request.get(TARGET)
+    if target is None:
+        target = request[TARGET] = parse_target(request.raw_path)
+    return target

@@ -20,7 +20,7 @@ from urllib.parse import unquote_plus
 import orjson
 from aiohttp import web
 
-from apiserver.http.keys import USER
+from apiserver.http.keys import TARGET, USER
 
 ACCESS_LOGGER = "apiserver.access"
 # Where authentication leaves the caller's identity on the request: a user name, or an object with a
@@ -401,6 +401,17 @@ def _sole_handler() -> BatchingStreamHandler | None:
 _UNSET: Any = object()
 
 
+def _as_received(request: web.BaseRequest) -> tuple[str, str]:
+    """The path and query the access log writes: as the client sent them (the target's escapes kept,
+    as kube-apiserver's audit log keeps its ``requestURI``), from the one parse every layer read
+    (:mod:`apiserver.http.target`); a target that did not parse, as sent, cut at its ``?``."""
+    target = request.get(TARGET)
+    if target is not None:
+        return target.raw, target.query
+    raw, _, query = request.raw_path.partition("?")
+    return raw, query
+
+
 def log_request(
     request: web.Request, code: int, seconds: float, user: object = _UNSET, *, debug: bool = False
 ) -> None:
@@ -423,8 +434,7 @@ def log_request(
             (
                 time.time(),
                 request.method,
-                request.path,
-                request.rel_url.raw_query_string,
+                *_as_received(request),
                 code,
                 seconds,
                 user,
@@ -435,8 +445,7 @@ def log_request(
     access: AccessEntry = (
         time.time(),
         request.method,
-        request.path,
-        request.rel_url.raw_query_string,
+        *_as_received(request),
         code,
         seconds,
         user,
@@ -452,8 +461,7 @@ def _log_record(request: web.Request, code: int, seconds: float, user: object, l
     access: AccessEntry = (
         time.time(),
         request.method,
-        request.path,
-        request.rel_url.raw_query_string,
+        *_as_received(request),
         code,
         seconds,
         user,

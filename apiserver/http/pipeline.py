@@ -4,16 +4,19 @@ Every request passes, outermost first:
 
 1. the connection guard (:mod:`apiserver.http.transport.connections`), which the listener puts on every
    connection: connection limits, header and idle timeouts, a Status for what the parser refuses;
-2. the expect guard: a bad ``Expect`` is answered (a Status, counted and logged) before aiohttp would
+2. the target, parsed once (:mod:`apiserver.http.target`): a target that does not parse is a 400, and
+   one aiohttp would read otherwise than kube-apiserver (an escape, ``%2F`` above all) is routed as its
+   decoded path; every layer inside reads that parse (``keys.target_of``);
+3. the expect guard: a bad ``Expect`` is answered (a Status, counted and logged) before aiohttp would
    send ``100 Continue``;
-3. dispatch: a route of :mod:`apiserver.http.routing` (the expand endpoints), else aiohttp's router;
-4. the front layer (:mod:`apiserver.http.filters.front`): access log and metrics, Statuses, deadline;
-5. the filters (:mod:`apiserver.http.filters`), in order: authentication, authorization and the scope;
-6. the endpoint.
+4. dispatch: a route of :mod:`apiserver.http.routing` (the expand endpoints), else aiohttp's router;
+5. the front layer (:mod:`apiserver.http.filters.front`): access log and metrics, Statuses, deadline;
+6. the filters (:mod:`apiserver.http.filters`), in order: authentication, authorization and the scope;
+7. the endpoint.
 
-:class:`Pipeline` composes 4 to 6 once per route (:func:`apiserver.http.filters.compose`) for both kinds
-of dispatch, and is the server's request handler for 2 and 3 (installed once, :meth:`Pipeline.install`).
-A request of a fast route is answered without running 4 to 6 as coroutines when every filter admits it
+:class:`Pipeline` composes 5 to 7 once per route (:func:`apiserver.http.filters.compose`) for both kinds
+of dispatch, and is the server's request handler for 2 to 4 (installed once, :meth:`Pipeline.install`).
+A request of a fast route is answered without running 5 to 7 as coroutines when every filter admits it
 synchronously (``admit_now``) and the endpoint has its answer at once (a current cached answer): then the
 front layer only counts and logs it. A filter that cannot say synchronously turns that shortcut off, so
 no filter can be skipped.
@@ -33,16 +36,22 @@ from typing import cast
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
+from yarl import URL
 
 from apiserver.http.errors import StatusError, too_large
 from apiserver.http.filters import Filter, admits_now, compose
 from apiserver.http.filters.front import FrontLayer
-from apiserver.http.keys import PARAMS
+from apiserver.http.keys import AFTER_SENT, PARAMS, TARGET
 from apiserver.http.media import prettify
 from apiserver.http.routing import FastRoute, RouteTable
+from apiserver.http.target import Target, parse_target
 from apiserver.render.kubernetes.errors import status
 
 RequestHandler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
+
+# Clients repeat their request targets: each parsed once while among these (at most this long each).
+_TARGETS_MAX = 4096
+_TARGET_MAX = 512
 
 
 def _template(request: web.Request) -> str:
@@ -124,17 +133,32 @@ class Pipeline:
             response.force_close()  # the body the client may still send is not read
             return response
 
+        targets: dict[str, Target] = {}
+
         async def handle(base: web.BaseRequest) -> web.StreamResponse:
             request = cast(web.Request, base)  # the application's request factory makes web.Requests
-            expect = base.headers.get("Expect")
+            raw = base.raw_path
+            target = targets.get(raw)
+            if target is None:
+                try:
+                    target = parse_target(raw)
+                except StatusError as refused:  # before routing, as Go's server refuses it
+                    return await refuse(refused, request)
+                if len(raw) <= _TARGET_MAX and len(targets) < _TARGETS_MAX:
+                    targets[raw] = target
+            request[TARGET] = target
+            url = None if target.plain else target.rerouted(base.rel_url.path)
+            if url is not None:  # routed by aiohttp's router, as its decoded path
+                request = _rerouted(request, url)
+            expect = request.headers.get("Expect")
             if expect:
-                error = expectation_error(base, expect, max_body)
+                error = expectation_error(request, expect, max_body)
                 if error is not None:
                     return await refuse(error, request)
-                return await application(base)  # aiohttp's router sends 100 Continue
-            found = match(base) if dispatch else None
+                return await application(request)  # aiohttp's router sends 100 Continue
+            found = match(request, target.path) if dispatch and url is None else None
             if found is None:
-                return await application(base)
+                return await application(request)
             route, params = found
             self.dispatched += 1
             now, after_body = route.answer_now, route.answer_after_body
@@ -158,6 +182,16 @@ class Pipeline:
             return await serve(request, chains[route.method + " " + route.template], route.template)
 
         return handle
+
+
+def _rerouted(request: web.Request, url: URL) -> web.Request:
+    """``request`` as routed by ``url`` (:meth:`Target.rerouted`): a clone. Its state starts as a copy
+    of the original's, and the connection's handler reads the after-sent callbacks from the original
+    once the answer is written (:func:`apiserver.http.transport.budget.run_after_sent`), so the list they
+    are kept in is made here, to be one list for both."""
+    if request.get(AFTER_SENT) is None:
+        request[AFTER_SENT] = []
+    return request.clone(rel_url=url)
 
 
 def _with_params(route: FastRoute) -> Handler:

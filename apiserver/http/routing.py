@@ -4,9 +4,10 @@ A warm expand request is a dictionary look-up and a copy of cached bytes, while 
 the URL's prefixes through its resource index, awaiting each candidate) costs about as much again. So
 the pipeline (:mod:`apiserver.http.pipeline`) first looks for the request here: one regular expression per
 route, built from the very template the router registers and with the router's notion of a variable
-(``[^{}/]+``). Anything else goes to the application unchanged: other paths and methods (so 404 and 405
-stay aiohttp's), ``Expect`` (answered by the router's expect handler) and percent-encoded paths (whose
-matching the router defines).
+(``[^{}/]+``), on the path as parsed once (:mod:`apiserver.http.target`). Anything else goes to the
+application: other paths and methods (so 404 and 405 stay aiohttp's), ``Expect`` (answered by the
+router's expect handler) and targets aiohttp reads otherwise than kube-apiserver (escapes: the pipeline
+has them routed by the router as their decoded path).
 """
 
 from __future__ import annotations
@@ -64,13 +65,14 @@ class RouteTable:
             self._routes[route.method] = (*self._routes.get(route.method, ()), entry)
         self._matched: dict[tuple[str, str], tuple[FastRoute, dict[str, str]]] = {}
 
-    def match(self, request: web.BaseRequest) -> tuple[FastRoute, dict[str, str]] | None:
-        """The route and its variables (shared by requests for the same target: read them only)."""
+    def match(self, request: web.BaseRequest, path: str) -> tuple[FastRoute, dict[str, str]] | None:
+        """The route of ``request``, whose path (parsed once: :mod:`apiserver.http.target`) is
+        ``path``, and its variables (shared by requests for the same target: read them only)."""
         key = (request.method, request.raw_path)
         known = self._matched.get(key)
         if known is not None:
             return known
-        found = self._match(request)
+        found = self._match(request.method, path)
         # Only targets of a route (any other goes to the router, which costs far more), in bounded memory
         # (at most this much per entry, this many entries), and once full, kept as it is:
         # a target's match never changes, and a memo cleared whenever full, under more targets than it
@@ -80,11 +82,10 @@ class RouteTable:
             self._matched[key] = found
         return found
 
-    def _match(self, request: web.BaseRequest) -> tuple[FastRoute, dict[str, str]] | None:
-        routes = self._routes.get(request.method)
-        if routes is None or "%" in request.raw_path:
+    def _match(self, method: str, path: str) -> tuple[FastRoute, dict[str, str]] | None:
+        routes = self._routes.get(method)
+        if routes is None:
             return None
-        path = request.path
         for pattern, route in routes:
             found = pattern.fullmatch(path)
             if found is not None:

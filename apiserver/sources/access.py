@@ -95,9 +95,10 @@ def presets_read(namespace: str) -> Read:
 class ReadAccess(Protocol):
     """The caller's side of the gate: may they make ``read``? One per request, bound to the caller."""
 
-    async def review(self, read: Read) -> Mapping[str, Any] | None:
+    async def review(self, read: Read, *, quiet: bool = False) -> Mapping[str, Any] | None:
         """None when the caller may; else the Status to answer instead: kube-apiserver's 403 for that
-        read, or a 503 (with ``details.retryAfterSeconds``) when no decision could be made."""
+        read, or a 503 (with ``details.retryAfterSeconds``) when no decision could be made. ``quiet``:
+        a refusal is routine (an item shown without its rendering), not worth a line at info level."""
 
 
 class AccessRefused(Exception):
@@ -156,7 +157,8 @@ class AccessGate(NamedTuple):
         """Whether the caller may make every read (a refusal, or a review that could not be made:
         no). For answers that show something else instead of refusing (a list's item)."""
         for read in reads:
-            if await self.access.review(read) is not None:
+            # One list redacts as many items as the caller may not see: no info line for each.
+            if await self.access.review(read, quiet=True) is not None:
                 return False
         return True
 
@@ -195,14 +197,14 @@ def reviews_of(objects: Mapping[ObjectRef, Mapping[str, Any] | None]) -> Reviews
 
 
 class _Open:
-    async def review(self, read: Read) -> None:
+    async def review(self, read: Read, *, quiet: bool = False) -> None:
         return None
 
 
 class _Closed:
     """Refuses everything: for a request whose caller is unknown where one is expected."""
 
-    async def review(self, read: Read) -> Mapping[str, Any]:
+    async def review(self, read: Read, *, quiet: bool = False) -> Mapping[str, Any]:
         return status(403, "Forbidden", f"{read.describe()}: the caller of this request is not known")
 
 

@@ -163,7 +163,9 @@ class ScopedReads:
             return None, [], False
         gate = self.scope.gate
         if gate is not None:
-            await gate.review(Read("get", "", "namespaces", "", namespace))
+            # As kube-apiserver authorizes GET /api/v1/namespaces/NS: namespace NS, name NS (RBAC
+            # lets a RoleBinding in NS grant it), not at the cluster scope.
+            await gate.review(Read("get", "", "namespaces", namespace, namespace))
             await gate.review(Read("list", "", "resourcequotas", namespace))
         found, quotas = await read(namespace)
         return found, list(quotas), True

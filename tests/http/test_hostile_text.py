@@ -103,6 +103,14 @@ def test_access_line_escapes_the_user_name_and_path() -> None:
         log_request(request, 403, 0.001)
         handler.flush()
     (line,) = stream.getvalue().splitlines()
+    # The path as received (its escapes kept, as kube-apiserver's audit log keeps requestURI): an encoded
+    # newline stays %0A; a decoded query value is escaped.
     assert line.endswith(
-        r"GET /apis/x\x0ay?labelSelector=\x1b[2J 403 1.0ms user=jane\x0a2026-01-01 00:00:00,000 INFO forged"
+        r"GET /apis/x%0Ay?labelSelector=\x1b[2J 403 1.0ms user=jane\x0a2026-01-01 00:00:00,000 INFO forged"
     )
+    with root_handler() as (stream, handler):
+        handler.setFormatter(TextFormatter())
+        log_request(make_mocked_request("GET", "/apis/x\x1b[2Jy"), 404, 0.001)  # raw, if a parser let it
+        handler.flush()
+    (line,) = stream.getvalue().splitlines()
+    assert line.endswith(r"GET /apis/x\x1b[2Jy 404 1.0ms")

@@ -11,7 +11,7 @@ from typing import Any
 
 from apiserver import launch_vm
 from apiserver.render.kubernetes.quantity import parse_quantity
-from tests.realk8s.controlplane import ControlPlane
+from tests.realk8s.controlplane import ControlPlane, poll
 from tests.realk8s.deployed import DeployedServer
 from tests.realk8s.test_collection import instancetype, vm
 
@@ -53,3 +53,60 @@ def test_launch_spec_reads_the_namespace_and_its_quota(
     ns = json.loads(control_plane.kubectl("get", "namespace", namespace, "-o", "json").stdout)
     offline = launch_vm(machine, [small, ns, quota])
     assert after["pod"] == offline["pod"]
+
+
+def test_a_namespace_bound_tenant_may_launch_where_it_may_read_its_namespace(
+    deployed: DeployedServer, control_plane: ControlPlane, namespace: str
+) -> None:
+    """Issue 37, finding 7: launch-spec reviewed ``get namespaces`` at the cluster scope, so a tenant
+    whose rights are a RoleBinding in its namespace got 403 although kube-apiserver lets it read its own
+    Namespace. The read is reviewed as kube-apiserver authorizes ``GET /api/v1/namespaces/NS``
+    (namespace NS, name NS), which a RoleBinding in NS grants."""
+    tenant = f"tenant-{namespace}"
+    rules = [
+        {
+            "apiGroups": ["subresources.kubevirt.io"],
+            "resources": ["virtualmachines/launch-spec"],
+            "verbs": ["get"],
+        },
+        {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]},
+        {"apiGroups": [""], "resources": ["resourcequotas"], "verbs": ["list"]},
+    ]
+    rbac = "rbac.authorization.k8s.io"
+    control_plane.apply(
+        instancetype(namespace, "small", 2),
+        vm(namespace, "vm-t", "small", {}),
+        {
+            "apiVersion": f"{rbac}/v1",
+            "kind": "Role",
+            "metadata": {"name": "launch", "namespace": namespace},
+            "rules": rules,
+        },
+        {
+            "apiVersion": f"{rbac}/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "launch", "namespace": namespace},
+            "roleRef": {"apiGroup": rbac, "kind": "Role", "name": "launch"},
+            "subjects": [{"apiGroup": rbac, "kind": "User", "name": tenant}],
+        },
+    )
+    # kube-apiserver's own reading of the same RBAC: the tenant may get its Namespace.
+    poll(
+        "the tenant's RoleBinding in effect",
+        lambda: (
+            control_plane.kubectl(
+                "get", "namespace", namespace, f"--as={tenant}", "-o", "name", check=False
+            ).returncode
+        ),
+        lambda code: code == 0,
+    )
+    path = f"/apis/subresources.kubevirt.io/v1/namespaces/{namespace}/virtualmachines/vm-t/launch-spec"
+    done = poll(  # the server's reviews of a refusal are kept 10 s: an early one may stand that long
+        "launch-spec as the tenant",
+        lambda: control_plane.kubectl("get", "--raw", path, f"--as={tenant}", check=False),
+        lambda result: result.returncode == 0 or "at the cluster scope" in result.stderr,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["kind"] == "VirtualMachineLaunch" and doc["quota"]["fits"] is True

@@ -35,7 +35,7 @@ class Access:
         self.allowed = dict(allowed or {})
         self.asked: list[Read] = []
 
-    async def review(self, read: Read) -> Mapping[str, Any] | None:
+    async def review(self, read: Read, *, quiet: bool = False) -> Mapping[str, Any] | None:
         self.asked.append(read)
         if read.namespace in self.allowed.get(read.resource, ()):
             return None

@@ -20,7 +20,7 @@ from apiserver.auth.requestheader import RawHeaders
 from apiserver.auth.tls import peer_certificate_der
 from apiserver.http.errors import StatusError
 from apiserver.http.filters.scoping import named_scope, scope_for
-from apiserver.http.keys import SCOPE, USER
+from apiserver.http.keys import SCOPE, USER, target_of
 from apiserver.http.transport.connections import peer_of, refused_credentials
 from apiserver.sources.access import CLOSED
 from apiserver.sources.scope import Scope
@@ -93,7 +93,7 @@ class Authentication:
         transport = request.transport
         der = peer_certificate_der(transport.get_extra_info("ssl_object")) if transport is not None else None
         raw = request.raw_headers
-        path = request.path
+        path = target_of(request).path  # the one parse routing read: what is authorized is what is served
         if request.query_string:
             path = authorization_path(request.method, path, request.query)
         admitted = gate.admitted(request.method, path, raw, der)
@@ -114,7 +114,7 @@ class Authentication:
             # An open path (health) asked for details, which only authenticated callers read: who is it?
             info = RequestInfo(
                 method=request.method,
-                path=request.path,
+                path=target_of(request).path,
                 headers=request.headers,
                 peer_certificate=der,
                 peer=peer_of(transport) if transport is not None else "",
@@ -139,7 +139,7 @@ class Authentication:
         gate = self.gate
         transport = request.transport
         der = peer_certificate_der(transport.get_extra_info("ssl_object")) if transport is not None else None
-        path = request.path
+        path = target_of(request).path
         if request.query_string:  # a watch is decided apart, as the whole way decides it
             path = authorization_path(request.method, path, request.query)
         admitted = gate.admitted(request.method, path, request.raw_headers, der)

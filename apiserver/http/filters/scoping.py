@@ -14,7 +14,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from apiserver.auth.authorization import Attributes, authorization_path, request_attributes
-from apiserver.http.keys import SCOPE
+from apiserver.http.keys import SCOPE, target_of
 from apiserver.sources.access import ReadAccess
 from apiserver.sources.grant import grant, narrowed_to
 from apiserver.sources.scope import Scope
@@ -68,7 +68,7 @@ _PATH_SCOPES_MAX = 1024  # clients repeat their paths: each parsed and granted o
 
 
 def _open_grant(request: web.Request) -> None:
-    path = request.path
+    path = target_of(request).path
     if request.query_string:
         path = authorization_path(request.method, path, request.query)
     key = (request.method, path)
