@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from apiserver.auth.cache import Held, TTLCache
-from apiserver.auth.identity import MASTERS_GROUP, UserInfo
+from apiserver.auth.identity import MASTERS_GROUP, UserInfo, person
+from apiserver.auth.reviewlimits import SUBJECT_ACCESS_REVIEW_LIMITS, ReviewLimiter, ReviewLimits
 from apiserver.auth.reviews import SUBJECT_ACCESS_REVIEW_PATH, ReviewClient, ReviewError
 from apiserver.render.kubernetes.errors import status
 
@@ -172,8 +173,14 @@ class SubjectAccessReviewer:
         allowed_ttl: float = DEFAULT_ALLOWED_TTL,
         denied_ttl: float = DEFAULT_DENIED_TTL,
         clock: Callable[[], float] = time.monotonic,
+        limits: ReviewLimits = SUBJECT_ACCESS_REVIEW_LIMITS,
     ) -> None:
         self._client = client
+        # Reviews not answered from the cache, per person and in all (reviewlimits.py): identities
+        # minted by the hundred cost 429s, not kube-apiserver's time and everyone's 503s.
+        self.limiter = ReviewLimiter(
+            limits, clock, kind="SubjectAccessReviews", per_source="SubjectAccessReviews a second for"
+        )
         # Allows in use are renewed ahead (apiserver.auth.cache); a denial never is: it is asked again
         # only once it has expired.
         self._cache: TTLCache[Decision] = TTLCache(
@@ -198,7 +205,8 @@ class SubjectAccessReviewer:
     async def _review(self, user: UserInfo, attrs: Attributes) -> Decision:
         spec = {**attrs.review_fields(), **user.review_fields()}
         body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}
-        answer = await self._client.create(SUBJECT_ACCESS_REVIEW_PATH, body)
+        async with self.limiter.review(person(user.name)):
+            answer = await self._client.create(SUBJECT_ACCESS_REVIEW_PATH, body)
         result = answer.get("status")
         if not isinstance(result, dict):
             raise ReviewError("SubjectAccessReview answer has no status")

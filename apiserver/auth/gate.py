@@ -313,7 +313,8 @@ def _store(memo: dict[Any, RememberedAdmission], key: Any, admission: Remembered
 
 
 class _Throttled:
-    """One warning line every 10 s for requests refused a TokenReview, with the count and the last why."""
+    """One warning line every 10 s for requests refused a review (TokenReview or SubjectAccessReview),
+    with the count and the last why."""
 
     def __init__(self) -> None:
         self.count = 0
@@ -323,7 +324,7 @@ class _Throttled:
         self.count += 1
         now = time.monotonic()
         if now - self._last >= 10:
-            log.warning("answered %d request(s) 429 without a TokenReview (last: %s)", self.count, why)
+            log.warning("answered %d request(s) 429 without a review (last: %s)", self.count, why)
             self.count, self._last = 0, now
 
 
@@ -558,6 +559,9 @@ class AuthGate:
             # there is no answer: the named review below decides, and is what a refusal says.
             try:
                 decision = await self.authorize(user, wide, basis)
+            except ReviewThrottled as exc:
+                self._throttled.note(str(exc))
+                return throttled()
             except ReviewError as exc:
                 log.warning("cannot authorize %s for %r: %s", wide.describe(), user.name, exc)
                 return unavailable("the request could not be authorized, try again later")
@@ -568,10 +572,14 @@ class AuthGate:
         return await self.decide(user, attrs, basis)
 
     async def decide(self, user: UserInfo, attrs: Attributes, basis: _Basis | None = None) -> Verdict:
-        """Allowed (the user), refused (kube-apiserver's 403, logged) or undecided (503): a request's
-        own authorization, and each read the tenancy gate asks about (:mod:`apiserver.auth.access`)."""
+        """Allowed (the user), refused (kube-apiserver's 403, logged), rationed (429, as kube-apiserver's
+        flow control answers: the person made more reviews than its share) or undecided (503): a
+        request's own authorization, and each read the tenancy gate asks about (:mod:`apiserver.auth.access`)."""
         try:
             decision = await self.authorize(user, attrs, basis)
+        except ReviewThrottled as exc:
+            self._throttled.note(str(exc))
+            return throttled()
         except ReviewError as exc:
             log.warning("cannot authorize %s for %r: %s", attrs.describe(), user.name, exc)
             return unavailable("the request could not be authorized, try again later")
