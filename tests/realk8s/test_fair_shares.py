@@ -15,6 +15,7 @@ import json
 import os
 import statistics
 import time
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -56,8 +57,14 @@ def few_watches(
     isolated_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[DeployedServer]:
     """The deployed server with room for MAX_WATCHES watches in all (500 by default: the issue's
-    reproduction; fewer here, so that the pool fills fast)."""
-    yield from served(isolated_plane, tmp_path_factory.mktemp("watches"), f"--max-watches={MAX_WATCHES}")
+    reproduction; fewer here, so that the pool fills fast), all of which one person may hold: the pool,
+    not the per-person cap (tests/http/transport/test_shares.py), is what is under test."""
+    yield from served(
+        isolated_plane,
+        tmp_path_factory.mktemp("watches"),
+        f"--max-watches={MAX_WATCHES}",
+        f"--max-watches-per-user={MAX_WATCHES}",
+    )
 
 
 @pytest.fixture
@@ -284,6 +291,7 @@ def test_identities_minted_in_one_namespace_do_not_shut_other_users_out_of_watch
                 time.sleep(float(w.reply.getheader("Retry-After") or 1))
             watches.append(w)
             codes.append(w.status)
+        print(f"\nminted identities' watches: {dict(sorted(Counter(codes).items()))}")
         assert 503 not in codes, [w.body[:200] for w in watches if w.status == 503]
         assert codes.count(200) == MAX_WATCHES and set(codes[MAX_WATCHES:]) == {429}, codes
         assert metric(server, "watches_held") == MAX_WATCHES
