@@ -279,21 +279,29 @@ def test_identities_minted_in_one_namespace_do_not_shut_other_users_out_of_watch
     poll("the probe watches' places given back", lambda: metric(server, "watches_held"), lambda n: n == 0)
     watches: list[Watch] = []
     try:
-        codes = []
-        for n in range(1, MAX_WATCHES + 6):
+        rationed: list[int] = []
+
+        def mint(n: int) -> Watch:
             # Retried as client-go retries a 429 with Retry-After, but only while reviews are rationed:
             # a 429 for the watches taken is the answer to keep.
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + 60
             while True:
                 w = Watch(cluster, editor, minted_path, minted(n))
                 if w.status != 429 or b"too many watches" in w.body or time.monotonic() > deadline:
-                    break
+                    return w
+                rationed.append(n)
                 time.sleep(float(w.reply.getheader("Retry-After") or 1))
-            watches.append(w)
-            codes.append(w.status)
-        print(f"\nminted identities' watches: {dict(sorted(Counter(codes).items()))}")
+
+        # Minted 32 at a time, as a flood would (the issue's 503s came while they were minted).
+        with ThreadPoolExecutor(32) as pool:
+            watches.extend(pool.map(mint, range(1, MAX_WATCHES + 6)))
+        codes = [w.status for w in watches]
+        print(
+            f"\nminted identities' watches: {dict(sorted(Counter(codes).items()))}, "
+            f"{len(rationed)} 429s for reviews rationed on the way"
+        )
         assert 503 not in codes, [w.body[:200] for w in watches if w.status == 503]
-        assert codes.count(200) == MAX_WATCHES and set(codes[MAX_WATCHES:]) == {429}, codes
+        assert codes.count(200) == MAX_WATCHES and codes.count(429) == 5, codes
         assert metric(server, "watches_held") == MAX_WATCHES
         served_before = metric(server, "watches_displaced_total")
         theirs = [Watch(cluster, cluster.pki.client(o), other_path) for o in others]
