@@ -521,11 +521,14 @@ class AuthGate:
         except ReviewError:
             return None
 
-    async def authorize(self, user: UserInfo, attrs: Attributes, basis: _Basis | None = None) -> Decision:
-        """Raises :class:`ReviewError` when the cluster could not be asked."""
+    async def authorize(
+        self, user: UserInfo, attrs: Attributes, basis: _Basis | None = None, *, rationed: bool = False
+    ) -> Decision:
+        """Raises :class:`ReviewError` when the cluster could not be asked (:class:`ReviewThrottled`
+        when ``rationed`` and the caller's person has had its share of reviews)."""
         if self.reviewer is None:
             return Decision(False, "no authorizer configured")
-        held = await self.reviewer.authorize_until(user, attrs)
+        held = await self.reviewer.authorize_until(user, attrs, rationed=rationed)
         if basis is not None:
             basis.rests_on(held)
         return held.value
@@ -558,7 +561,7 @@ class AuthGate:
             # Allowed for every name of the namespace: allowed for this one (see _wide). A refusal
             # there is no answer: the named review below decides, and is what a refusal says.
             try:
-                decision = await self.authorize(user, wide, basis)
+                decision = await self.authorize(user, wide, basis, rationed=True)
             except ReviewThrottled as exc:
                 self._throttled.note(str(exc))
                 return throttled()
@@ -569,14 +572,17 @@ class AuthGate:
                 if basis is not None:
                     basis.by_namespace = True
                 return Verdict(user=user, attributes=attrs)
-        return await self.decide(user, attrs, basis)
+        return await self.decide(user, attrs, basis, rationed=True)
 
-    async def decide(self, user: UserInfo, attrs: Attributes, basis: _Basis | None = None) -> Verdict:
+    async def decide(
+        self, user: UserInfo, attrs: Attributes, basis: _Basis | None = None, *, rationed: bool = False
+    ) -> Verdict:
         """Allowed (the user), refused (kube-apiserver's 403, logged), rationed (429, as kube-apiserver's
-        flow control answers: the person made more reviews than its share) or undecided (503): a
-        request's own authorization, and each read the tenancy gate asks about (:mod:`apiserver.auth.access`)."""
+        flow control answers: the person made more reviews than its share; only ``rationed``, a
+        request's own) or undecided (503): a request's own authorization, and each read the tenancy gate
+        asks about (:mod:`apiserver.auth.access`)."""
         try:
-            decision = await self.authorize(user, attrs, basis)
+            decision = await self.authorize(user, attrs, basis, rationed=rationed)
         except ReviewThrottled as exc:
             self._throttled.note(str(exc))
             return throttled()

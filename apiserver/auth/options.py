@@ -192,7 +192,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_positive_float,
         default=sar.rate,
         metavar="N",
-        help="SubjectAccessReviews a second for answers not cached, per person (a user, or all the "
+        help="SubjectAccessReviews a second for requests' own answers not cached, per person (a user, or all the "
         "ServiceAccounts of one namespace; bursts of --subject-access-review-burst); beyond, 429 "
         "TooManyRequests without a review",
     )

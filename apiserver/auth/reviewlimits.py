@@ -9,6 +9,8 @@ SubjectAccessReviews: each identity the server has not seen costs one per thing 
 impersonate the ServiceAccounts of a namespace (the ``edit`` role may) mints identities without end.
 500 watches opened through the aggregator as 500 ServiceAccounts that do not exist made 500 reviews at
 once, and some requests got 503 "could not be authorized" while kube-apiserver was busy with them.
+Only a request's own reviews are rationed (:meth:`~apiserver.auth.authorization.SubjectAccessReviewer.authorize_until`),
+not the reads of its rendering, where a refusal would hide a list's items instead of saying 429.
 
 Two bounds each, checked before a review is made (an answer already cached costs none):
 

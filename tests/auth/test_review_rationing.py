@@ -26,7 +26,7 @@ async def test_minted_identities_get_429_beyond_their_namespace_s_share_and_othe
     limits = ReviewLimits(rate=1.0, burst=3, concurrent=16, waiting=64)
     reviewer = SubjectAccessReviewer(api, allowed_ttl=10.0, denied_ttl=10.0, clock=clock, limits=limits)
     gate = AuthGate(TrustState(TrustOptions()), tokens=None, reviewer=reviewer)
-    verdicts = [await gate.decide(minted("ns-a", n), in_namespace("ns-a")) for n in range(6)]
+    verdicts = [await gate.decide(minted("ns-a", n), in_namespace("ns-a"), rationed=True) for n in range(6)]
     assert [v.status is None for v in verdicts] == [True] * 3 + [False] * 3
     refused = verdicts[3]
     assert refused.status is not None and refused.status["code"] == 429
@@ -34,10 +34,16 @@ async def test_minted_identities_get_429_beyond_their_namespace_s_share_and_othe
     assert refused.status["message"] == "Too many requests, please try again later."
     assert api.asked == ["ns-a"] * 3  # the refused ones cost kube-apiserver nothing
     # Another person (a user; the ServiceAccounts of another namespace) is reviewed as ever.
-    assert (await gate.decide(UserInfo("bob"), in_namespace("ns-b"))).status is None
-    assert (await gate.decide(minted("ns-b", 0), in_namespace("ns-b"))).status is None
+    assert (await gate.decide(UserInfo("bob"), in_namespace("ns-b"), rationed=True)).status is None
+    assert (await gate.decide(minted("ns-b", 0), in_namespace("ns-b"), rationed=True)).status is None
     # An answer already cached costs no share; the bucket refills at its rate.
-    assert (await gate.decide(minted("ns-a", 0), in_namespace("ns-a"))).status is None
+    assert (await gate.decide(minted("ns-a", 0), in_namespace("ns-a"), rationed=True)).status is None
     clock.now += 1.0
-    assert (await gate.decide(minted("ns-a", 99), in_namespace("ns-a"))).status is None
+    assert (await gate.decide(minted("ns-a", 99), in_namespace("ns-a"), rationed=True)).status is None
     assert len(api.asked) == 6
+    # The reads a rendering makes are not rationed: a refusal there would hide items of a list.
+    for n in range(6):
+        read = in_namespace(f"ns-read-{n}")
+        refusal = (await gate.decide(minted("ns-a", 200 + n), read)).status
+        assert refusal is not None and refusal["code"] == 403  # asked, and denied: not 429
+    assert len(api.asked) == 12
