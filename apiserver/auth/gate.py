@@ -107,12 +107,16 @@ class RequestInfo:
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """``user`` when known; ``status`` (a Status dict) and ``headers`` when the request is refused;
-    ``attributes``: what was authorized, for a resource request allowed (its scope is made from them)."""
+    ``attributes``: what was authorized, for a resource request allowed (its scope is made from them);
+    ``credentials``: refused for its credentials (401, or 429 for a TokenReview), which counts against
+    the peer (a 429 for a person's share of SubjectAccessReviews does not: through the aggregator the
+    peer is kube-apiserver, everyone's)."""
 
     user: UserInfo | None = None
     status: dict[str, Any] | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     attributes: Attributes | None = None
+    credentials: bool = False
 
 
 _OPEN = Verdict()
@@ -127,12 +131,12 @@ def unavailable(message: str) -> Verdict:
     return Verdict(status=body, headers={"Retry-After": str(RETRY_AFTER)})
 
 
-def throttled() -> Verdict:
+def throttled(*, credentials: bool = False) -> Verdict:
     """kube-apiserver's answer when its flow control has no room: 429 and when to come back."""
     body = status(
         429, "TooManyRequests", "Too many requests, please try again later.", details={"retryAfterSeconds": 1}
     )
-    return Verdict(status=body, headers={"Retry-After": "1"})
+    return Verdict(status=body, headers={"Retry-After": "1"}, credentials=credentials)
 
 
 def _with_authenticated_group(user: UserInfo) -> UserInfo:
@@ -547,12 +551,12 @@ class AuthGate:
             user = await self.authenticate(info, basis)
         except ReviewThrottled as exc:
             self._throttled.note(str(exc))
-            return throttled()
+            return throttled(credentials=True)
         except ReviewError as exc:
             log.warning("cannot authenticate %s %s: %s", info.method, info.path, exc)
             return unavailable("the credentials of the request could not be checked, try again later")
         if user is None:
-            return Verdict(status=unauthorized())
+            return Verdict(status=unauthorized(), credentials=True)
         if kind is PathClass.AUTHENTICATED:
             return Verdict(user=user)
         attrs = _attributes(info.method, info.path)

@@ -32,6 +32,9 @@ async def test_minted_identities_get_429_beyond_their_namespace_s_share_and_othe
     assert refused.status is not None and refused.status["code"] == 429
     assert refused.status["reason"] == "TooManyRequests" and refused.headers == {"Retry-After": "1"}
     assert refused.status["message"] == "Too many requests, please try again later."
+    # Not a refusal for its credentials: the peer (through the aggregator, kube-apiserver: everyone's
+    # requests) is not cut off for it, as it is for 401s and TokenReviews' 429s.
+    assert not refused.credentials
     assert api.asked == ["ns-a"] * 3  # the refused ones cost kube-apiserver nothing
     # Another person (a user; the ServiceAccounts of another namespace) is reviewed as ever.
     assert (await gate.decide(UserInfo("bob"), in_namespace("ns-b"), rationed=True)).status is None
