@@ -7,8 +7,8 @@ who can reach the port can make it post them as fast as it answers. A flood of 8
 
 SubjectAccessReviews: each identity the server has not seen costs one per thing it asks, and whoever may
 impersonate the ServiceAccounts of a namespace (the ``edit`` role may) mints identities without end.
-500 watches opened through the aggregator as 500 ServiceAccounts that do not exist made 500 reviews at
-once, and some requests got 503 "could not be authorized" while kube-apiserver was busy with them.
+In issue 37's review, 500 watches opened through the aggregator as 500 ServiceAccounts that do not exist
+made 500 reviews at once, and some requests got 503 "could not be authorized" meanwhile.
 Only a request's own reviews are rationed (:meth:`~apiserver.auth.authorization.SubjectAccessReviewer.authorize_until`),
 not the reads of its rendering, where a refusal would hide a list's items instead of saying 429.
 
@@ -52,9 +52,9 @@ class ReviewLimits:
     waiting: int = 64
 
 
-# SubjectAccessReviews: a caller's first request in each namespace, and the reads its rendering makes
-# (each reviewed once per --authorization-webhook-cache-authorized-ttl), come in bursts of tens at most;
-# a person needs more than 100 at once only by inventing identities.
+# A request's own SubjectAccessReviews: a caller's first request of each kind in each namespace (each
+# reviewed once per --authorization-webhook-cache-authorized-ttl, and renewed ahead while in use) come in
+# bursts of tens at most; a person needs more than 100 at once only by inventing identities.
 SUBJECT_ACCESS_REVIEW_LIMITS = ReviewLimits(rate=20.0, burst=100, concurrent=16, waiting=256)
 
 # Sources whose buckets are remembered; beyond, the longest unused one is forgotten (its bucket full).

@@ -1,7 +1,8 @@
 """Issue 24's reproductions 2 and 3 behind the real aggregator: long-running requests are shared per
 user, not per address (every request through the aggregator comes from kube-apiserver's), so one user's
 watches cannot take the connections everyone needs, and many users holding slow bodies cannot keep a
-newcomer's PUT out.
+newcomer's PUT out; and issue 37's finding 3: ServiceAccounts minted by impersonation in one namespace are
+one person, whose watches cannot shut other users out.
 
 Each test runs a server of its own on the control plane of its own (the fault tests' and test_dos's,
 one module after the other), registered and Available, with the flags the issue's reproduction used.
