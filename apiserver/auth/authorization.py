@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from apiserver.auth.cache import Held, TTLCache
-from apiserver.auth.identity import MASTERS_GROUP, UserInfo
+from apiserver.auth.identity import MASTERS_GROUP, UserInfo, person
+from apiserver.auth.reviewlimits import SUBJECT_ACCESS_REVIEW_LIMITS, ReviewLimiter, ReviewLimits
 from apiserver.auth.reviews import SUBJECT_ACCESS_REVIEW_PATH, ReviewClient, ReviewError
 from apiserver.render.kubernetes.errors import status
 
@@ -172,8 +173,14 @@ class SubjectAccessReviewer:
         allowed_ttl: float = DEFAULT_ALLOWED_TTL,
         denied_ttl: float = DEFAULT_DENIED_TTL,
         clock: Callable[[], float] = time.monotonic,
+        limits: ReviewLimits = SUBJECT_ACCESS_REVIEW_LIMITS,
     ) -> None:
         self._client = client
+        # A request's own reviews not answered from the cache, per person and in all (reviewlimits.py):
+        # identities minted by the hundred cost 429s, not kube-apiserver's time.
+        self.limiter = ReviewLimiter(
+            limits, clock, kind="SubjectAccessReviews", per_source="SubjectAccessReviews a second for"
+        )
         # Allows in use are renewed ahead (apiserver.auth.cache); a denial never is: it is asked again
         # only once it has expired.
         self._cache: TTLCache[Decision] = TTLCache(
@@ -188,17 +195,27 @@ class SubjectAccessReviewer:
         """Allowed or denied; :class:`ReviewError` when the cluster could not be asked."""
         return (await self.authorize_until(user, attrs)).value
 
-    async def authorize_until(self, user: UserInfo, attrs: Attributes) -> Held[Decision]:
-        """``authorize``, until when (``time.monotonic``) the cached decision stands, and its renewal."""
+    async def authorize_until(
+        self, user: UserInfo, attrs: Attributes, *, rationed: bool = False
+    ) -> Held[Decision]:
+        """``authorize``, until when (``time.monotonic``) the cached decision stands, and its renewal.
+        ``rationed``: a review not cached is made only within the person's share and the slots in all
+        (:class:`~apiserver.auth.reviewlimits.ReviewThrottled` beyond): a request's own authorization.
+        The reads its rendering makes are not: a first list of VMs with a thousand PersistentVolumeClaims
+        needs a thousand reviews, and a refusal there would hide items, not say 429."""
         if MASTERS_GROUP in user.groups:
             return Held(_MASTERS, math.inf)
         key = (user.cache_key(), attrs)
-        return await self._cache.get_until(key, lambda: self._review(user, attrs))
+        return await self._cache.get_until(key, lambda: self._review(user, attrs, rationed))
 
-    async def _review(self, user: UserInfo, attrs: Attributes) -> Decision:
+    async def _review(self, user: UserInfo, attrs: Attributes, rationed: bool = False) -> Decision:
         spec = {**attrs.review_fields(), **user.review_fields()}
         body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}
-        answer = await self._client.create(SUBJECT_ACCESS_REVIEW_PATH, body)
+        if rationed:
+            async with self.limiter.review(person(user.name)):
+                answer = await self._client.create(SUBJECT_ACCESS_REVIEW_PATH, body)
+        else:
+            answer = await self._client.create(SUBJECT_ACCESS_REVIEW_PATH, body)
         result = answer.get("status")
         if not isinstance(result, dict):
             raise ReviewError("SubjectAccessReview answer has no status")

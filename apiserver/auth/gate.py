@@ -107,12 +107,16 @@ class RequestInfo:
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """``user`` when known; ``status`` (a Status dict) and ``headers`` when the request is refused;
-    ``attributes``: what was authorized, for a resource request allowed (its scope is made from them)."""
+    ``attributes``: what was authorized, for a resource request allowed (its scope is made from them);
+    ``credentials``: refused for its credentials (401, or 429 for a TokenReview), which counts against
+    the peer (a 429 for a person's share of SubjectAccessReviews does not: through the aggregator the
+    peer is kube-apiserver, everyone's)."""
 
     user: UserInfo | None = None
     status: dict[str, Any] | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     attributes: Attributes | None = None
+    credentials: bool = False
 
 
 _OPEN = Verdict()
@@ -127,12 +131,12 @@ def unavailable(message: str) -> Verdict:
     return Verdict(status=body, headers={"Retry-After": str(RETRY_AFTER)})
 
 
-def throttled() -> Verdict:
+def throttled(*, credentials: bool = False) -> Verdict:
     """kube-apiserver's answer when its flow control has no room: 429 and when to come back."""
     body = status(
         429, "TooManyRequests", "Too many requests, please try again later.", details={"retryAfterSeconds": 1}
     )
-    return Verdict(status=body, headers={"Retry-After": "1"})
+    return Verdict(status=body, headers={"Retry-After": "1"}, credentials=credentials)
 
 
 def _with_authenticated_group(user: UserInfo) -> UserInfo:
@@ -313,7 +317,8 @@ def _store(memo: dict[Any, RememberedAdmission], key: Any, admission: Remembered
 
 
 class _Throttled:
-    """One warning line every 10 s for requests refused a TokenReview, with the count and the last why."""
+    """One warning line every 10 s for requests refused a review (TokenReview or SubjectAccessReview),
+    with the count and the last why."""
 
     def __init__(self) -> None:
         self.count = 0
@@ -323,7 +328,7 @@ class _Throttled:
         self.count += 1
         now = time.monotonic()
         if now - self._last >= 10:
-            log.warning("answered %d request(s) 429 without a TokenReview (last: %s)", self.count, why)
+            log.warning("answered %d request(s) 429 without a review (last: %s)", self.count, why)
             self.count, self._last = 0, now
 
 
@@ -524,11 +529,14 @@ class AuthGate:
         except ReviewError:
             return None
 
-    async def authorize(self, user: UserInfo, attrs: Attributes, basis: _Basis | None = None) -> Decision:
-        """Raises :class:`ReviewError` when the cluster could not be asked."""
+    async def authorize(
+        self, user: UserInfo, attrs: Attributes, basis: _Basis | None = None, *, rationed: bool = False
+    ) -> Decision:
+        """Raises :class:`ReviewError` when the cluster could not be asked (:class:`ReviewThrottled`
+        when ``rationed`` and the caller's person has had its share of reviews)."""
         if self.reviewer is None:
             return Decision(False, "no authorizer configured")
-        held = await self.reviewer.authorize_until(user, attrs)
+        held = await self.reviewer.authorize_until(user, attrs, rationed=rationed)
         if basis is not None:
             basis.rests_on(held)
         return held.value
@@ -547,12 +555,12 @@ class AuthGate:
             user = await self.authenticate(info, basis)
         except ReviewThrottled as exc:
             self._throttled.note(str(exc))
-            return throttled()
+            return throttled(credentials=True)
         except ReviewError as exc:
             log.warning("cannot authenticate %s %s: %s", info.method, info.path, exc)
             return unavailable("the credentials of the request could not be checked, try again later")
         if user is None:
-            return Verdict(status=unauthorized())
+            return Verdict(status=unauthorized(), credentials=True)
         if kind is PathClass.AUTHENTICATED:
             return Verdict(user=user)
         attrs = _attributes(info.method, info.path)
@@ -561,7 +569,10 @@ class AuthGate:
             # Allowed for every name of the namespace: allowed for this one (see _wide). A refusal
             # there is no answer: the named review below decides, and is what a refusal says.
             try:
-                decision = await self.authorize(user, wide, basis)
+                decision = await self.authorize(user, wide, basis, rationed=True)
+            except ReviewThrottled as exc:
+                self._throttled.note(str(exc))
+                return throttled()
             except ReviewError as exc:
                 log.warning("cannot authorize %s for %r: %s", wide.describe(), user.name, exc)
                 return unavailable("the request could not be authorized, try again later")
@@ -569,16 +580,26 @@ class AuthGate:
                 if basis is not None:
                     basis.by_namespace = True
                 return Verdict(user=user, attributes=attrs)
-        return await self.decide(user, attrs, basis)
+        return await self.decide(user, attrs, basis, rationed=True)
 
     async def decide(
-        self, user: UserInfo, attrs: Attributes, basis: _Basis | None = None, *, quiet: bool = False
+        self,
+        user: UserInfo,
+        attrs: Attributes,
+        basis: _Basis | None = None,
+        *,
+        quiet: bool = False,
+        rationed: bool = False,
     ) -> Verdict:
         """Allowed (the user), refused (kube-apiserver's 403, logged; at debug level when ``quiet``: a
-        list's items redacted for the caller) or undecided (503): a request's own authorization, and
-        each read the tenancy gate asks about (:mod:`apiserver.auth.access`)."""
+        list's items redacted for the caller), rationed (429, as kube-apiserver's flow control answers: the
+        person made more reviews than its share; only ``rationed``, a request's own) or undecided (503): a
+        request's own authorization, and each read the tenancy gate asks about (:mod:`apiserver.auth.access`)."""
         try:
-            decision = await self.authorize(user, attrs, basis)
+            decision = await self.authorize(user, attrs, basis, rationed=rationed)
+        except ReviewThrottled as exc:
+            self._throttled.note(str(exc))
+            return throttled()
         except ReviewError as exc:
             log.warning("cannot authorize %s for %r: %s", attrs.describe(), user.name, exc)
             return unavailable("the request could not be authorized, try again later")

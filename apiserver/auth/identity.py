@@ -11,6 +11,23 @@ AUTHENTICATED_GROUP = "system:authenticated"
 MASTERS_GROUP = "system:masters"
 # k8s.io/apiserver records the client certificate's fingerprint under this extra key.
 CREDENTIAL_ID_KEY = "authentication.kubernetes.io/credential-id"
+# What a ServiceAccount's user name starts with (k8s.io/apiserver serviceaccount.ServiceAccountUsernamePrefix).
+SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
+
+
+def person(name: str) -> str:
+    """Whose share an identity draws on: ``namespace:NS`` for a ServiceAccount of namespace NS, else
+    ``user:NAME``. Whoever may impersonate ServiceAccounts of a namespace (the ``edit`` role may) can
+    mint as many of them as they like, existing or not, and kube-apiserver forwards only the identity
+    impersonated (X-Remote-User ``system:serviceaccount:NS:NAME``, groups ``system:serviceaccounts``,
+    ``system:serviceaccounts:NS``, ``system:authenticated``; nothing of the impersonator): the
+    namespace is what they all have in common. Any other name takes a cluster-wide right to mint
+    (impersonating users, or an authenticator's), so it counts as a person of its own."""
+    if name.startswith(SERVICE_ACCOUNT_PREFIX):
+        namespace, colon, rest = name[len(SERVICE_ACCOUNT_PREFIX) :].partition(":")
+        if namespace and colon and rest:
+            return "namespace:" + namespace
+    return "user:" + name
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from apiserver.auth.requestheader import (
     DEFAULT_UID_HEADERS,
     DEFAULT_USERNAME_HEADERS,
 )
-from apiserver.auth.reviewlimits import ReviewLimits
+from apiserver.auth.reviewlimits import SUBJECT_ACCESS_REVIEW_LIMITS, ReviewLimits
 from apiserver.auth.reviews import KubeReviewClient
 from apiserver.auth.tls import TLS_VERSIONS
 from apiserver.auth.tokenreview import DEFAULT_TTL, TokenAuthenticator
@@ -49,6 +49,8 @@ class AuthOptions:
     kube_timeout: float = 5.0
     # TokenReviews for tokens not cached: per source and in all (reviewlimits.py).
     review_limits: ReviewLimits = field(default_factory=ReviewLimits)
+    # SubjectAccessReviews not cached: per person and in all (reviewlimits.py).
+    subject_access_review_limits: ReviewLimits = SUBJECT_ACCESS_REVIEW_LIMITS
 
 
 def duration(text: str) -> float:
@@ -184,6 +186,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="TokenReviews under way at once (from every client); a request that would wait behind "
         f"{review_defaults.waiting} others for one gets 429 TooManyRequests",
     )
+    sar = SUBJECT_ACCESS_REVIEW_LIMITS
+    add(
+        "--subject-access-review-qps",
+        type=_positive_float,
+        default=sar.rate,
+        metavar="N",
+        help="SubjectAccessReviews a second for requests' own answers not cached, per person (a user, or all the "
+        "ServiceAccounts of one namespace; bursts of --subject-access-review-burst); beyond, 429 "
+        "TooManyRequests without a review",
+    )
+    add(
+        "--subject-access-review-burst",
+        type=_positive_int,
+        default=sar.burst,
+        metavar="N",
+        help="SubjectAccessReviews a person may have at once before --subject-access-review-qps applies",
+    )
+    add(
+        "--max-subject-access-reviews-in-flight",
+        type=_positive_int,
+        default=sar.concurrent,
+        metavar="N",
+        help="SubjectAccessReviews under way at once (for everyone); a request that would wait behind "
+        f"{sar.waiting} others for one gets 429 TooManyRequests",
+    )
     add(
         "--authorization-webhook-cache-authorized-ttl",
         type=duration,
@@ -248,6 +275,12 @@ def options_from_args(args: argparse.Namespace) -> AuthOptions:
             burst=args.token_review_burst,
             concurrent=args.max_token_reviews_in_flight,
         ),
+        subject_access_review_limits=ReviewLimits(
+            rate=args.subject_access_review_qps,
+            burst=args.subject_access_review_burst,
+            concurrent=args.max_subject_access_reviews_in_flight,
+            waiting=SUBJECT_ACCESS_REVIEW_LIMITS.waiting,
+        ),
     )
 
 
@@ -304,6 +337,7 @@ class AuthRuntime:
                 KubeReviewClient(authz_api, timeout=options.kube_timeout),
                 allowed_ttl=options.authorized_ttl,
                 denied_ttl=options.unauthorized_ttl,
+                limits=options.subject_access_review_limits,
             )
             if authz_api
             else None

@@ -1,7 +1,8 @@
 """Issue 24's reproductions 2 and 3 behind the real aggregator: long-running requests are shared per
 user, not per address (every request through the aggregator comes from kube-apiserver's), so one user's
 watches cannot take the connections everyone needs, and many users holding slow bodies cannot keep a
-newcomer's PUT out.
+newcomer's PUT out; and issue 37's finding 3: ServiceAccounts minted by impersonation in one namespace are
+one person, whose watches cannot shut other users out.
 
 Each test runs a server of its own on the control plane of its own (the fault tests' and test_dos's,
 one module after the other), registered and Available, with the flags the issue's reproduction used.
@@ -12,21 +13,27 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import statistics
 import time
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.realk8s.controlplane import ControlPlane, Credentials, poll
+from tests.realk8s.controlplane import ControlPlane, Credentials, kubeconfig, poll
 from tests.realk8s.deployed import DeployedServer
 from tests.realk8s.test_auth import binding, expand_spec, expand_vm_spec, expander_role, store_vm, user
 from tests.realk8s.test_collection import RESOURCE, ROLE, wait_listed
 from tests.realk8s.test_dos import MIB, body_bytes_held, rss_mib, slow_put
 
 COLLECTION = "/apis/expand.kubevirt-expand.io/v1"
+# Issue 37, finding 3: the issue's reproduction minted 500 identities for the default 500 watches; the
+# test fills a smaller pool the same way (KUBEVIRT_EXPAND_MINTED_WATCHES=500 runs the issue's figures).
+MAX_WATCHES = int(os.environ.get("KUBEVIRT_EXPAND_MINTED_WATCHES", "20"))
 
 
 def served(plane: ControlPlane, tmp: Any, *args: str) -> Iterator[DeployedServer]:
@@ -47,6 +54,21 @@ def sixty(isolated_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
 
 
 @pytest.fixture
+def few_watches(
+    isolated_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DeployedServer]:
+    """The deployed server with room for MAX_WATCHES watches in all (500 by default: the issue's
+    reproduction; fewer here, so that the pool fills fast), all of which one person may hold: the pool,
+    not the per-person cap (tests/http/transport/test_shares.py), is what is under test."""
+    yield from served(
+        isolated_plane,
+        tmp_path_factory.mktemp("watches"),
+        f"--max-watches={MAX_WATCHES}",
+        f"--max-watches-per-user={MAX_WATCHES}",
+    )
+
+
+@pytest.fixture
 def slow_bodies(
     isolated_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[DeployedServer]:
@@ -57,14 +79,16 @@ def slow_bodies(
 class Watch:
     """A watch through kube-apiserver as ``who``: its connection, and the answer's status and stream."""
 
-    def __init__(self, cluster: ControlPlane, who: Credentials, path: str) -> None:
+    def __init__(self, cluster: ControlPlane, who: Credentials, path: str, as_user: str = "") -> None:
+        """``as_user``: impersonate that identity (``kubectl --as``)."""
         host, port = cluster.url.removeprefix("https://").rsplit(":", 1)
         self.conn = http.client.HTTPSConnection(host, int(port), context=cluster.ssl_for(who), timeout=30)
-        self.conn.request("GET", path)
+        self.conn.request("GET", path, headers={"Impersonate-User": as_user} if as_user else {})
         self.reply = self.conn.getresponse()
         self.status = self.reply.status
+        self.body = b""
         if self.status != 200:
-            self.reply.read()
+            self.body = self.reply.read()
             self.conn.close()
 
     def ended(self) -> bool:
@@ -197,3 +221,116 @@ def test_many_users_holding_slow_bodies_do_not_keep_a_newcomer_out(slow_bodies: 
     cut = [e["user"] for e in entries if e.get("code") == 429]
     assert cut and all(u.startswith("big-") for u in cut), cut
     print(f"\n{len(slow)} slow bodies held 64Mi; newcomer: 3 x 200; cut for it: {cut}")
+
+
+def test_identities_minted_in_one_namespace_do_not_shut_other_users_out_of_watches(
+    few_watches: DeployedServer,
+) -> None:
+    """Issue 37, finding 3: an editor of namespace A (who may impersonate its ServiceAccounts, as the
+    ``edit`` role may) watches as MAX_WATCHES + 5 ServiceAccounts that do not exist, each one watch,
+    until the server's --max-watches are all taken. Then other users' first watches, in namespace B, are
+    served (3 of 3: each takes the place of one of A's), and the minted identities take none back. No
+    answer is 503: reviews beyond namespace A's share are 429, as kube-apiserver's flow control answers.
+    Prints how many of the other users' watches were served."""
+    server = few_watches
+    cluster = server.cluster
+    a, b = cluster.new_namespace("minted"), cluster.new_namespace("other")
+    collection_role = {"kind": "ClusterRole", "name": ROLE}
+    impersonator = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": "impersonate-serviceaccounts", "namespace": a},
+        # What the bootstrap ClusterRole edit grants in a namespace it is bound in.
+        "rules": [{"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["impersonate"]}],
+    }
+    accounts = {
+        "kind": "Group",
+        "apiGroup": "rbac.authorization.k8s.io",
+        "name": f"system:serviceaccounts:{a}",
+    }
+    others = [f"other-{n}" for n in range(3)]
+    cluster.apply(
+        impersonator,
+        binding(a, "editor", {"kind": "Role", "name": "impersonate-serviceaccounts"}, user("editor")),
+        binding(a, "accounts-watch", collection_role, accounts),
+        binding(b, "others-watch", collection_role, *(user(o) for o in others)),
+    )
+    editor = cluster.pki.client("editor")
+    minted_path = f"{COLLECTION}/namespaces/{a}/{RESOURCE}?watch=1&timeoutSeconds=300"
+    other_path = f"{COLLECTION}/namespaces/{b}/{RESOURCE}?watch=1&timeoutSeconds=300"
+
+    def minted(n: int) -> str:
+        return f"system:serviceaccount:{a}:minted-{n}"
+
+    # What the aggregator forwards for an impersonated request: the ServiceAccount alone, nothing of
+    # who impersonated it (kube-apiserver v1.28.7; apiserver/auth/identity.py person()).
+    whoami = json.loads(
+        cluster.kubectl(
+            "auth", "whoami", f"--as={minted(0)}", "-o", "json", kubeconfig=kubeconfig_of(cluster, editor)
+        ).stdout
+    )
+    assert whoami["status"]["userInfo"] == {
+        "username": minted(0),
+        "groups": ["system:serviceaccounts", f"system:serviceaccounts:{a}", "system:authenticated"],
+    }
+    poll(
+        "RBAC in effect", lambda: Watch(cluster, editor, minted_path, minted(0)), lambda w: _closed(w) == 200
+    )
+    poll("RBAC in effect", lambda: can_watch(cluster, cluster.pki.client(others[0]), other_path), bool)
+    poll("the probe watches' places given back", lambda: metric(server, "watches_held"), lambda n: n == 0)
+    watches: list[Watch] = []
+    try:
+        rationed: list[int] = []
+
+        def mint(n: int) -> Watch:
+            # Retried as client-go retries a 429 with Retry-After, but only while reviews are rationed:
+            # a 429 for the watches taken is the answer to keep.
+            deadline = time.monotonic() + 60
+            while True:
+                w = Watch(cluster, editor, minted_path, minted(n))
+                if w.status != 429 or b"too many watches" in w.body or time.monotonic() > deadline:
+                    return w
+                rationed.append(n)
+                time.sleep(float(w.reply.getheader("Retry-After") or 1))
+
+        # Minted 32 at a time, as a flood would (the issue's 503s came while they were minted).
+        with ThreadPoolExecutor(32) as pool:
+            watches.extend(pool.map(mint, range(1, MAX_WATCHES + 6)))
+        codes = [w.status for w in watches]
+        print(
+            f"\nminted identities' watches: {dict(sorted(Counter(codes).items()))}, "
+            f"{len(rationed)} 429s for reviews rationed on the way"
+        )
+        assert 503 not in codes, [w.body[:200] for w in watches if w.status == 503]
+        assert codes.count(200) == MAX_WATCHES and codes.count(429) == 5, codes
+        assert metric(server, "watches_held") == MAX_WATCHES
+        served_before = metric(server, "watches_displaced_total")
+        theirs = [Watch(cluster, cluster.pki.client(o), other_path) for o in others]
+        watches.extend(theirs)
+        got = [w.status for w in theirs]
+        print(
+            f"\n{MAX_WATCHES} minted identities hold every watch; other users' watches: {got.count(200)} of 3 served"
+        )
+        assert got == [200] * 3, [w.body[:300] for w in theirs]
+        assert metric(server, "watches_displaced_total") == served_before + 3
+        assert metric(server, "watches_held") == MAX_WATCHES
+        # A name minted afresh takes none of them back: namespace A holds the most.
+        again = Watch(cluster, editor, minted_path, minted(10_000))
+        watches.append(again)
+        assert again.status == 429 and b"too many watches at once" in again.body, again.body
+        assert all(w.conn.sock is not None for w in theirs)  # still open
+    finally:
+        for w in watches:
+            w.close()
+    server.ensure_available()
+
+
+def _closed(w: Watch) -> int:
+    w.close()
+    return w.status
+
+
+def kubeconfig_of(cluster: ControlPlane, who: Credentials) -> Path:
+    """A kubeconfig presenting ``who``'s client certificate."""
+    user = {"client-certificate": str(who.cert_file), "client-key": str(who.key_file)}
+    return kubeconfig(who.cert_file.with_suffix(".kubeconfig"), cluster.url, cluster.pki.ca_file, **user)

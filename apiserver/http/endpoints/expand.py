@@ -38,7 +38,15 @@ from apiserver.http.metrics import Metrics
 from apiserver.http.routing import FastRoute
 from apiserver.http.routing import Handler as RouteHandler
 from apiserver.http.settings import Settings
-from apiserver.http.transport.budget import BodyPace, ByteBudget, Reservation, after_sent, caller_of, too_many
+from apiserver.http.transport.budget import (
+    BodyPace,
+    ByteBudget,
+    Reservation,
+    after_sent,
+    caller_of,
+    person_of,
+    too_many,
+)
 from apiserver.http.transport.shares import Shares, export_shares
 from apiserver.render import ExpandError
 from apiserver.render.kubernetes import names
@@ -482,8 +490,9 @@ class ExpandHandlers:
     async def put(self, request: web.Request, params: Mapping[str, str]) -> web.Response:
         limit = self.settings.max_body_bytes
         declared = request.content_length
+        # Per person (all the ServiceAccounts of a namespace are one): minted names get no more bytes.
         reservation = self.bodies.reserve(
-            caller_of(request), limit if declared is None or declared > limit else declared
+            person_of(request), limit if declared is None or declared > limit else declared
         )
         try:
             response = await self._put(request, reservation)
@@ -501,7 +510,7 @@ class ExpandHandlers:
         if request.content.is_eof():  # the usual case: it came with the headers
             return await read_body(request, self.settings.max_body_bytes, self.pace)
         cut = partial(_cut_body, request)
-        place = self.pending.hold(caller_of(request), cut)
+        place = self.pending.hold(caller_of(request), cut, person_of(request))
         reservation.waiting(cut)
         try:
             return await read_body(request, self.settings.max_body_bytes, self.pace)

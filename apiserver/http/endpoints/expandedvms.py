@@ -29,7 +29,7 @@ from apiserver.http.errors import StatusError, bad_request, not_found, unavailab
 from apiserver.http.keys import DEADLINE, scope_of
 from apiserver.http.media import JSON, YAML, encode, parse_accept
 from apiserver.http.metrics import Metrics
-from apiserver.http.transport.budget import caller_of
+from apiserver.http.transport.budget import caller_of, person_of
 from apiserver.http.transport.shares import Shares
 from apiserver.render.kubernetes.errors import status
 from apiserver.sources.access import AccessGate, Reviews
@@ -524,11 +524,13 @@ class ExpandedVMHandlers:
                 cursor = store.resume_point(wanted)
             except Gone:
                 return await self._watch_error(request, _too_old(query.version, store.version_text))
-        # A place of the user's among the watches (429 when they hold their share); displaced by a user
-        # holding fewer, the watch ends as at its timeout.
+        # A place of the user's among the watches (429 when they, or their person, hold their share);
+        # displaced by a person holding fewer, the watch ends as at its timeout.
         ending: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         end = partial(_end, ending)
-        place = None if self.watches is None else self.watches.hold(caller_of(request), end)
+        place = (
+            None if self.watches is None else self.watches.hold(caller_of(request), end, person_of(request))
+        )
         # A client gone away ends the watch at once (it writes nothing for minutes, so would not notice).
         when_lost = getattr(request.protocol, "when_lost", None)
         forget = when_lost(end) if when_lost is not None else None

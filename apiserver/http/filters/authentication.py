@@ -123,8 +123,9 @@ class Authentication:
             if user is not None:
                 request[USER] = user
         if verdict.status is not None:
-            # Refused for its credentials (not for what it asked): counted against its peer.
-            close = verdict.status.get("code") in (401, 429) and refused_credentials(request)
+            # Refused for its credentials (not for what it asked, nor for its person's share of
+            # reviews): counted against its peer.
+            close = verdict.credentials and refused_credentials(request)
             raise StatusError(verdict.status, verdict.headers, close=close)
         _grant(request, gate, admission, name)
         if admission.strip:

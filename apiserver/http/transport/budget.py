@@ -8,8 +8,10 @@ a large answer to a GET reserves its size until it is written out. One that woul
 ``--max-requests-inflight``.
 
 One pool per replica let a single caller hold all of it: 21 PUTs declaring 3 MiB each, sending a byte a
-second, made every other caller's PUT a 429 for a minute. So each caller (an authenticated user, else a
-peer address: through the aggregator every user is a caller of their own) may hold at most half of the
+second, made every other caller's PUT a 429 for a minute. So each caller (a person, :func:`person_of`:
+an authenticated user, or all the ServiceAccounts of one namespace together, which whoever may
+impersonate one of them mints without end; else a peer address: through the aggregator every user is a
+caller of their own) may hold at most half of the
 budget, and a caller already holding bytes may not take the last quarter. (Half, not less: a UI backend
 calls as one identity for all its users.) That alone did not hold against many identities (eight users
 declaring 3 MiB bodies and sending nothing, and eleven with smaller ones, kept a newcomer's small PUT at
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from apiserver.auth.identity import person
 from apiserver.http.errors import StatusError
 from apiserver.http.keys import AFTER_SENT, USER
 from apiserver.http.logging import user_name
@@ -60,6 +63,16 @@ def caller_of(request: web.Request) -> str:
         name = user_name(request)
         if name:
             return "user:" + name
+    return "peer:" + (request.remote or "")
+
+
+def person_of(request: web.Request) -> str:
+    """Whose fair share a request draws on (:func:`apiserver.auth.identity.person`): all the
+    ServiceAccounts of one namespace are one person; else as :func:`caller_of`."""
+    if request.get(USER) is not None:
+        name = user_name(request)
+        if name:
+            return person(name)
     return "peer:" + (request.remote or "")
 
 
