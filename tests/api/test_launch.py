@@ -69,7 +69,11 @@ def test_a_vm_that_does_not_render_raises_its_status() -> None:
 # Figures below are expand-launcher's (KubeVirt d923fdb) answers for the same inputs, as kube-apiserver
 # stores the pod: SetDefaults_Pod copies the compute container's device limits (KVM, and the pod
 # network's tun and vhost-net) into its requests, which ask for none of them.
-DEVICES = {"devices.kubevirt.io/kvm": "1", "devices.kubevirt.io/tun": "1", "devices.kubevirt.io/vhost-net": "1"}
+DEVICES = {
+    "devices.kubevirt.io/kvm": "1",
+    "devices.kubevirt.io/tun": "1",
+    "devices.kubevirt.io/vhost-net": "1",
+}
 ONE_GI = {"cpu": "105m", "ephemeral-storage": "50M", "memory": "1410731712", **DEVICES}
 GATE = "ExternalNetResourceInjection"
 
