@@ -10,7 +10,8 @@ configuration is given: the architecture virt-controller runs on, the VM's Names
 ResourceQuotas there (``AutoResourceLimits``), the NetworkAttachmentDefinitions (only read with the
 ``ExternalNetResourceInjection`` gate disabled) and the PersistentVolumeClaims its volumes name (each must
 exist, :mod:`.templateservice.volumes`). :func:`launch_vmi` starts from a VirtualMachineInstance as a user
-creates it: virt-api's VMI webhook and the template service, without the VM controller.
+creates it: virt-api's VMI webhook (:func:`admit_vmi`) and the template service, without the VM controller,
+then both as stored, as for a VM's VMI.
 """
 
 from __future__ import annotations
@@ -165,12 +166,25 @@ def launch_vmi(
     assume_pvcs: bool = False,
     presets: Sequence[Mapping[str, Any]] | None = None,
 ) -> Launch:
-    """Render a VirtualMachineInstance a user creates (not changed): virt-api's VMI mutating webhook
-    defaults it (``VMIsMutator.Mutate`` on CREATE: ``presets``, the namespace's
-    VirtualMachineInstancePresets, when given, then ``ApplyNewVMIMutations``), then the template service
-    renders its pod. The other arguments are :func:`launch`'s."""
+    """Render a VirtualMachineInstance a user creates (not changed), as the cluster stores it and its pod:
+    virt-api's VMI mutating webhook (:func:`admit_vmi`), the template service, then kube-apiserver's pod
+    defaulting and the VMI controller's writes, as for a VM's VMI. No VM controller: a VMI no VM owns has
+    no revision name, no instancetype annotations and no VM controller finalizer. The other arguments are
+    :func:`launch`'s."""
     _check_arch(arch)
     config = _config(kubevirt)
+    admitted, warnings = admit_vmi(config, vmi, presets)
+    launched = _render(config, admitted, "spec", arch, namespace, quotas, nads, pvcs, assume_pvcs)
+    return Launch(launched.vmi, launched.pod, launched.assumed, warnings)
+
+
+def admit_vmi(
+    config: LauncherConfig, vmi: Mapping[str, Any], presets: Sequence[Mapping[str, Any]] | None = None
+) -> tuple[JSON, tuple[str, ...]]:
+    """A user's VirtualMachineInstance as virt-api's VMI mutating webhook leaves it on CREATE
+    (``VMIsMutator.Mutate``: ``presets``, the namespace's VirtualMachineInstancePresets, when given, then
+    ``ApplyNewVMIMutations``), with the presets' warnings: the stage ``expand-launcher`` answers for a VMI,
+    before any pod exists. A body virt-api could not decode, or without a name, is an :class:`ExpandError`."""
     decoded = decode_vmi(vmi)
     meta = decoded["metadata"]
     if not meta.get("name"):
@@ -186,9 +200,7 @@ def launch_vmi(
     # SetDefaultVirtualMachineInstanceSpec's parts that the VM controller did for a VM's VMI already
     set_default_network_interface(config.admission.render, decoded["spec"])
     set_default_volume_disks(decoded["spec"])
-    mutate_vmi(config, decoded)
-    launched = _render(config, decoded, "spec", arch, namespace, quotas, nads, pvcs, assume_pvcs)
-    return Launch(launched.vmi, launched.pod, launched.assumed, warnings)
+    return mutate_vmi(config, decoded), warnings
 
 
 def _with_presets(vmi: JSON, presets: Sequence[Mapping[str, Any]]) -> tuple[JSON, tuple[str, ...]]:

@@ -1170,13 +1170,14 @@ def harness_kubevirt(kubevirt: JSON | None, arch: str) -> JSON:
 
 
 def run_case(given: JSON) -> JSON:
-    """Our engine on a case's input, in the shape of :func:`answer_of`: expand the VM, then the VM
-    controller, the VMI webhook and the template service (a ``vmi`` input: :func:`_run_vmi`; with
-    ``skipMutation``, the template service alone), with the NetworkAttachmentDefinitions and PVCs among the
-    objects as the harness stores them."""
+    """Our engine's stages on a case's input, in the shape of :func:`answer_of`, compared with the oracle's
+    stages: expand the VM, then the VM controller and the VMI webhook (a ``vmi`` input: the webhook alone,
+    :func:`apiserver.render.launcher.admit_vmi`; with ``skipMutation``, neither), then the template
+    service's pod (``render_pod_resources``, before kube-apiserver's defaulting), with the
+    NetworkAttachmentDefinitions and PVCs among the objects as the harness stores them."""
     from apiserver import api
     from apiserver.render.kubernetes.errors import ExpandError
-    from apiserver.render.launcher import cluster_inputs, decode_vmi
+    from apiserver.render.launcher import admit_vmi, cluster_inputs, decode_vmi
     from apiserver.render.templateservice.config import launcher_config
     from apiserver.render.templateservice.pod import render_pod_resources
     from apiserver.render.templateservice.resources import Cluster, RenderError
@@ -1185,16 +1186,18 @@ def run_case(given: JSON) -> JSON:
 
     kubevirt = harness_kubevirt(given.get("kubevirt"), given.get("arch") or "amd64")
     config = launcher_config(kubevirt)
-    if given.get("vmi") is not None and not given.get("skipMutation"):
-        return _run_vmi(given, kubevirt)
-    if given.get("vmi") is not None:
+    if given.get("vmi") is not None and given.get("skipMutation"):
         try:
             vmi = decode_vmi(given["vmi"])
         except ExpandError as err:
             return {"inputError": err.message}
         vmi["metadata"].setdefault("namespace", "default")
-        if not given.get("skipMutation"):
-            vmi = mutate_vmi(config, vmi)
+    elif given.get("vmi") is not None:
+        try:
+            vmi, _ = admit_vmi(config, given["vmi"])
+        except ExpandError as err:
+            # refused by virt-api's VMI webhook, as the harness reports it
+            return {"error": f"admission denied: {err.message}", "stage": "vmi-mutation"}
     else:
         try:
             with warnings.catch_warnings():
@@ -1221,41 +1224,6 @@ def run_case(given: JSON) -> JSON:
         "initContainers": out["initContainers"],
         "total": out["total"],
         "vmi": {".".join(path): _dig(vmi, path) for path in VMI_PATHS},
-    }
-
-
-def _run_vmi(given: JSON, kubevirt: JSON) -> JSON:
-    """A ``vmi`` input through :func:`apiserver.render.launcher.launch_vmi` (the VMI webhook, then the
-    template service): a refusal before the template service is the webhook's, as the harness reports it."""
-    from apiserver.render.kubernetes.errors import ExpandError
-    from apiserver.render.launcher import cluster_inputs, launch_vmi
-
-    prefix = "virt-controller would not create the virt-launcher pod: "
-    meta = given["vmi"].get("metadata") or {}
-    namespace = meta.get("namespace") or "default"
-    inputs = cluster_inputs(given.get("objects") or [], namespace)
-    quota = given.get("namespaceQuota")
-    try:
-        launched = launch_vmi(
-            given["vmi"],
-            kubevirt,
-            arch=given.get("arch") or "amd64",
-            namespace=given.get("namespace"),
-            quotas=[quota] if quota else [],
-            nads=inputs["nads"],
-            pvcs=inputs["pvcs"],
-        )
-    except ExpandError as err:
-        if err.message.startswith(prefix):
-            return {"error": err.message.removeprefix(prefix), "stage": "render"}
-        return {"error": f"admission denied: {err.message}", "stage": "vmi-mutation"}
-    out = launched.pod.to_json()
-    return {
-        "memoryOverhead": out["memoryOverhead"],
-        "containers": out["containers"],
-        "initContainers": out["initContainers"],
-        "total": out["total"],
-        "vmi": {".".join(path): _dig(launched.vmi, path) for path in VMI_PATHS},
     }
 
 

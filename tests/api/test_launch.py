@@ -66,8 +66,15 @@ def test_a_vm_that_does_not_render_raises_its_status() -> None:
     assert caught.value.status == expanding.value.status
 
 
-# Figures below are expand-launcher's (KubeVirt d923fdb) answers for the same inputs.
-ONE_GI = {"cpu": "105m", "ephemeral-storage": "50M", "memory": "1410731712"}
+# Figures below are expand-launcher's (KubeVirt d923fdb) answers for the same inputs, as kube-apiserver
+# stores the pod: SetDefaults_Pod copies the compute container's device limits (KVM, and the pod
+# network's tun and vhost-net) into its requests, which ask for none of them.
+DEVICES = {
+    "devices.kubevirt.io/kvm": "1",
+    "devices.kubevirt.io/tun": "1",
+    "devices.kubevirt.io/vhost-net": "1",
+}
+ONE_GI = {"cpu": "105m", "ephemeral-storage": "50M", "memory": "1410731712", **DEVICES}
 GATE = "ExternalNetResourceInjection"
 
 
@@ -192,27 +199,42 @@ LONE_VMI = {
 
 
 def test_a_vmi_costs_what_kubevirt_computes() -> None:
-    """The VMI webhook gives a VMI without networks the pod network (masquerade: vhost-net), as the VM
-    controller does for a VM's."""
+    """The VMI webhook gives a VMI without networks the pod network (the default binding, bridge: tun and
+    vhost-net), as the VM controller does for a VM's."""
     got = launch_vmi(LONE_VMI, [_pvc("data", mode="Block")])
     assert got["kind"] == "VirtualMachineLaunch"
     assert got["metadata"] == {"name": "lone", "namespace": "default"}
     assert got["pod"]["memoryOverhead"] == "296Mi"
     assert got["pod"]["total"] == {
-        "requests": {"cpu": "205m", "ephemeral-storage": "50M", "memory": "2492862144"},
-        "limits": {
-            "cpu": "15m",
-            "devices.kubevirt.io/kvm": "1",
-            "devices.kubevirt.io/tun": "1",
-            "devices.kubevirt.io/vhost-net": "1",
-            "memory": "60M",
-        },
+        "requests": {"cpu": "205m", "ephemeral-storage": "50M", "memory": "2492862144", **DEVICES},
+        "limits": {"cpu": "15m", **DEVICES, "memory": "60M"},
     }
     assert got["vmi"]["spec"]["networks"] == [{"name": "default", "pod": {}}]
-    assert got["vmi"]["status"]["phase"] == "Pending"
+    # stored once virt-controller has created its pod, as a VM's VMI is
+    assert got["vmi"]["status"]["phase"] == "Scheduling"
     with pytest.raises(ExpandError, match="didn't find PVC data"):
         launch_vmi(LONE_VMI)
     assert launch_vmi(LONE_VMI, assume_pvcs=True)["pod"]["total"] == got["pod"]["total"]
+
+
+def test_a_vmi_no_vm_owns_is_given_as_the_cluster_stores_it() -> None:
+    """virt-api's webhook and virt-controller's VMI controller write a user's VMI as they write a VM's;
+    the VM controller's part (revision name, instancetype annotations, its finalizer) is not there."""
+    vmi = launch_vmi(LONE_VMI, [_pvc("data")])["vmi"]
+    assert vmi["metadata"]["annotations"] == {
+        "kubevirt.io/pci-topology-version": "v3",
+        "kubevirt.io/latest-observed-api-version": "v1",
+        "kubevirt.io/storage-observed-api-version": "v1",
+    }
+    assert vmi["metadata"]["finalizers"] == ["kubevirt.io/foregroundDeleteVirtualMachine"]
+    assert vmi["spec"]["domain"]["features"]["acpi"] == {"enabled": True}
+    assert vmi["spec"]["domain"]["devices"]["disks"] == [{"name": "d", "disk": {"bus": "sata"}}]
+    status = vmi["status"]
+    assert "virtualMachineRevisionName" not in status
+    assert status["phase"] == "Scheduling"
+    assert status["qosClass"] == "Burstable"
+    assert status["memory"]["memoryOverhead"] == "296Mi"
+    assert status["guestOSInfo"] == {}
 
 
 def test_launch_vmi_refuses_what_is_not_a_vmi() -> None:

@@ -284,10 +284,20 @@ def test_an_application_aware_quota_charges_the_guest_and_holds_the_pod_back(
     assert ns["applicationAwareQuotas"]["gated"] is False
 
 
+# the compute container's device limits (KVM, the pod network's tun and vhost-net), which kube-apiserver's
+# SetDefaults_Pod makes requests too
+DEVICES = {
+    "devices.kubevirt.io/kvm": "1",
+    "devices.kubevirt.io/tun": "1",
+    "devices.kubevirt.io/vhost-net": "1",
+}
+
+
 def test_a_standalone_vmi_is_judged_and_its_claims_must_be_given(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """Figures from expand-launcher (KubeVirt d923fdb) for the same VMI."""
+    """Figures from expand-launcher (KubeVirt d923fdb) for the same VMI, as kube-apiserver stores the pod
+    (SetDefaults_Pod: the device limits are requests too)."""
     vmi = {
         "apiVersion": "kubevirt.io/v1",
         "kind": "VirtualMachineInstance",
@@ -322,6 +332,7 @@ def test_a_standalone_vmi_is_judged_and_its_claims_must_be_given(
         "cpu": "205m",
         "ephemeral-storage": "50M",
         "memory": "2492862144",
+        **DEVICES,
     }
     assert any("PVC default/data" in a for a in line["assumed"])
     pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"}, "spec": {}}
@@ -380,11 +391,13 @@ def test_nads_among_the_inputs_are_read_with_the_gate_disabled(
     )
     assert code == 0
     (line,) = [v for v in jsonl(out) if v["kind"] == "VirtualMachine"]
+    # expand-launcher's figures, as kube-apiserver stores the pod
     assert line["pod"]["total"]["requests"] == {
         "cpu": "105m",
         "ephemeral-storage": "50M",
         "intel.com/sriov": "1",
         "memory": "1410731712",
+        **DEVICES,
     }
 
 

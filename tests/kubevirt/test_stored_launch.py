@@ -3,7 +3,7 @@ kube-apiserver beside virt-api's webhooks and virt-controller (devcluster/kubevi
 with the own-group overlay, must give the VMI and the virt-launcher Pod virt-controller created, as stored:
 the VMI's spec exactly, its deterministic metadata and status (docs/cost.md names the fields left out),
 and each container's and init container's requests and limits, in order, after kube-apiserver's
-defaulting.
+defaulting. A VMI created on its own through virt-api is compared with PUT launch-vmi-spec the same way.
 
 Self-contained fixtures (its own control plane, one module): skipped with the reason where KubeVirt's
 binaries or the control plane are missing."""
@@ -278,3 +278,64 @@ def test_the_auto_attached_input_takes_the_preferred_bus(started: dict[str, Any]
         {"bus": "virtio", "name": "default-0", "type": "tablet"}
     ]
     assert ours["vmi"]["spec"]["domain"]["devices"]["inputs"] == vmi["spec"]["domain"]["devices"]["inputs"]
+
+
+def _lone_vmi(ns: str) -> dict[str, Any]:
+    """A VMI a user creates, no VM owning it: the webhook gives it the pod network and a bus for its disk."""
+    return {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachineInstance",
+        "metadata": {"name": "lone", "namespace": ns, "labels": {"app": "lone"}},
+        "spec": {
+            "domain": {
+                "cpu": {"cores": 2},
+                "memory": {"guest": "1Gi"},
+                "devices": {"disks": [{"name": "containerdisk", "disk": {}}]},
+            },
+            "volumes": [
+                {"name": "containerdisk", "containerDisk": {"image": "quay.io/containerdisks/fedora:41"}}
+            ],
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def lone(cluster: ControlPlane, kubevirt_plane: kubevirt.KubeVirtPlane, kube: Kube) -> tuple[Any, ...]:
+    """A standalone VMI created through virt-api's webhooks: our answer, the VMI and the pod KubeVirt made."""
+    ns = kubevirt_plane.new_namespace("lone")
+    vmi = _lone_vmi(ns)
+    path = f"/apis/kubevirt.io/v1/namespaces/{ns}/virtualmachineinstances"
+    written = kube.call("POST", path, json.dumps(vmi).encode(), "application/json")
+    assert written.status == 201, written.shown()
+    pods = poll(
+        "the virt-launcher pod of lone",
+        lambda: kube.call("GET", f"/api/v1/namespaces/{ns}/pods?labelSelector=vm.kubevirt.io/name%3Dlone"),
+        lambda a: a.status == 200 and bool(a.body.get("items")),
+        timeout=60,
+    )
+    stored = poll(
+        "the VMI lone Scheduling, with its QoS class",
+        lambda: kube.call("GET", f"{path}/lone"),
+        _scheduling,
+        timeout=60,
+    )
+    ours = kube.call(
+        "PUT", f"{OURS}/namespaces/{ns}/launch-vmi-spec", json.dumps(vmi).encode(), "application/json"
+    )
+    assert ours.status == 200, ours.shown()
+    return ours.body, stored.body, pods.body["items"][0]
+
+
+def test_a_standalone_vmi_and_its_pod_are_the_ones_kubevirt_stored(lone: tuple[Any, ...]) -> None:
+    """PUT launch-vmi-spec against a VMI no VM owns, created through virt-api: the same pod resources, and
+    the VMI as stored less what only the cluster knows and the firmware UUID virt-api draws at random."""
+    ours, vmi, pod = lone
+    assert _resources(ours["pod"]["containers"]) == _resources(pod["spec"]["containers"])
+    assert _resources(ours["pod"]["initContainers"]) == _resources(pod["spec"].get("initContainers") or [])
+    drawn = vmi["spec"]["domain"]["firmware"].pop("uuid")
+    assert drawn and "uuid" not in ours["vmi"]["spec"]["domain"]["firmware"]
+    assert ours["vmi"]["spec"] == vmi["spec"]
+    left = {k: v for k, v in vmi["status"].items() if k not in STATUS_LEFT_OUT}
+    assert ours["vmi"]["status"] == left and "virtualMachineRevisionName" not in left
+    meta = {k: v for k, v in vmi["metadata"].items() if k not in METADATA_LEFT_OUT}
+    assert ours["vmi"]["metadata"] == meta

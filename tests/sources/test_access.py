@@ -454,19 +454,20 @@ async def test_launch_reads_the_namespace_and_its_quotas_only_after_their_review
     source = FolderSource(tmp_path, watch=False)
     await source.start()
     try:
+        # the Namespace as kube-apiserver authorizes GET /api/v1/namespaces/NS: namespace NS, name NS
         for allowed, refused_read in (
-            ({}, Read("get", "", "namespaces", "", NS)),
-            ({"namespaces": [""]}, Read("list", "", "resourcequotas", NS)),
+            ({}, Read("get", "", "namespaces", NS, NS)),
+            ({"namespaces": [NS]}, Read("list", "", "resourcequotas", NS)),
         ):
             access = Access(allowed)
             with pytest.raises(AccessRefused) as refused:
                 await Reads(source).within(scope_of_request("launch-vm-spec", access=access)).launch_objects()
             assert refused.value.read == refused_read
-        access = Access({"namespaces": [""], "resourcequotas": [NS]})
+        access = Access({"namespaces": [NS], "resourcequotas": [NS]})
         found, quotas, known = (
             await Reads(source).within(scope_of_request("launch-vm-spec", access=access)).launch_objects()
         )
         assert known and found is not None and [q["metadata"]["name"] for q in quotas] == ["q"]
-        assert access.asked == [Read("get", "", "namespaces", "", NS), Read("list", "", "resourcequotas", NS)]
+        assert access.asked == [Read("get", "", "namespaces", NS, NS), Read("list", "", "resourcequotas", NS)]
     finally:
         await source.close()

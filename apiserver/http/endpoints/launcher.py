@@ -5,7 +5,8 @@ Beside the expand endpoints, for every configured version of the configured grou
 - GET ``.../namespaces/{namespace}/virtualmachines/{name}/launch-spec``: the stored VM;
 - PUT ``.../namespaces/{namespace}/launch-vm-spec``: the VM in the body (as PUT expand-vm-spec reads it);
 - PUT ``.../namespaces/{namespace}/launch-vmi-spec``: the VirtualMachineInstance in the body, as a user
-  creates one (:func:`apiserver.render.launcher.launch_vmi`: the VMI webhook, then the template service).
+  creates one (:func:`apiserver.render.launcher.launch_vmi`: the VMI webhook, then the template service;
+  both as stored, as a VM's are).
 
 The VM is rendered as expand-spec renders it (through the request's scope), then
 :func:`apiserver.render.launcher.launch` runs KubeVirt's VM controller, VMI webhook and template service

@@ -85,7 +85,7 @@ def definitions() -> dict[str, Any]:
                 "status": {
                     "type": "object",
                     "description": "What virt-api's webhook and virt-controller set: phase (Scheduling), memory (with "
-                    "memoryOverhead), CPU topology, qosClass, virtualMachineRevisionName, runtimeUser.",
+                    "memoryOverhead), CPU topology, qosClass, runtimeUser; virtualMachineRevisionName for a VM's VMI.",
                 },
             },
         },
@@ -183,8 +183,8 @@ def operations(api_group: str, version: str) -> list[dict[str, Any]]:
             "path": f"{prefix}/{launcher.LAUNCH_VMI_SPEC}",
             "method": "put",
             "operationId": f"{version}LaunchVMISpec",
-            "description": "The virt-launcher pod's resources of the VirtualMachineInstance in the body, as "
-            "virt-api's VMI webhook defaults it when a user creates it.",
+            "description": "The VirtualMachineInstance in the body and its virt-launcher pod's resources, as the "
+            "cluster stores them when a user creates it (virt-api's VMI webhook, no VM controller).",
             "parameters": [namespace, arch, presets, assume],
             "body": VMI,
         },

@@ -6,8 +6,9 @@ with the ``SetDefaults_*`` functions of ``kubevirt.io/api/core/v1/defaults.go`` 
 spinlocks' retries, clock timers ``present``, a disk without a device type a ``disk``, CD-ROMs read-only
 with their tray closed, inputs on USB as tablets, probes' thresholds), and ``SetHypervFeatureDependencies``
 (``pkg/defaults/hyperv.go``: the features an enabled Hyper-V feature needs, enabled where not set; EVMCS
-asks for the ``vmx`` CPU feature). ``SetDefaults_Firmware``'s random UUID is never reached here: the VM
-controller has set the firmware's UUID already.
+asks for the ``vmx`` CPU feature). ``SetDefaults_Firmware``'s UUID is not drawn: a VM's VMI has the one the
+VM controller set; for a VMI created without one, virt-api draws a random one (``uuid.NewString``), which
+no renderer can know.
 
 A member holding JSON ``null`` is Go's nil pointer: treated as absent.
 """

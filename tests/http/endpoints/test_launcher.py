@@ -129,15 +129,15 @@ LONE_VMI: dict[str, Any] = {
         "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}],
     },
 }
+# expand-launcher's totals for LONE_VMI, as kube-apiserver stores the pod (the device limits requested too)
+LONE_DEVICES = {
+    "devices.kubevirt.io/kvm": "1",
+    "devices.kubevirt.io/tun": "1",
+    "devices.kubevirt.io/vhost-net": "1",
+}
 LONE_TOTAL = {
-    "requests": {"cpu": "205m", "ephemeral-storage": "50M", "memory": "2492862144"},
-    "limits": {
-        "cpu": "15m",
-        "devices.kubevirt.io/kvm": "1",
-        "devices.kubevirt.io/tun": "1",
-        "devices.kubevirt.io/vhost-net": "1",
-        "memory": "60M",
-    },
+    "requests": {"cpu": "205m", "ephemeral-storage": "50M", "memory": "2492862144", **LONE_DEVICES},
+    "limits": {"cpu": "15m", **LONE_DEVICES, "memory": "60M"},
 }
 NO_PVC = "virt-controller would not create the virt-launcher pod: didn't find PVC data"
 

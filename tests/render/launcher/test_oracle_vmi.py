@@ -1,8 +1,9 @@
 """The whole VMI virt-api's webhook leaves, asked of KubeVirt live for every input of the launcher corpus,
 where its ``expand-launcher`` oracle is built (``KUBEVIRT_EXPAND_LAUNCHER_ORACLE``, else
-../oracle/bin/expand-launcher): ours (``start_vmi`` then ``mutate_vmi``) must give the same spec, metadata
-and status. Left aside: the uid and owner reference the oracle's harness makes, and the phase transition's
-time. CI has no oracle: the test skips, saying why."""
+../oracle/bin/expand-launcher): ours (``start_vmi`` then ``mutate_vmi``; for a VMI given whole, ``admit_vmi``)
+must give the same spec, metadata and status. Left aside: the uid and owner reference the oracle's harness
+makes, the phase transition's time, and the random firmware UUID the webhook draws for a VMI given without
+one. CI has no oracle: the test skips, saying why."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 
 from apiserver.render import ObjectIndex, expand
 from apiserver.render.kubernetes.errors import ExpandError
+from apiserver.render.launcher import admit_vmi
 from apiserver.render.templateservice.config import launcher_config
 from apiserver.render.vmcontroller.startvmi import start_vmi
 from apiserver.render.vmimutation.mutate import mutate_vmi
@@ -68,6 +70,42 @@ def test_the_webhooks_vmi_is_kubevirts_for_every_corpus_input() -> None:
             first.append(str(given["vm"].get("metadata", {}).get("name")))
     assert compared >= 800
     assert differ == 0, f"{differ} of {compared} differ, first: {first[:5]}"
+
+
+def _without_drawn_uuid(vmi: dict[str, Any]) -> dict[str, Any]:
+    """The VMI without the firmware UUID ``SetDefaults_Firmware`` draws at random (``uuid.NewString``)."""
+    out = json.loads(json.dumps(vmi))
+    firmware = ((out.get("spec") or {}).get("domain") or {}).get("firmware")
+    if isinstance(firmware, dict):
+        firmware.pop("uuid", None)
+    return out
+
+
+@pytest.mark.skipif(
+    not ORACLE.exists(), reason=f"no expand-launcher oracle at {ORACLE} (not built on this machine)"
+)
+def test_the_webhooks_vmi_is_kubevirts_for_every_vmi_given_whole() -> None:
+    """The vmis family: a user's VMI through the webhook alone (no VM controller), as launch_vmi admits it;
+    a refusal must be the webhook's, with its message."""
+    inputs = [json.loads(line)["input"] for line in (CASES / "vmis.jsonl").read_text().splitlines()]
+    answers = _ask(inputs)
+    compared = refused = 0
+    differ: list[str] = []
+    for index, (given, answer) in enumerate(zip(inputs, answers, strict=True)):
+        kubevirt = CORPUS.harness_kubevirt(given.get("kubevirt"), given.get("arch") or "amd64")
+        try:
+            ours, _ = admit_vmi(launcher_config(kubevirt), given["vmi"])
+        except ExpandError as err:
+            assert answer.get("stage") == "vmi-mutation", (index, err.message)
+            assert answer["error"] == f"admission denied: {err.message}"
+            refused += 1
+            continue
+        assert answer.get("vmi"), (index, answer.get("error"))
+        compared += 1
+        if _comparable(_without_drawn_uuid(ours)) != _comparable(_without_drawn_uuid(answer["vmi"])):
+            differ.append(f"vmi-{index}")
+    assert compared >= 90 and refused >= 1
+    assert not differ, f"{len(differ)} of {compared} differ, first: {differ[:5]}"
 
 
 def _ask(inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
