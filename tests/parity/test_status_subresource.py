@@ -65,10 +65,15 @@ async def test_a_kind_without_the_subresource_stores_status_and_counts_it_as_a_c
     ns = cluster.namespace
     kv = obj("KubeVirt", "kubevirt", ns, api="kubevirt.io/v1", spec={}, status={"phase": "Deploying"})
     created = await cluster.create(kv)
-    assert (created["metadata"]["generation"], created["status"]) == (1, {"phase": "Deploying"})
-    kv["status"] = {"phase": "Deployed"}
-    updated = await cluster.replace(kv)
-    assert (updated["metadata"]["generation"], updated["status"]) == (2, {"phase": "Deployed"})
+    try:
+        assert (created["metadata"]["generation"], created["status"]) == (1, {"phase": "Deploying"})
+        kv["status"] = {"phase": "Deployed"}
+        updated = await cluster.replace(kv)
+        assert (updated["metadata"]["generation"], updated["status"]) == (2, {"phase": "Deployed"})
+    finally:
+        # The session's control plane is shared: a Deployed CR left behind would be every later test's
+        # cluster configuration (the server reads the KubeVirt CR it finds), without a default architecture.
+        await cluster.delete("kubevirt.io/v1", "KubeVirt", "kubevirt", ns)
 
 
 async def test_discovery_lists_the_status_subresource(cluster: Cluster) -> None:
