@@ -453,8 +453,9 @@ def test_deleted_instancetype_is_never_rendered(
     returns (5-12 ms before, measured on this control plane), and the server takes it in well before a
     new connection's TLS handshake is through. A request racing the delete within those milliseconds
     may still see the old object, as from any watch cache; one made after the delete returned does not,
-    but on a loaded machine the server's process may run the event a moment late (allowed here for a
-    load-scaled second, and then only the old answer, never another)."""
+    but on a loaded machine the server's process may run the event a moment late (allowed here for three
+    load-scaled seconds - one was exceeded once in a full suite at a load of about 5 - and then only the
+    old answer, never another)."""
     scene = stage(isolated_plane, namespace)
     before = scene.expected(scene.stored("virtualmachineinstancetype", "small"))
     first, _ = until("the first renderings", faulty, scene.probes, all_answer(before))
@@ -475,7 +476,7 @@ def test_deleted_instancetype_is_never_rendered(
     # On a loaded machine the server's process may not yet have run the DELETED event it has been sent
     # when the first request arrives: a load-scaled moment in which an answer may still be the old one
     # (as from any watch cache), never anything else; from the first round that is all 422, every round is.
-    grace = time.monotonic() + patience(1.0)
+    grace = time.monotonic() + patience(3.0)
     while True:
         seen_round = send(faulty, probes)
         if all(one.code == 422 for one in seen_round.values()) or time.monotonic() > grace:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import http.client
 import json
 import random
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -157,7 +158,19 @@ class Port:
         self.conns: dict[str, http.client.HTTPSConnection] = {}
 
     def send(self, creds: Credentials, method: str, target: str, body: bytes | None) -> tuple[int, str]:
-        """The status and what the answer is: a Status' reason and message, else the object's kind."""
+        """The status and what the answer is: a Status' reason and message, else the object's kind. A 429
+        (the caller's share of SubjectAccessReviews spent: the fuzzing asks hundreds) is retried after its
+        Retry-After, as a client should, so every spelling is judged."""
+        for _ in range(30):
+            status, said, retry_after = self._send_once(creds, method, target, body)
+            if status != 429:
+                return status, said
+            time.sleep(float(retry_after or 1))
+        return status, said
+
+    def _send_once(
+        self, creds: Credentials, method: str, target: str, body: bytes | None
+    ) -> tuple[int, str, str | None]:
         key = str(creds.cert_file)
         for attempt in range(2):
             conn = self.conns.get(key)
@@ -180,13 +193,14 @@ class Port:
                 self.conns.pop(key, None)
                 if attempt:
                     raise
+        retry_after = reply.getheader("Retry-After")
         try:
             doc = json.loads(data)
         except ValueError:
-            return reply.status, data.decode(errors="replace")[:200]
+            return reply.status, data.decode(errors="replace")[:200], retry_after
         if doc.get("kind") == "Status":
-            return reply.status, f"{doc.get('reason')}: {doc.get('message')}"
-        return reply.status, str(doc.get("kind"))
+            return reply.status, f"{doc.get('reason')}: {doc.get('message')}", retry_after
+        return reply.status, str(doc.get("kind")), retry_after
 
     def close(self) -> None:
         for conn in self.conns.values():
