@@ -725,11 +725,12 @@ ANSWER_KEYS = (
 )
 
 
-def build(restart: Path, launcher: Path, seed: int) -> tuple[dict[str, list[JSON]], list[str]]:
-    """Every family's case records (``{"name", "input", "answer"}``) and the cases skipped, with why."""
-    rng = random.Random(seed)
-    cases = [c for fam in FAMILIES.values() for c in fam(rng)]
-    vmis = run_oracle(launcher, [c.launcher_input() for c in cases])
+def restart_inputs(
+    launcher: Path, cases: list[Case], launcher_input: Callable[[Case], JSON] = Case.launcher_input
+) -> tuple[list[tuple[Case, JSON]], list[str]]:
+    """Each case with its expand-restart input, the running VMI made by expand-launcher from
+    ``launcher_input``; the cases the launcher refuses, with why."""
+    vmis = run_oracle(launcher, [launcher_input(c) for c in cases])
     skipped: list[str] = []
     ready: list[tuple[Case, JSON]] = []
     for case, out in zip(cases, vmis, strict=True):
@@ -744,6 +745,14 @@ def build(restart: Path, launcher: Path, seed: int) -> tuple[dict[str, list[JSON
             "kubevirt": case.kv,
         }
         ready.append((case, inp))
+    return ready, skipped
+
+
+def build(restart: Path, launcher: Path, seed: int) -> tuple[dict[str, list[JSON]], list[str]]:
+    """Every family's case records (``{"name", "input", "answer"}``) and the cases skipped, with why."""
+    rng = random.Random(seed)
+    cases = [c for fam in FAMILIES.values() for c in fam(rng)]
+    ready, skipped = restart_inputs(launcher, cases)
     answers = run_oracle(restart, [inp for _, inp in ready])
     families: dict[str, list[JSON]] = {name: [] for name in FAMILIES}
     for (case, inp), answer in zip(ready, answers, strict=True):

@@ -408,21 +408,7 @@ def build(
     """Every class's records ``{"name", "input", "pass", "settled"}`` and the inputs skipped, with why."""
     rng = random.Random(seed)
     cases = [c for make in CLASSES.values() for c in make(rng, per_class)]
-    vmis = G.run_oracle(launcher, [_launcher_input(c) for c in cases])
-    skipped: list[str] = []
-    ready: list[tuple[G.Case, JSON]] = []
-    for case, out in zip(cases, vmis, strict=True):
-        if "vmi" not in out:
-            skipped.append(f"{case.family}: {case.name}: launcher: {out.get('error') or out}")
-            continue
-        inp = {
-            "startVM": case.start,
-            "vm": case.proposed,
-            "vmi": case.finish_vmi(out["vmi"]),
-            "objects": case.objects,
-            "kubevirt": case.kv,
-        }
-        ready.append((case, inp))
+    ready, skipped = G.restart_inputs(launcher, cases, _launcher_input)
     inputs = [inp for _, inp in ready]
     passes = G.run_oracle(restart, inputs)
     settled = G.run_oracle(settle, inputs)

@@ -5,34 +5,28 @@ the VMI's spec exactly, its deterministic metadata and status (docs/cost.md name
 and each container's and init container's requests and limits, in order, after kube-apiserver's
 defaulting. A VMI created on its own through virt-api is compared with PUT launch-vmi-spec the same way.
 
-Self-contained fixtures (its own control plane, one module): skipped with the reason where KubeVirt's
-binaries or the control plane are missing."""
+The session's control plane with KubeVirt and ours beside it (tests/kubevirt/conftest.py): skipped with
+the reason where KubeVirt's binaries or the control plane are missing."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from devcluster import kubevirt
-from devcluster.controlplane import ControlPlane, poll, unavailable
+from devcluster.controlplane import ControlPlane, poll
 from devcluster.deployed import DeployedServer
-from devcluster.paths import CRDS_FILE, REPO
-from tests.support.shared import SHARED, needs_control_plane, needs_shared
+from devcluster.paths import REPO
+from tests.support.shared import SHARED, needs_shared
 from tests.virtapi.sides import OURS, Answer, Kube
 
 CATALOG = SHARED / "catalogs" / "common-instancetypes" / "v1.7.0"
 OWN_GROUP = REPO / "apiservice" / "overlays" / "own-group"
 VMS_PATH = "/apis/kubevirt.io/v1/namespaces/{ns}/virtualmachines"
 
-pytestmark = [
-    pytest.mark.xdist_group("kubevirt"),
-    needs_shared(CRDS_FILE),
-    needs_shared(CATALOG),
-    needs_control_plane(),
-]
+pytestmark = [needs_shared(CATALOG)]
 
 # What no renderer can know (uids, times, the pod's uid, the nodes' TSC frequency, the image), left out.
 STATUS_LEFT_OUT = (
@@ -46,48 +40,15 @@ METADATA_LEFT_OUT = ("uid", "resourceVersion", "creationTimestamp", "generation"
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    reason = unavailable()
-    if reason:
-        pytest.skip(f"real control plane unavailable: {reason}")
-    plane = ControlPlane(tmp_path_factory.mktemp("stored-plane"))
-    try:
-        plane.start()
-        plane.kubectl("apply", "-f", str(CRDS_FILE))
-        yield plane
-    finally:
-        plane.close()
+def cluster(kv_cluster: ControlPlane) -> ControlPlane:
+    """The session's control plane with KubeVirt (tests/kubevirt/conftest.py), as this module names it."""
+    return kv_cluster
 
 
 @pytest.fixture(scope="module")
-def kubevirt_plane(
-    cluster: ControlPlane, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[kubevirt.KubeVirtPlane]:
-    reason = kubevirt.unavailable()
-    if reason:
-        pytest.skip(reason)
-    running = kubevirt.KubeVirtPlane(cluster, tmp_path_factory.mktemp("stored-kubevirt"))
-    try:
-        running.start()
-        yield running
-    finally:
-        running.stop()
-
-
-@pytest.fixture(scope="module")
-def kube(
-    cluster: ControlPlane, kubevirt_plane: kubevirt.KubeVirtPlane, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Kube]:
-    server = DeployedServer(cluster, tmp_path_factory.mktemp("stored-ours"), overlay=OWN_GROUP)
-    server.install()
-    server.start()
-    client = Kube(cluster)
-    try:
-        server.register()
-        yield client
-    finally:
-        client.close()
-        server.stop()
+def kubevirt_plane(plane: kubevirt.KubeVirtPlane, ours: DeployedServer) -> kubevirt.KubeVirtPlane:
+    """KubeVirt's control plane, with ours deployed beside it (the session's, from conftest.py)."""
+    return plane
 
 
 def _vm(name: str, ns: str, spec: dict[str, Any], template: dict[str, Any]) -> dict[str, Any]:

@@ -205,6 +205,7 @@ def values(
     table = {
         "presets": ["true", "false"],
         "validate": ["true", "false"],
+        "assumePVCs": ["true", "false"],  # launch-spec and launch-v(m,mi)-spec: the claims read, or not
         "pretty": ["true"],
         "fieldValidation": ["Strict", "Warn", "Ignore"],
         "labelSelector": [
