@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apiserver.cli.helpformat import KubeHelpFormatter
-from apiserver.cli.inputs import DEFAULT_NAMESPACE, is_vm, pick_kubevirt, read_kubevirt
+from apiserver.cli.inputs import DEFAULT_NAMESPACE, UsageError, is_vm, pick_kubevirt, read_kubevirt
 from apiserver.cli.output import json_line, printable, to_yaml
 from apiserver.documents.manifests import ManifestError, read_manifest_paths
 from apiserver.render import ExpandError, ObjectIndex, expand
@@ -51,9 +51,14 @@ examples:
   # Also take the edited instancetypes and preferences (the latest revisions)
   kubevirt-expand preview --before ../base/vms --after vms --upgrade
 
+  # What upgrading the catalog does to every VM of a fleet, before it is applied
+  kubectl get vm,namespace,resourcequota -A -o yaml > fleet.yaml
+  kubevirt-expand preview --catalog-before catalog-v1.6.0/ --catalog-after catalog-v1.7.0/ -f fleet.yaml
+
 exit status:
   0  no VM needs a restart (each is unchanged, live, added, removed, or stopped)
-  1  some VM needs a restart, or is refused by KubeVirt's VM webhook, or its reconcile fails
+  1  some VM needs a restart, or is refused by KubeVirt's VM webhook, or its reconcile fails; with
+     --catalog-before/--catalog-after also a ResourceQuota the restarted VMs would exceed
   2  unusable input: a file that cannot be read, no VirtualMachine, or a usage error
 """
 
@@ -74,16 +79,49 @@ def add_parser(sub: Any) -> None:
     parser.add_argument(
         "--before",
         action="append",
-        required=True,
         metavar="FILE|DIR",
         help="manifests as they are (repeatable)",
     )
     parser.add_argument(
         "--after",
         action="append",
-        required=True,
         metavar="FILE|DIR",
         help="manifests as proposed (repeatable)",
+    )
+    catalog = parser.add_argument_group(
+        "a catalog change across a fleet",
+        "instead of --before/--after: every VM of -f taken as started under --catalog-before, then "
+        "upgraded to --catalog-after (its revisions dropped); its pod's requests before and after, and "
+        "each namespace's quotas once its running VMs restart",
+    )
+    catalog.add_argument(
+        "--catalog-before",
+        action="append",
+        metavar="CATALOG",
+        help="the catalog as the cluster holds it: a file or folder of instancetypes and preferences, or "
+        "a 'catalog snapshot' (repeatable)",
+    )
+    catalog.add_argument(
+        "--catalog-after", action="append", metavar="CATALOG", help="the catalog as proposed (repeatable)"
+    )
+    catalog.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        metavar="FILE|DIR",
+        help="the fleet: VirtualMachines (as written, or as 'kubectl get vm -o yaml' prints them), "
+        "Namespaces, ResourceQuotas, PVCs and DataSources (repeatable)",
+    )
+    catalog.add_argument(
+        "--arch", help="the architecture virt-controller runs on (default: the KubeVirt CR's, else amd64)"
+    )
+    catalog.add_argument(
+        "--assume-pvcs",
+        action="store_true",
+        help="take a PVC a volume names and the fleet does not hold as an existing filesystem claim",
+    )
+    catalog.add_argument(
+        "--all", action="store_true", help="text: list the VMs the change does not touch too"
     )
     parser.add_argument(
         "--kubevirt",
@@ -306,6 +344,17 @@ def _write(entries: list[dict[str, Any]], output: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.catalog_before or args.catalog_after or args.filename:
+        from apiserver.cli import catalogchange
+
+        try:
+            return catalogchange.run(args)
+        except UsageError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_UNUSABLE
+    if not args.before or not args.after:
+        print("error: give --before and --after (or --catalog-before/--catalog-after -f)", file=sys.stderr)
+        return EXIT_UNUSABLE
     started = time.perf_counter()
     try:
         before = _read(args.before, args.namespace)
