@@ -38,13 +38,16 @@ from apiserver.cli.inputs import (
 from apiserver.cli.output import json_line, printable, to_yaml
 from apiserver.documents.manifests import ManifestError, read_manifest_paths
 from apiserver.render import ExpandError, ObjectIndex, expand
-from apiserver.render.kubernetes.quantity import cmp
+from apiserver.render.kubernetes.quantity import Quantity, cmp
 from apiserver.render.kubernetes.quantitymath import (
     ResourceList,
     add,
+    must_parse,
+    new_quantity,
     resource_list,
     resource_text,
     sub,
+    value,
     zero,
 )
 from apiserver.render.kubernetes.quota import Pod, pod_usage
@@ -332,7 +335,9 @@ def _namespace(
         "vms": len(entries),
         "affected": sum(1 for e in entries if e["verdict"] != UNAFFECTED),
         "costChanges": changes,
-        "requestsChange": {k: _signed(q) for k, q in sorted(delta_requests.items()) if cmp(q, zero()) != 0},
+        "requestsChange": {
+            k: _signed(k, q) for k, q in sorted(delta_requests.items()) if cmp(q, zero()) != 0
+        },
     }
     quotas = fleet.after.of_kind("ResourceQuota", namespace)
     if quotas and changes:
@@ -340,7 +345,10 @@ def _namespace(
     return out
 
 
-def _signed(q: Any) -> str:
+def _signed(name: str, q: Quantity) -> str:
+    """``+6Gi``: bytes in the binary units memory is written in, whatever format the sum kept."""
+    if "memory" in name or "storage" in name or name.startswith("hugepages-"):
+        q = new_quantity(value(q), "BinarySI")
     text = q.canonical()
     return text if text.startswith("-") else f"+{text}"
 
@@ -452,6 +460,25 @@ def read_fleet(paths: Sequence[str], namespace: str) -> _FleetFiles:
     return fleet
 
 
+_BINARY = (("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10))
+
+
+def readable(name: str, text: str) -> str:
+    """A quantity as a person reads it in a log: memory in binary units (``2.32Gi``, not ``2492862144``);
+    the JSON forms keep the exact text."""
+    if not ("memory" in name or "storage" in name or name.startswith("hugepages-")):
+        return text
+    try:
+        amount = value(must_parse(text))
+    except ValueError:
+        return text
+    for unit, size in _BINARY:
+        if abs(amount) >= size:
+            shown = f"{amount / size:.2f}".rstrip("0").rstrip(".")
+            return f"{shown}{unit}"
+    return text
+
+
 def _text_lines(entry: Mapping[str, Any]) -> list[str]:
     line = f"{entry['namespace']}/{entry['name']}: {entry['verdict']}"
     if entry.get("message"):
@@ -466,7 +493,7 @@ def _text_lines(entry: Mapping[str, Any]) -> list[str]:
     requests = entry.get("requests")
     if requests:
         moved = [
-            f"{k} {requests['before'].get(k, '0')} -> {requests['after'].get(k, '0')}"
+            f"{k} {readable(k, requests['before'].get(k, '0'))} -> {readable(k, requests['after'].get(k, '0'))}"
             for k in sorted(requests["before"].keys() | requests["after"].keys())
             if requests["before"].get(k) != requests["after"].get(k)
         ]
@@ -481,7 +508,9 @@ def _namespace_lines(ns: Mapping[str, Any]) -> list[str]:
         if q["fits"]:
             lines.append(f"  quota {q['name']}: still fits")
         else:
-            over = ", ".join(f"{k} {q['usedAfter'][k]} > {q['hard'][k]}" for k in q["exceeds"])
+            over = ", ".join(
+                f"{k} {readable(k, q['usedAfter'][k])} > {readable(k, q['hard'][k])}" for k in q["exceeds"]
+            )
             lines.append(f"  quota {q['name']}: exceeded once the running VMs restart ({over})")
     return [printable(line) for line in lines]
 
