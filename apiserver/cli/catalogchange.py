@@ -38,6 +38,7 @@ from apiserver.cli.inputs import (
 from apiserver.cli.output import json_line, printable, to_yaml
 from apiserver.documents.manifests import ManifestError, read_manifest_paths
 from apiserver.render import ExpandError, ObjectIndex, expand
+from apiserver.render.admission import AdmissionDenied
 from apiserver.render.kubernetes.quantity import Quantity, cmp
 from apiserver.render.kubernetes.quantitymath import (
     ResourceList,
@@ -165,6 +166,19 @@ def _captured_revision(namespace: str, obj: Mapping[str, Any]) -> dict[str, Any]
     }
 
 
+def versioned(objects: Sequence[Mapping[str, Any]], side: str) -> list[Mapping[str, Any]]:
+    """``objects``, each with a uid and resourceVersion if it has none: they do not change during the
+    run, so the renderer's memos decode each instancetype and preference once (:mod:`apiserver.render.memo`)
+    instead of once per VM."""
+    out: list[Mapping[str, Any]] = []
+    for n, obj in enumerate(objects):
+        meta = obj.get("metadata")
+        if isinstance(meta, Mapping) and not (meta.get("uid") and meta.get("resourceVersion")):
+            obj = {**obj, "metadata": {**meta, "uid": f"{side}-{n}", "resourceVersion": "1"}}
+        out.append(obj)
+    return out
+
+
 class _Fleet:
     """The fleet's objects under both catalogs, the revisions the VMs captured under the first, and the
     cluster's configuration: what every VM's preview reads."""
@@ -181,8 +195,8 @@ class _Fleet:
     ) -> None:
         self.objects = objects
         # the catalog wins over a copy of the same object among the fleet's files
-        self.before = ObjectIndex([*objects, *before])
-        self.after = ObjectIndex([*objects, *after])
+        self.before = ObjectIndex(versioned([*objects, *before], "before"))
+        self.after = ObjectIndex(versioned([*objects, *after], "after"))
         self.kubevirt = kubevirt
         self.config = controller_config(kubevirt)
         self.arch = arch or cluster_config(kubevirt).default_architecture or "amd64"
@@ -215,7 +229,9 @@ class _Fleet:
                 continue
             revision = self._revisions.get((namespace, ref))
             if revision is None:
-                revision = self._revisions[(namespace, ref)] = _captured_revision(namespace, obj)
+                revision = _captured_revision(namespace, obj)
+                revision["metadata"].update(uid=f"captured-{len(self._revisions)}", resourceVersion="1")
+                self._revisions[(namespace, ref)] = revision
                 self.before.add(revision)
                 self.after.add(revision)
             status[status_ref] = {
@@ -271,6 +287,17 @@ def _pod(pod: Mapping[str, Any], label: str) -> Pod:
     return Pod(label, resource_list(total.get("requests")), resource_list(total.get("limits")))
 
 
+def _refused(fleet: _Fleet, started: Mapping[str, Any]) -> bool:
+    """Whether KubeVirt's VM webhook refuses ``started`` under the first catalog."""
+    try:
+        expand(started, fleet.before, kubevirt=fleet.kubevirt, exact_names=True, validate=True)
+    except AdmissionDenied:
+        return True
+    except ExpandError:
+        return False
+    return False
+
+
 def _preview_vm(fleet: _Fleet, vm: Mapping[str, Any], namespace: str, name: str) -> dict[str, Any]:
     entry: dict[str, Any] = {"namespace": namespace, "name": name, "running": is_running(vm)}
     stored = fleet.stored(vm)
@@ -293,6 +320,11 @@ def _preview_vm(fleet: _Fleet, vm: Mapping[str, Any], namespace: str, name: str)
         verdict = UNCHANGED
     entry.update(result.as_status())
     entry["verdict"] = verdict
+    if verdict == REFUSED and _refused(fleet, started):
+        # Not the change's doing: KubeVirt refuses the VM as it is (it could not have been created).
+        message = (result.refusal or {}).get("message", "")
+        entry.update(verdict=ERROR, message=f"refused under --catalog-before too: {message}")
+        return entry
     if verdict not in (REFUSED, ERROR):
         try:
             entry["_after"] = fleet.pod(proposed, fleet.after, namespace, vm)
