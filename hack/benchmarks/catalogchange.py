@@ -54,11 +54,11 @@ def fleet(
     untouched = [p for p in preferences if p not in changed and not p.endswith((".arm64", ".s390x"))]
     index = ObjectIndex(versioned(before, "before"))
     admitted: dict[tuple[str, str], bool] = {}
-    vms = {}
+    vms: dict[tuple[str, str], dict[str, Any]] = {}
     while len(vms) < count:
         i = len(vms)
         preference = rng.choice(touched if rng.random() < share else untouched)
-        vm = {
+        vm: dict[str, Any] = {
             "apiVersion": "kubevirt.io/v1",
             "kind": "VirtualMachine",
             "metadata": {"name": f"vm-{i}", "namespace": f"team-{i % 20}"},
@@ -105,7 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     # the baseline's objects versioned as well, so that both decode each instancetype once
     old, new = versioned(before, "before"), versioned(after, "after")
     preview_folders(
-        Side(vms=sample, objects=list(old)), Side(vms=sample, objects=list(new)), None, upgrade=True
+        Side(vms=sample, objects=[dict(o) for o in old]),
+        Side(vms=sample, objects=[dict(o) for o in new]),
+        None,
+        upgrade=True,
     )
     baseline_sample = time.perf_counter() - started
     baseline = baseline_sample * len(vms) / len(sample)
