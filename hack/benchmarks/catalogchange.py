@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from apiserver.cli.catalogchange import UNAFFECTED, changed_objects, preview_catalog_change, versioned
+from apiserver.render.catalogchange import UNAFFECTED, changed_objects, preview_catalog_change, versioned
 from apiserver.cli.preview import Side, preview_folders
 from apiserver.render import ExpandError, ObjectIndex, expand
 
