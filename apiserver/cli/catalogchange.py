@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apiserver.cli.inputs import (
+    CATALOG_KINDS,
     DEFAULT_NAMESPACE,
     UsageError,
     is_vm,
@@ -25,7 +26,7 @@ from apiserver.cli.output import json_line, printable, to_yaml
 from apiserver.documents.manifests import ManifestError, read_manifest_paths
 from apiserver.render.catalogchange import UNAFFECTED, FleetChange, preview_catalog_change
 from apiserver.render.kubernetes.quantitymath import must_parse, value
-from apiserver.render.objects import CLUSTER_SCOPED_KINDS
+from apiserver.render.objects import CLUSTER_SCOPED_KINDS, ref_of
 
 EXIT_OK, EXIT_CHANGED, EXIT_UNUSABLE = 0, 1, 2
 
@@ -161,39 +162,94 @@ def summary(answer: FleetChange, seconds: float) -> str:
     return f"catalog change: objects {objects}; {vms}: {counts}{quotas} ({seconds:.2f} s)"
 
 
+def _from_cluster(args: argparse.Namespace) -> tuple[_FleetFiles, list[dict[str, Any]], list[dict[str, Any]]]:
+    """The live fleet (its VMs with their captured revisions, Namespaces, ResourceQuotas with their
+    ``status.used``, PVCs), the live catalog (before) and the live catalog with ``--catalog-after``'s
+    objects applied over it (after), read with the caller's own rights as ``resources --cluster`` reads."""
+    from apiserver.cli.clusterread import context_namespace, kubeconfig_path, read_cluster
+    from apiserver.cli.resources import read_cluster_fleet
+
+    if not args.all_namespaces and not args.namespace:
+        args.namespace = (
+            context_namespace(kubeconfig_path(args.kubeconfig), args.context) or DEFAULT_NAMESPACE
+        )
+    objects, notes = read_cluster(args, lambda client: read_cluster_fleet(client, args, want_kubevirt=True))
+    for note in notes:
+        print(note, file=sys.stderr)
+    fleet, before = _FleetFiles(), []
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        if obj.get("kind") in CATALOG_KINDS:
+            before.append(obj)
+        elif obj.get("kind") == "KubeVirt":
+            fleet.kubevirts.append(("cluster", obj))
+        elif is_vm(obj):
+            fleet.vms[(str(meta.get("namespace", "")), str(meta.get("name", "")))] = obj
+        else:
+            fleet.objects.append(obj)
+    proposed = read_catalog(args.catalog_after, namespace=args.namespace or DEFAULT_NAMESPACE)
+    applied = {ref_of(o): o for o in before}
+    applied.update({ref_of(o): o for o in proposed.objects})
+    return fleet, before, [o for ref, o in applied.items() if ref is not None]
+
+
 def run(args: argparse.Namespace) -> int:
-    """``preview --catalog-before/--catalog-after -f``: exit 0 when nothing needs a look, 1 when a VM
-    needs a restart, is refused or fails, or a quota breaks; 2 for unusable input."""
+    """``preview --catalog-before/--catalog-after -f`` (or ``--cluster --catalog-after``): exit 0 when
+    nothing needs a look, 1 when a VM needs a restart, is refused or fails, or a quota breaks; 2 for
+    unusable input."""
     started = time.perf_counter()
     if args.before or args.after:
         raise UsageError(
             "--catalog-before/--catalog-after preview a catalog change: leave out --before/--after"
         )
-    if not (args.catalog_before and args.catalog_after):
-        raise UsageError("give both --catalog-before and --catalog-after")
-    if not args.filename:
-        raise UsageError("give the fleet with -f FILE|DIR (its VirtualMachines, Namespaces, ResourceQuotas)")
-    namespace = args.namespace or DEFAULT_NAMESPACE
-    try:
-        fleet = read_fleet(args.filename, namespace)
-        before = read_catalog(args.catalog_before, namespace=namespace)
-        after = read_catalog(args.catalog_after, namespace=namespace)
-        kubevirt = (
-            read_kubevirt(args.kubevirt, sys.stdin)
-            if args.kubevirt
-            else pick_kubevirt([*fleet.kubevirts, *after.kubevirts])
-        )
-    except ManifestError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_UNUSABLE
+    if args.all_namespaces and not args.cluster:
+        raise UsageError("-A/--all-namespaces reads a cluster: give --cluster")
+    if args.cluster:
+        if args.catalog_before or args.filename:
+            raise UsageError(
+                "--cluster reads the fleet and the catalog as they are: leave out --catalog-before and -f"
+            )
+        if not args.catalog_after:
+            raise UsageError("give --catalog-after: the objects to apply over the cluster's catalog")
+        try:
+            fleet, before_objects, after_objects = _from_cluster(args)
+            kubevirt = (
+                read_kubevirt(args.kubevirt, sys.stdin) if args.kubevirt else pick_kubevirt(fleet.kubevirts)
+            )
+        except ManifestError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_UNUSABLE
+        where = "every namespace of the cluster" if args.all_namespaces else f"namespace {args.namespace}"
+    else:
+        if not (args.catalog_before and args.catalog_after):
+            raise UsageError("give both --catalog-before and --catalog-after")
+        if not args.filename:
+            raise UsageError(
+                "give the fleet with -f FILE|DIR (its VirtualMachines, Namespaces, ResourceQuotas)"
+            )
+        namespace = args.namespace or DEFAULT_NAMESPACE
+        try:
+            fleet = read_fleet(args.filename, namespace)
+            before_objects = read_catalog(args.catalog_before, namespace=namespace).objects
+            after = read_catalog(args.catalog_after, namespace=namespace)
+            after_objects = after.objects
+            kubevirt = (
+                read_kubevirt(args.kubevirt, sys.stdin)
+                if args.kubevirt
+                else pick_kubevirt([*fleet.kubevirts, *after.kubevirts])
+            )
+        except ManifestError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_UNUSABLE
+        where = ", ".join(args.filename)
     if not fleet.vms:
-        print(f"error: no VirtualMachine in {', '.join(args.filename)}", file=sys.stderr)
+        print(f"error: no VirtualMachine in {where}", file=sys.stderr)
         return EXIT_UNUSABLE
     answer = preview_catalog_change(
         fleet.vms,
         fleet.objects,
-        before.objects,
-        after.objects,
+        before_objects,
+        after_objects,
         kubevirt,
         arch=args.arch,
         assume_pvcs=args.assume_pvcs,

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from apiserver.cli.clusterread import ClusterReadError, add_connection_flags
 from apiserver.cli.helpformat import KubeHelpFormatter
 from apiserver.cli.inputs import DEFAULT_NAMESPACE, UsageError, is_vm, pick_kubevirt, read_kubevirt
 from apiserver.cli.output import json_line, printable, to_yaml
@@ -123,6 +124,17 @@ def add_parser(sub: Any) -> None:
     catalog.add_argument(
         "--all", action="store_true", help="text: list the VMs the change does not touch too"
     )
+    catalog.add_argument(
+        "--cluster",
+        action="store_true",
+        help="read the fleet and the catalog from the current cluster (kubeconfig, as kubectl; with your "
+        "rights) instead of -f and --catalog-before: each VM as it runs (its captured revisions), "
+        "--catalog-after's objects applied over the cluster's catalog",
+    )
+    catalog.add_argument(
+        "-A", "--all-namespaces", action="store_true", help="with --cluster: the VMs of every namespace"
+    )
+    add_connection_flags(parser)
     parser.add_argument(
         "--kubevirt",
         metavar="FILE",
@@ -132,8 +144,8 @@ def add_parser(sub: Any) -> None:
     parser.add_argument(
         "-n",
         "--namespace",
-        default=DEFAULT_NAMESPACE,
-        help="namespace of objects that have none (default %(default)s)",
+        help=f"namespace of objects that have none (default {DEFAULT_NAMESPACE}); with --cluster, the "
+        "namespace read (default: the kubeconfig context's, else default)",
     )
     parser.add_argument(
         "--upgrade",
@@ -344,12 +356,12 @@ def _write(entries: list[dict[str, Any]], output: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.catalog_before or args.catalog_after or args.filename:
+    if args.catalog_before or args.catalog_after or args.filename or args.cluster:
         from apiserver.cli import catalogchange
 
         try:
             return catalogchange.run(args)
-        except UsageError as err:
+        except (UsageError, ClusterReadError) as err:
             print(f"error: {err}", file=sys.stderr)
             return EXIT_UNUSABLE
     if not args.before or not args.after:
@@ -357,8 +369,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_UNUSABLE
     started = time.perf_counter()
     try:
-        before = _read(args.before, args.namespace)
-        after = _read(args.after, args.namespace)
+        before = _read(args.before, args.namespace or DEFAULT_NAMESPACE)
+        after = _read(args.after, args.namespace or DEFAULT_NAMESPACE)
         kubevirt = (
             read_kubevirt(args.kubevirt, sys.stdin) if args.kubevirt else pick_kubevirt(after.kubevirts)
         )

@@ -57,6 +57,12 @@ _MATCHERS = {
 # What a revision captures of an object, and so what a change of it can change in a VM.
 _KEPT_METADATA = ("name", "namespace", "labels", "annotations")
 _RUNNING_STRATEGIES = ("Always", "RerunOnFailure")
+_REVISION = "ControllerRevision"
+
+
+def _status(vm: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    status = vm.get("status")
+    return status if isinstance(status, Mapping) else None
 
 
 @dataclass(slots=True)
@@ -200,14 +206,22 @@ class _Fleet:
             tspec["architecture"] = cluster_config(self.kubevirt).default_architecture
         return copy
 
-    def started(self, vm: dict[str, Any], namespace: str) -> dict[str, Any]:
+    def started(
+        self, vm: dict[str, Any], namespace: str, recorded: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         """``vm`` as the instancetype controller leaves it once started under the first catalog: each
         matcher's object captured (in both indexes: revisions outlive a catalog change) and
-        ``status`` pointing at it."""
+        ``status`` pointing at it. ``recorded``: the VM's status as a cluster holds it; a revision it
+        points to that the fleet holds is the one the VM runs with (it may predate the catalog), kept."""
         status = vm.setdefault("status", {})
         for member, (namespaced, cluster, status_ref) in _MATCHERS.items():
             matcher = (vm.get("spec") or {}).get(member)
             if not isinstance(matcher, dict) or matcher.get("revisionName") or not matcher.get("name"):
+                continue
+            held = (recorded or {}).get(status_ref)
+            held_name = ((held or {}).get("controllerRevisionRef") or {}).get("name")
+            if isinstance(held_name, str) and self.before.get(ObjectRef(_REVISION, namespace, held_name)):
+                status[status_ref] = dict(held or {})
                 continue
             given = canonical_kind(str(matcher.get("kind") or cluster))
             kind = namespaced if given.lower().rstrip("s") == namespaced.lower() else cluster
@@ -289,7 +303,7 @@ def _refused(fleet: _Fleet, started: Mapping[str, Any]) -> bool:
 def _preview_vm(fleet: _Fleet, vm: Mapping[str, Any], namespace: str, name: str) -> dict[str, Any]:
     entry: dict[str, Any] = {"namespace": namespace, "name": name, "running": is_running(vm)}
     stored = fleet.stored(vm)
-    started = fleet.started(json.loads(json.dumps(stored)), namespace)
+    started = fleet.started(json.loads(json.dumps(stored)), namespace, _status(vm))
     try:
         entry["_before"] = fleet.pod(started, fleet.before, namespace, vm)
         vmi = None
@@ -382,7 +396,7 @@ def _running_usage(
     for (ns, _), vm in vms.items():
         if ns != namespace or not is_running(vm):
             continue
-        started = fleet.started(fleet.stored(vm), namespace)
+        started = fleet.started(fleet.stored(vm), namespace, _status(vm))
         try:
             pod = fleet.pod(started, fleet.before, namespace, vm)
         except ExpandError:
