@@ -19,8 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from apiserver.cli.clusterread import ClusterReadError, add_connection_flags
 from apiserver.cli.helpformat import KubeHelpFormatter
-from apiserver.cli.inputs import DEFAULT_NAMESPACE, is_vm, pick_kubevirt, read_kubevirt
+from apiserver.cli.inputs import DEFAULT_NAMESPACE, UsageError, is_vm, pick_kubevirt, read_kubevirt
 from apiserver.cli.output import json_line, printable, to_yaml
 from apiserver.documents.manifests import ManifestError, read_manifest_paths
 from apiserver.render import ExpandError, ObjectIndex, expand
@@ -51,9 +52,14 @@ examples:
   # Also take the edited instancetypes and preferences (the latest revisions)
   kubevirt-expand preview --before ../base/vms --after vms --upgrade
 
+  # What upgrading the catalog does to every VM of a fleet, before it is applied
+  kubectl get vm,namespace,resourcequota -A -o yaml > fleet.yaml
+  kubevirt-expand preview --catalog-before catalog-v1.6.0/ --catalog-after catalog-v1.7.0/ -f fleet.yaml
+
 exit status:
   0  no VM needs a restart (each is unchanged, live, added, removed, or stopped)
-  1  some VM needs a restart, or is refused by KubeVirt's VM webhook, or its reconcile fails
+  1  some VM needs a restart, or is refused by KubeVirt's VM webhook, or its reconcile fails; with
+     --catalog-before/--catalog-after also a ResourceQuota the restarted VMs would exceed
   2  unusable input: a file that cannot be read, no VirtualMachine, or a usage error
 """
 
@@ -74,17 +80,61 @@ def add_parser(sub: Any) -> None:
     parser.add_argument(
         "--before",
         action="append",
-        required=True,
         metavar="FILE|DIR",
         help="manifests as they are (repeatable)",
     )
     parser.add_argument(
         "--after",
         action="append",
-        required=True,
         metavar="FILE|DIR",
         help="manifests as proposed (repeatable)",
     )
+    catalog = parser.add_argument_group(
+        "a catalog change across a fleet",
+        "instead of --before/--after: every VM of -f taken as started under --catalog-before, then "
+        "upgraded to --catalog-after (its revisions dropped); its pod's requests before and after, and "
+        "each namespace's quotas once its running VMs restart",
+    )
+    catalog.add_argument(
+        "--catalog-before",
+        action="append",
+        metavar="CATALOG",
+        help="the catalog as the cluster holds it: a file or folder of instancetypes and preferences, or "
+        "a 'catalog snapshot' (repeatable)",
+    )
+    catalog.add_argument(
+        "--catalog-after", action="append", metavar="CATALOG", help="the catalog as proposed (repeatable)"
+    )
+    catalog.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        metavar="FILE|DIR",
+        help="the fleet: VirtualMachines (as written, or as 'kubectl get vm -o yaml' prints them), "
+        "Namespaces, ResourceQuotas, PVCs and DataSources (repeatable)",
+    )
+    catalog.add_argument(
+        "--arch", help="the architecture virt-controller runs on (default: the KubeVirt CR's, else amd64)"
+    )
+    catalog.add_argument(
+        "--assume-pvcs",
+        action="store_true",
+        help="take a PVC a volume names and the fleet does not hold as an existing filesystem claim",
+    )
+    catalog.add_argument(
+        "--all", action="store_true", help="text: list the VMs the change does not touch too"
+    )
+    catalog.add_argument(
+        "--cluster",
+        action="store_true",
+        help="read the fleet and the catalog from the current cluster (kubeconfig, as kubectl; with your "
+        "rights) instead of -f and --catalog-before: each VM as it runs (its captured revisions), "
+        "--catalog-after's objects applied over the cluster's catalog",
+    )
+    catalog.add_argument(
+        "-A", "--all-namespaces", action="store_true", help="with --cluster: the VMs of every namespace"
+    )
+    add_connection_flags(parser)
     parser.add_argument(
         "--kubevirt",
         metavar="FILE",
@@ -94,8 +144,8 @@ def add_parser(sub: Any) -> None:
     parser.add_argument(
         "-n",
         "--namespace",
-        default=DEFAULT_NAMESPACE,
-        help="namespace of objects that have none (default %(default)s)",
+        help=f"namespace of objects that have none (default {DEFAULT_NAMESPACE}); with --cluster, the "
+        "namespace read (default: the kubeconfig context's, else default)",
     )
     parser.add_argument(
         "--upgrade",
@@ -306,10 +356,21 @@ def _write(entries: list[dict[str, Any]], output: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.catalog_before or args.catalog_after or args.filename or args.cluster:
+        from apiserver.cli import catalogchange
+
+        try:
+            return catalogchange.run(args)
+        except (UsageError, ClusterReadError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_UNUSABLE
+    if not args.before or not args.after:
+        print("error: give --before and --after (or --catalog-before/--catalog-after -f)", file=sys.stderr)
+        return EXIT_UNUSABLE
     started = time.perf_counter()
     try:
-        before = _read(args.before, args.namespace)
-        after = _read(args.after, args.namespace)
+        before = _read(args.before, args.namespace or DEFAULT_NAMESPACE)
+        after = _read(args.after, args.namespace or DEFAULT_NAMESPACE)
         kubevirt = (
             read_kubevirt(args.kubevirt, sys.stdin) if args.kubevirt else pick_kubevirt(after.kubevirts)
         )

@@ -165,7 +165,7 @@ def add_parser(sub: Any) -> None:
 def _from_cluster(args: argparse.Namespace, want_kubevirt: bool) -> tuple[list[FileRead], str]:
     """The cluster's objects as one input: the VMs of the namespace (or all), what they use, the
     Namespaces and their ResourceQuotas with ``status``. Warnings go to stderr."""
-    objects, notes = read_cluster(args, lambda client: _read_cluster(client, args, want_kubevirt))
+    objects, notes = read_cluster(args, lambda client: read_cluster_fleet(client, args, want_kubevirt))
     for note in notes:
         print(note, file=sys.stderr)
     where = "every namespace of the cluster" if args.all_namespaces else f"namespace {args.namespace}"
@@ -174,9 +174,13 @@ def _from_cluster(args: argparse.Namespace, want_kubevirt: bool) -> tuple[list[F
     return [FileRead(source, manifests)], where
 
 
-async def _read_cluster(
+async def read_cluster_fleet(
     client: Any, args: argparse.Namespace, want_kubevirt: bool
 ) -> tuple[list[dict[str, Any]], list[str]]:
+    """What a namespace (``args.namespace``) or the cluster (``args.all_namespaces``) holds of a fleet, as
+    the caller may read it: its VMs with their status, the instancetypes and preferences, the KubeVirt
+    CR, the Namespaces, ResourceQuotas (with ``status``), PVCs, application-aware quotas and the
+    ControllerRevisions the VMs captured; and the warnings to print."""
     from apiserver.sources.cluster.client import ApiError
 
     vm_path = (

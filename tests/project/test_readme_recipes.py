@@ -70,8 +70,9 @@ EXPECTED = {
 KINDS = ("server", "offline", "python", "output", "ci", "helm")
 # Marked blocks run by another module: ``devcluster`` by tests/realk8s/test_dev_cluster.py, in order on one
 # project copy (they start and stop a real control plane); ``devcluster-kubevirt`` by
-# tests/kubevirt/test_dev_cluster_kubevirt.py; ``policy`` by tests/realk8s/test_policy.py.
-RUN_ELSEWHERE = ("devcluster", "devcluster-kubevirt", "policy")
+# tests/kubevirt/test_dev_cluster_kubevirt.py; ``policy`` by tests/realk8s/test_policy.py; ``ci-catalog``
+# by tests/project/test_catalog_change_recipes.py.
+RUN_ELSEWHERE = ("devcluster", "devcluster-kubevirt", "policy", "ci-catalog")
 
 
 @dataclass(frozen=True)

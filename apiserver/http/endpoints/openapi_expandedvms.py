@@ -126,6 +126,26 @@ def definitions() -> dict[str, Any]:
             "properties": {
                 "verdict": _string("live, restart, refused or error."),
                 "message": _string("KubeVirt's RestartRequired message, the refusal's, or the sync error's."),
+                "requests": {
+                    "description": (
+                        "What the upgrade changes in the virt-launcher pod's requests (absent when nothing, "
+                        "or when the upgrade is refused or fails): the pod's total requests now and once "
+                        "upgraded."
+                    ),
+                    "type": "object",
+                    "properties": {
+                        "before": {
+                            "description": "The pod's total requests now (resource name to quantity).",
+                            "type": "object",
+                            "additionalProperties": {"type": "string"},
+                        },
+                        "after": {
+                            "description": "The pod's total requests once upgraded.",
+                            "type": "object",
+                            "additionalProperties": {"type": "string"},
+                        },
+                    },
+                },
             },
         },
         PREFIX + "CPU": {

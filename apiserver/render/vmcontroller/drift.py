@@ -12,7 +12,7 @@ collection does not read VMIs: the VM is *assumed* to run as its current revisio
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from apiserver.render.golang.gojson import GoDecodeError
@@ -47,6 +47,9 @@ class Upgrade:
 
     verdict: str
     message: str
+    # The VM once upgraded, rendered (None where the upgrade is refused or fails): what its pod would
+    # request, beside what it requests now.
+    rendered: JSON | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,16 +109,18 @@ def upgrade_of(
     vmi = assumed_vmi(rendered, kubevirt, live_update=config.live_update)
     proposed = propose(vm, upgrade=True)
     try:
-        result = preview_change(proposed, lookup, current=vm, vmi=vmi, start_vm=vm, kubevirt=kubevirt)
+        result = preview_change(
+            proposed, lookup, current=vm, vmi=vmi, start_vm=vm, kubevirt=kubevirt, include_rendered=True
+        )
     except (ExpandError, GoDecodeError) as err:
         return Upgrade(ERROR, getattr(err, "message", str(err)))
     if result.verdict == RESTART:
-        return Upgrade(RESTART, result.message)
+        return Upgrade(RESTART, result.message, result.proposed)
     if result.refusal is not None:
         return Upgrade(result.verdict, _message(result.refusal))
     if result.sync_error is not None:
-        return Upgrade(result.verdict, _message(result.sync_error))
-    return Upgrade(result.verdict, "")
+        return Upgrade(result.verdict, _message(result.sync_error), result.proposed)
+    return Upgrade(result.verdict, "", result.proposed)
 
 
 def drift_of(

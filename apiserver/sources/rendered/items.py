@@ -203,6 +203,17 @@ def launcher_pod(rendered: Mapping[str, Any], kubevirt: Mapping[str, Any] | None
         return None
 
 
+def add_upgrade_requests(
+    summary: dict[str, Any], pod: Mapping[str, Any], upgraded: Mapping[str, Any] | None
+) -> None:
+    """What taking the latest revisions changes in the pod's requests (``upgrade.requests``: before and
+    after), for a stale VM whose upgrade renders; nothing when they are the same."""
+    before = dict((pod.get("total") or {}).get("requests") or {})
+    after = dict(((upgraded or {}).get("total") or {}).get("requests") or {})
+    if upgraded is not None and before != after and isinstance(summary.get("upgrade"), dict):
+        summary["upgrade"]["requests"] = {"before": before, "after": after}
+
+
 def make_item(
     key: Key,
     vm: Mapping[str, Any],
@@ -234,6 +245,9 @@ def make_item(
         pod = launcher_pod(rendered, kubevirt)
         if pod is not None:
             parts["summary"]["launcherPod"] = pod
+            upgraded = drift.upgrade.rendered if drift is not None and drift.upgrade is not None else None
+            if upgraded is not None:
+                add_upgrade_requests(parts["summary"], pod, launcher_pod(upgraded, kubevirt))
     head_doc = {
         "apiVersion": API_VERSION,
         "kind": KIND,

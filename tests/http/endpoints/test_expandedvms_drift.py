@@ -154,7 +154,15 @@ async def test_edit_marks_exactly_its_pinned_vms_stale_live_on_list_and_watch(
         for event in stale_only:
             summary = event["object"]["summary"]
             assert summary["stale"] is True and summary["instancetype"]["stale"] is True
-            assert summary["upgrade"] == {"verdict": "live", "message": ""}
+            upgrade = summary["upgrade"]
+            assert (upgrade["verdict"], upgrade["message"]) == ("live", "")
+            # what the upgrade costs: the pod's requests now and once upgraded (two vCPUs more, a tenth
+            # of a CPU each; the pod's other containers request 5m)
+            requests = upgrade["requests"]
+            assert (requests["before"]["cpu"], requests["after"]["cpu"]) == ("205m", "405m")
+            # KubeVirt's memory overhead grows by 8Mi a vCPU
+            assert int(requests["after"]["memory"]) - int(requests["before"]["memory"]) == 2 * 8 * 1024**2
+            assert requests["before"] == summary["launcherPod"]["total"]["requests"]
             # pinned: the rendering is the revision's still
             assert summary["cpu"]["vcpus"] == 2
         # The unfiltered watch: MODIFIED for the pinned VMs (rendering unchanged, drift changed) and for

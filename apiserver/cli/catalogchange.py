@@ -1,0 +1,263 @@
+"""``kubevirt-expand preview --catalog-before A --catalog-after B -f FLEET``: what a catalog change does to
+every VM of a fleet before the catalog is applied (:mod:`apiserver.render.catalogchange`), read from
+files and written for a person or a CI job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from apiserver.cli.inputs import (
+    CATALOG_KINDS,
+    DEFAULT_NAMESPACE,
+    UsageError,
+    is_vm,
+    pick_kubevirt,
+    read_catalog,
+    read_kubevirt,
+)
+from apiserver.cli.output import json_line, printable, to_yaml
+from apiserver.documents.manifests import ManifestError, read_manifest_paths
+from apiserver.render.catalogchange import UNAFFECTED, FleetChange, preview_catalog_change
+from apiserver.render.kubernetes.quantitymath import must_parse, value
+from apiserver.render.objects import CLUSTER_SCOPED_KINDS, ref_of
+
+EXIT_OK, EXIT_CHANGED, EXIT_UNUSABLE = 0, 1, 2
+
+
+@dataclass(slots=True)
+class _FleetFiles:
+    vms: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    objects: list[dict[str, Any]] = field(default_factory=list)
+    kubevirts: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+
+def read_fleet(paths: Sequence[str], namespace: str) -> _FleetFiles:
+    """The fleet's VMs (by namespace and name) and its other objects, an object without a namespace taken
+    as ``namespace``'s."""
+    fleet = _FleetFiles()
+    for source, obj in read_manifest_paths(list(paths)):
+        meta = obj.get("metadata")
+        if meta is None:
+            meta = obj["metadata"] = {}
+        if not isinstance(meta, dict):
+            continue
+        if obj.get("kind") not in CLUSTER_SCOPED_KINDS and not meta.get("namespace"):
+            meta["namespace"] = namespace
+        if obj.get("kind") == "KubeVirt":
+            fleet.kubevirts.append((source, obj))
+        elif is_vm(obj):
+            fleet.vms[(str(meta.get("namespace", "")), str(meta.get("name", "")))] = obj
+        else:
+            fleet.objects.append(obj)
+    return fleet
+
+
+_BINARY = (("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10))
+
+
+def readable(name: str, text: str) -> str:
+    """A quantity as a person reads it in a log: memory in binary units (``2.32Gi``, not ``2492862144``);
+    the JSON forms keep the exact text."""
+    if not ("memory" in name or "storage" in name or name.startswith("hugepages-")):
+        return text
+    try:
+        amount = value(must_parse(text))
+    except ValueError:
+        return text
+    for unit, size in _BINARY:
+        if abs(amount) >= size:
+            shown = f"{amount / size:.2f}".rstrip("0").rstrip(".")
+            return f"{shown}{unit}"
+    return text
+
+
+def _text_lines(entry: Mapping[str, Any]) -> list[str]:
+    line = f"{entry['namespace']}/{entry['name']}: {entry['verdict']}"
+    if entry.get("message"):
+        line += f" ({entry['message']})"
+    elif entry.get("refusal"):
+        line += f" ({entry['refusal'].get('message', '')})"
+    lines = [printable(line)]
+    for change in entry.get("changes") or ():
+        old = json.dumps(change["old"]) if "old" in change else "(none)"
+        new = json.dumps(change["new"]) if "new" in change else "(none)"
+        lines.append(printable(f"  {change['path']}: {old} -> {new}"))
+    requests = entry.get("requests")
+    if requests:
+        moved = [
+            f"{k} {readable(k, requests['before'].get(k, '0'))} -> {readable(k, requests['after'].get(k, '0'))}"
+            for k in sorted(requests["before"].keys() | requests["after"].keys())
+            if requests["before"].get(k) != requests["after"].get(k)
+        ]
+        lines.append(printable(f"  pod requests: {', '.join(moved)}"))
+    return lines
+
+
+def _namespace_lines(ns: Mapping[str, Any]) -> list[str]:
+    moved = ", ".join(f"{k} {v}" for k, v in ns["requestsChange"].items()) or "no change"
+    lines = [f"namespace {ns['namespace']}: {ns['affected']} of {ns['vms']} VMs affected; requests {moved}"]
+    for q in ns.get("quotas", ()):
+        if q["fits"]:
+            lines.append(f"  quota {q['name']}: still fits")
+        else:
+            over = ", ".join(
+                f"{k} {readable(k, q['usedAfter'][k])} > {readable(k, q['hard'][k])}" for k in q["exceeds"]
+            )
+            lines.append(f"  quota {q['name']}: exceeded once the running VMs restart ({over})")
+    return [printable(line) for line in lines]
+
+
+def _as_json(answer: FleetChange) -> dict[str, Any]:
+    return {
+        "changedObjects": [
+            {"kind": ref.kind, "namespace": ref.namespace, "name": ref.name, "change": how}
+            for ref, how in answer.changed.items()
+        ],
+        "items": answer.entries,
+        "namespaces": answer.namespaces,
+    }
+
+
+def write(answer: FleetChange, output: str, *, everything: bool = False) -> None:
+    """``text`` leaves out the VMs the change does not touch unless ``everything``."""
+    out = sys.stdout
+    if output == "jsonl":
+        for entry in answer.entries:
+            out.write(json_line({"kind": "VirtualMachine", **entry}) + "\n")
+        for ns in answer.namespaces:
+            out.write(json_line({"kind": "Namespace", **ns}) + "\n")
+    elif output == "json":
+        out.write(json.dumps(_as_json(answer), indent=2) + "\n")
+    elif output == "yaml":
+        out.write(to_yaml(_as_json(answer)))
+    else:
+        for ref, how in answer.changed.items():
+            where = f"{ref.namespace}/" if ref.namespace else ""
+            out.write(printable(f"{how}: {ref.kind} {where}{ref.name}") + "\n")
+        for entry in answer.entries:
+            if everything or entry["verdict"] != UNAFFECTED:
+                out.write("\n".join(_text_lines(entry)) + "\n")
+        for ns in answer.namespaces:
+            out.write("\n".join(_namespace_lines(ns)) + "\n")
+    out.flush()
+
+
+def summary(answer: FleetChange, seconds: float) -> str:
+    """The line a reviewer reads in a pull request."""
+    how: dict[str, int] = {}
+    for kind in answer.changed.values():
+        how[kind] = how.get(kind, 0) + 1
+    objects = ", ".join(f"{n} {k}" for k, n in sorted(how.items())) or "none"
+    counts = ", ".join(f"{n} {v}" for v, n in sorted(answer.counts().items()))
+    broken = sum(1 for ns in answer.namespaces for q in ns.get("quotas", ()) if not q["fits"])
+    vms = "1 VM" if len(answer.entries) == 1 else f"{len(answer.entries)} VMs"
+    quotas = f"; {broken} quota{'s' if broken != 1 else ''} exceeded" if broken else ""
+    return f"catalog change: objects {objects}; {vms}: {counts}{quotas} ({seconds:.2f} s)"
+
+
+def _from_cluster(args: argparse.Namespace) -> tuple[_FleetFiles, list[dict[str, Any]], list[dict[str, Any]]]:
+    """The live fleet (its VMs with their captured revisions, Namespaces, ResourceQuotas with their
+    ``status.used``, PVCs), the live catalog (before) and the live catalog with ``--catalog-after``'s
+    objects applied over it (after), read with the caller's own rights as ``resources --cluster`` reads."""
+    from apiserver.cli.clusterread import context_namespace, kubeconfig_path, read_cluster
+    from apiserver.cli.resources import read_cluster_fleet
+
+    if not args.all_namespaces and not args.namespace:
+        args.namespace = (
+            context_namespace(kubeconfig_path(args.kubeconfig), args.context) or DEFAULT_NAMESPACE
+        )
+    objects, notes = read_cluster(args, lambda client: read_cluster_fleet(client, args, want_kubevirt=True))
+    for note in notes:
+        print(note, file=sys.stderr)
+    fleet, before = _FleetFiles(), []
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        if obj.get("kind") in CATALOG_KINDS:
+            before.append(obj)
+        elif obj.get("kind") == "KubeVirt":
+            fleet.kubevirts.append(("cluster", obj))
+        elif is_vm(obj):
+            fleet.vms[(str(meta.get("namespace", "")), str(meta.get("name", "")))] = obj
+        else:
+            fleet.objects.append(obj)
+    proposed = read_catalog(args.catalog_after, namespace=args.namespace or DEFAULT_NAMESPACE)
+    applied = {ref_of(o): o for o in before}
+    applied.update({ref_of(o): o for o in proposed.objects})
+    return fleet, before, [o for ref, o in applied.items() if ref is not None]
+
+
+def run(args: argparse.Namespace) -> int:
+    """``preview --catalog-before/--catalog-after -f`` (or ``--cluster --catalog-after``): exit 0 when
+    nothing needs a look, 1 when a VM needs a restart, is refused or fails, or a quota breaks; 2 for
+    unusable input."""
+    started = time.perf_counter()
+    if args.before or args.after:
+        raise UsageError(
+            "--catalog-before/--catalog-after preview a catalog change: leave out --before/--after"
+        )
+    if args.all_namespaces and not args.cluster:
+        raise UsageError("-A/--all-namespaces reads a cluster: give --cluster")
+    if args.cluster:
+        if args.catalog_before or args.filename:
+            raise UsageError(
+                "--cluster reads the fleet and the catalog as they are: leave out --catalog-before and -f"
+            )
+        if not args.catalog_after:
+            raise UsageError("give --catalog-after: the objects to apply over the cluster's catalog")
+        try:
+            fleet, before_objects, after_objects = _from_cluster(args)
+            kubevirt = (
+                read_kubevirt(args.kubevirt, sys.stdin) if args.kubevirt else pick_kubevirt(fleet.kubevirts)
+            )
+        except ManifestError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_UNUSABLE
+        where = "every namespace of the cluster" if args.all_namespaces else f"namespace {args.namespace}"
+    else:
+        if not (args.catalog_before and args.catalog_after):
+            raise UsageError("give both --catalog-before and --catalog-after")
+        if not args.filename:
+            raise UsageError(
+                "give the fleet with -f FILE|DIR (its VirtualMachines, Namespaces, ResourceQuotas)"
+            )
+        namespace = args.namespace or DEFAULT_NAMESPACE
+        try:
+            fleet = read_fleet(args.filename, namespace)
+            before_objects = read_catalog(args.catalog_before, namespace=namespace).objects
+            after = read_catalog(args.catalog_after, namespace=namespace)
+            after_objects = after.objects
+            kubevirt = (
+                read_kubevirt(args.kubevirt, sys.stdin)
+                if args.kubevirt
+                else pick_kubevirt([*fleet.kubevirts, *after.kubevirts])
+            )
+        except ManifestError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_UNUSABLE
+        where = ", ".join(args.filename)
+    if not fleet.vms:
+        print(f"error: no VirtualMachine in {where}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    answer = preview_catalog_change(
+        fleet.vms,
+        fleet.objects,
+        before_objects,
+        after_objects,
+        kubevirt,
+        arch=args.arch,
+        assume_pvcs=args.assume_pvcs,
+    )
+    try:
+        write(answer, args.output, everything=args.all)
+    except BrokenPipeError:
+        sys.stderr.close()
+        return EXIT_OK
+    print(summary(answer, time.perf_counter() - started), file=sys.stderr)
+    return EXIT_CHANGED if answer.failing() else EXIT_OK
