@@ -66,7 +66,7 @@ class Seats:
         self._now = 0  # virtual time: the start tag of the latest step handed a seat
         self._arrivals = 0
         self._freeing = False  # a call at the loop's next turn frees the seats given back in this one
-        self._given_back = 0
+        self._given_back: list[Ticket | None] = []
         self.waiting = 0
         self.waited = 0  # steps that waited for a seat
         self.wait_seconds = 0.0
@@ -136,9 +136,10 @@ class Seats:
         else:
             del self._queued[person]
 
-    def _give_back(self) -> None:
-        """A step ended: its seat is free from the loop's next turn on (see the module's docstring)."""
-        self._given_back += 1
+    def _give_back(self, ticket: Ticket | None = None) -> None:
+        """A request's seat is free from the loop's next turn on (see the module's docstring); until
+        then its ``ticket`` keeps it for the request's next steps."""
+        self._given_back.append(ticket)
         if not self._freeing:
             self._freeing = True
             asyncio.get_running_loop().call_soon(self._free)
@@ -146,8 +147,10 @@ class Seats:
     def _free(self) -> None:
         """The loop's next turn: the seats given back go to the steps waiting, else are free."""
         self._freeing = False
-        count, self._given_back = self._given_back, 0
-        for _ in range(count):
+        tickets, self._given_back = self._given_back, []
+        for ticket in tickets:
+            if ticket is not None:
+                ticket._holding = False  # noqa: SLF001
             if not self._hand_on():
                 self.taken -= 1
 
@@ -166,26 +169,28 @@ class Seats:
 
 
 class Ticket:
-    """One request's way to its seats: :meth:`run` a step in a seat."""
+    """One request's way to its seats: :meth:`run` a step in a seat. A seat taken is the request's
+    until the loop's next turn: its steps that follow in the same turn (nothing awaited between them
+    but the seat) run in it without waiting again; a step after an await of I/O waits for a seat anew."""
 
-    __slots__ = ("_person", "_seated", "_seats")
+    __slots__ = ("_holding", "_person", "_seated", "_seats")
 
     def __init__(self, seats: Seats, person: str) -> None:
         self._seats = seats
         self._person = person
-        self._seated = False
+        self._seated = False  # has had a seat: never refused for a full queue from then on
+        self._holding = False  # holds one now, until the loop's next turn
 
     async def run(self, step: Callable[[], T]) -> T:
-        """``step()`` (synchronous, CPU-bound) in a seat: at once when one is free and nobody waits."""
+        """``step()`` (synchronous, CPU-bound) in a seat: at once when one is free and nobody waits,
+        or this request holds one in this turn."""
         seats = self._seats
-        if not seats.seats:
+        if not seats.seats or self._holding:
             return step()
         await seats._take(self._person, not self._seated)  # noqa: SLF001
-        self._seated = True
-        try:
-            return step()
-        finally:
-            seats._give_back()  # noqa: SLF001
+        self._seated = self._holding = True
+        seats._give_back(self)  # noqa: SLF001  (at the loop's next turn)
+        return step()
 
 
 def _refusal(per_person: int) -> StatusError:

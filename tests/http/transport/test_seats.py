@@ -39,6 +39,22 @@ async def test_the_person_who_had_the_fewest_lately_goes_next_and_each_person_s_
     assert on == ["a0", "b3", "c5", "a1", "b4", "a2"]
 
 
+async def test_a_request_s_steps_in_one_turn_share_its_seat_and_after_an_await_wait_again() -> None:
+    seats = Seats(1, 50)
+    ran: list[str] = []
+
+    async def request() -> None:
+        ticket = seats.ticket("a")
+        await ticket.run(partial(ran.append, "parse"))
+        await ticket.run(partial(ran.append, "render"))  # same turn: its seat still, while b waits
+        await asyncio.sleep(0)  # as an await of I/O: the seat goes to b at the loop's next turn
+        await ticket.run(partial(ran.append, "encode"))
+
+    await asyncio.gather(request(), seats.ticket("b").run(partial(ran.append, "b")))
+    assert ran == ["parse", "render", "b", "encode"]
+    assert seats.waited == 2  # b's step and the encoding
+
+
 async def test_a_step_runs_at_once_when_a_seat_is_free_and_nobody_waits() -> None:
     seats = Seats(1, 50)
     ticket = seats.ticket("a")
