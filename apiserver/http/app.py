@@ -98,8 +98,8 @@ def build_app(
     )
     export_shares(metrics, "watches", watches)
     expandedvms.add_routes(app, expandedvms.ExpandedVMHandlers(store, metrics, watches))
-    preview.add_routes(app, settings, source)
-    launcher.add_routes(app, settings, source)
+    preview.add_routes(app, settings, source, seats)
+    launcher.add_routes(app, settings, source, seats)
     expand_api = {resource.canonical for resource in app.router.resources()}
     discovery.add_routes(app, settings, collection=store is not None)
     openapi.add_routes(app, settings, collection=store is not None)
