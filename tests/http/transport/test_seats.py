@@ -146,3 +146,15 @@ def test_bad_settings_are_refused() -> None:
         Seats(-1, 1)
     with pytest.raises(ValueError, match="queue"):
         Seats(1, 0)
+
+
+def test_the_flags_set_the_seats_and_0_turns_them_off() -> None:
+    from apiserver.cli import build_parser
+    from apiserver.cli.serve import _settings
+
+    parse = build_parser().parse_args
+    assert (_settings(parse(["serve"])).cpu_seats, _settings(parse(["serve"])).cpu_queue_per_user) == (1, 50)
+    settings = _settings(parse(["serve", "--cpu-seats=0", "--cpu-queue-per-user=7"]))
+    assert (settings.cpu_seats, settings.cpu_queue_per_user) == (0, 7)
+    with pytest.raises(SystemExit):
+        parse(["serve", "--cpu-queue-per-user=0"])
