@@ -97,7 +97,7 @@ def build_app(
         flags=("--max-watches", "--max-watches-per-user"),
     )
     export_shares(metrics, "watches", watches)
-    expandedvms.add_routes(app, expandedvms.ExpandedVMHandlers(store, metrics, watches))
+    expandedvms.add_routes(app, expandedvms.ExpandedVMHandlers(store, metrics, watches, seats))
     preview.add_routes(app, settings, source, seats)
     launcher.add_routes(app, settings, source, seats)
     expand_api = {resource.canonical for resource in app.router.resources()}
