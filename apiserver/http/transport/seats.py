@@ -8,30 +8,29 @@ Fairness answers this with seats (a bounded number of requests executing), a que
 sharded by user) that waits for them, and fair queuing among the queues, so that a flow's requests wait
 behind its own.
 
-Here the scarce thing is not concurrency but the loop's turns, and a request holds it only while its
+Here the scarce thing is not concurrency but the loop's turns, and a request holds one only while its
 synchronous work runs: a seat held across an await (a SubjectAccessReview, a read from kube-apiserver)
 would let a slow cluster stall everyone. So each CPU-heavy step of a request (parsing a body, a
-rendering pass, encoding the answer) asks for a seat just before it runs and gives it back after it,
-and:
+rendering pass, encoding the answer) asks for a seat just before it runs, and:
 
 - a step that finds a seat free and nobody waiting runs at once (no await: nothing changes for a server
   that is not contended);
-- a seat given back stays taken until the loop's next turn, so that the other requests already made
-  ready in this turn (one user's burst of PUTs, all arrived together) cannot run their steps one after
-  another in it: they wait, each in the queue of its person;
-- a seat given back while steps wait goes to the step of the person who has had the fewest lately
+- a seat stays the request's until the loop's next turn: its steps that follow in the same turn run in
+  it, and the other requests already made ready in this turn (one user's burst of PUTs, all arrived
+  together) cannot run their steps one after another in it: they wait, each in the queue of its person;
+- at the loop's next turn the seat goes to the waiting step of the person who has had the fewest lately
   (start-time fair queuing, each step costing one: APF's fair queuing, with one queue per person
-  instead of shuffle-sharded ones), which runs in the loop's next turn; one person's steps run in the
-  order they came.
+  instead of shuffle-sharded ones), which runs in the turn after; one person's steps run in the order
+  they came. A step after an await of I/O asks for a seat anew.
 
-So the loop runs at most ``seats`` heavy steps a turn; another user's request (which takes a seat only
-for a step of its own, and none when answered at once from a cache) waits for the steps already handed
-out, not for one user's whole backlog. People are those of the other shares
+So the loop runs at most ``seats`` requests' heavy work a turn; another user's request (which takes a
+seat only for steps of its own, and none when answered at once from a cache) waits for the work already
+handed out, not for one user's whole backlog. People are those of the other shares
 (:func:`apiserver.http.transport.budget.person_of`: a user, or all the ServiceAccounts of one
-namespace, which whoever may impersonate one of them mints without end). Each person may have at most
-``per_person`` requests waiting for their first seat; beyond, 429 with ``Retry-After`` (APF's answer
+namespace, which whoever may impersonate one of them mints without end). A request asking for its first
+seat while ``per_person`` steps of its person wait is refused: 429 with ``Retry-After`` (APF's answer
 when a queue is full). A request that has had a seat always gets the next one it asks for, in turn: it
-is not refused half-done.
+is not refused half done.
 """
 
 from __future__ import annotations
