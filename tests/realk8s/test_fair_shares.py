@@ -359,7 +359,7 @@ def test_one_user_s_burst_of_puts_waits_behind_its_own_not_before_another_user_s
     """Issue 37, finding 4: user A sends 32 distinct PUT expand-vm-spec at once (a VM of 32 disks and
     interfaces each, a label apart: the response cache answers none), through the aggregator; once all
     are sent, user B sends GET expand-spec of a stored VM. Counted, not timed: of A's PUTs still
-    unanswered when B's GET was sent, at most a quarter are answered before B's answer arrives (the one
+    unanswered when B's GET was sent, at most a third are answered before B's answer arrives (the one
     in the seat, and those the server answers, one a turn, while B's request makes its own way through
     kube-apiserver: 1 to 6 in runs on a loaded 2-core machine). In arrival order, as before CPU seats
     (KUBEVIRT_EXPAND_CPU_SEATS=0), all 32 were. Repeated until a round starts with at least half of A's
@@ -414,7 +414,7 @@ def test_one_user_s_burst_of_puts_waits_behind_its_own_not_before_another_user_s
     outstanding, overtaken = rounds[-1]
     print(f"\nA's PUTs outstanding when B's GET was sent, answered before B's answer, per round: {rounds}")
     assert outstanding >= BURST // 2, rounds
-    assert overtaken <= BURST // 4, rounds
+    assert overtaken <= BURST // 3, rounds
     assert seated.metric("kubevirt_expand_cpu_waits_total") > 0
 
 
