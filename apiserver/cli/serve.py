@@ -76,6 +76,17 @@ def _count(value: str) -> int:
 _BINARY = {"": 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30}
 
 
+def _whole(value: str) -> int:
+    """A count that may be 0 (off)."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError("must be at least 0")
+    return number
+
+
 def _bytes(value: str) -> int:
     """A byte count as Kubernetes writes one: ``64Mi``, ``1Gi``, ``512Ki`` or plain bytes."""
     match = re.fullmatch(r"(\d+)(Ki|Mi|Gi)?", value.strip())
@@ -288,6 +299,25 @@ def add_parser(sub: Any) -> None:
         f"(default {defaults.max_pending_bodies_per_user})",
     )
     tls.add_argument(
+        "--cpu-seats",
+        type=_whole,
+        default=defaults.cpu_seats,
+        metavar="N",
+        help="CPU-heavy steps of requests (parsing a body, a rendering pass, encoding an answer) the event "
+        "loop runs per turn; steps beyond wait in a queue per user (all the ServiceAccounts of a namespace "
+        "together) and are handed seats round-robin among users, so one user's burst waits behind its own "
+        f"requests, not other users' (0: off, steps run in arrival order; default {defaults.cpu_seats})",
+    )
+    tls.add_argument(
+        "--cpu-queue-per-user",
+        type=_count,
+        default=defaults.cpu_queue_per_user,
+        metavar="N",
+        help="most requests of one user (and of a namespace's ServiceAccounts together) waiting for a CPU "
+        "seat; more are answered 429 TooManyRequests with Retry-After, as API Priority and Fairness "
+        f"answers when a queue is full (default {defaults.cpu_queue_per_user})",
+    )
+    tls.add_argument(
         "--body-timeout",
         type=_duration,
         default=defaults.body_timeout,
@@ -366,6 +396,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         max_watches_per_user=args.max_watches_per_user,
         max_pending_bodies=args.max_pending_bodies,
         max_pending_bodies_per_user=args.max_pending_bodies_per_user,
+        cpu_seats=args.cpu_seats,
+        cpu_queue_per_user=args.cpu_queue_per_user,
     )
 
 

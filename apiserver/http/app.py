@@ -30,6 +30,7 @@ from apiserver.http.pipeline import Pipeline
 from apiserver.http.settings import Settings
 from apiserver.http.state import ChecksFn, ServerState
 from apiserver.http.transport.deadlines import Deadlines
+from apiserver.http.transport.seats import Seats, export_seats
 from apiserver.http.transport.shares import Shares, export_shares
 from apiserver.sources.base import Check, Source
 
@@ -85,7 +86,9 @@ def build_app(
     async def metrics_handler(_request: web.Request) -> web.Response:
         return web.Response(body=metrics.exposition(), headers={"Content-Type": CONTENT_TYPE})
 
-    fast = expand.add_routes(app, settings, source, metrics)
+    seats = Seats(settings.cpu_seats, settings.cpu_queue_per_user)
+    export_seats(metrics, seats)
+    fast = expand.add_routes(app, settings, source, metrics, seats)
     store = getattr(source, "rendered", None)
     watches = Shares(
         "watches",
@@ -94,9 +97,9 @@ def build_app(
         flags=("--max-watches", "--max-watches-per-user"),
     )
     export_shares(metrics, "watches", watches)
-    expandedvms.add_routes(app, expandedvms.ExpandedVMHandlers(store, metrics, watches))
-    preview.add_routes(app, settings, source)
-    launcher.add_routes(app, settings, source)
+    expandedvms.add_routes(app, expandedvms.ExpandedVMHandlers(store, metrics, watches, seats))
+    preview.add_routes(app, settings, source, seats)
+    launcher.add_routes(app, settings, source, seats)
     expand_api = {resource.canonical for resource in app.router.resources()}
     discovery.add_routes(app, settings, collection=store is not None)
     openapi.add_routes(app, settings, collection=store is not None)

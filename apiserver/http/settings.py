@@ -55,6 +55,10 @@ class Settings:
     max_watches_per_user: int = 100
     max_pending_bodies: int = 0
     max_pending_bodies_per_user: int = 16
+    # CPU-heavy steps of requests run per turn of the event loop, handed round-robin among people
+    # waiting (seats.py; 0: off), and requests a person may have waiting for one (beyond: 429).
+    cpu_seats: int = 1
+    cpu_queue_per_user: int = 50
 
     def __post_init__(self) -> None:
         if not self.api_versions:
@@ -73,6 +77,8 @@ class Settings:
             raise ValueError("the body timeout and the minimum body rate must be positive")
         if min(self.max_watches_per_user, self.max_pending_bodies_per_user) < 1:
             raise ValueError("each user must be allowed at least one watch and one pending body")
+        if self.cpu_seats < 0 or self.cpu_queue_per_user < 1:
+            raise ValueError("CPU seats must not be negative, and each user may queue at least one request")
         if min(self.max_watches, self.max_pending_bodies) < 0:
             raise ValueError("the most watches and pending bodies must not be negative")
         if (self.max_watches or self.max_pending_bodies) and (

@@ -218,11 +218,13 @@ async def evaluate_with_source(
     work: Callable[[ObjectLookup, Mapping[str, Any] | None], T],
     *,
     gate: AccessGate | None = None,
+    run: Callable[[Callable[[], T]], Awaitable[T]] | None = None,
 ) -> T:
     """Run the pure ``work`` (given a lookup and the KubeVirt CR) over ``source``: fetch what it asks for
-    (``LookupPending``) through the caller's ``gate``, as :func:`render_and_record` does, and run it again.
-    Raises what ``work`` raises, SourceUnavailable and AccessRefused."""
-    value, _ = await evaluate_and_record(source, work, gate=gate)
+    (``LookupPending``) through the caller's ``gate``, as :func:`render_and_record` does, and run it again
+    (each pass through ``run`` when given, as there). Raises what ``work`` raises, SourceUnavailable and
+    AccessRefused."""
+    value, _ = await evaluate_and_record(source, work, gate=gate, run=run)
     return value
 
 
@@ -232,6 +234,7 @@ async def evaluate_and_record(
     *,
     gate: AccessGate | None = None,
     kubevirt: Mapping[str, Any] | object | None = MISSING,
+    run: Callable[[Callable[[], T]], Awaitable[T]] | None = None,
 ) -> tuple[T, dict[ObjectRef, Mapping[str, Any] | None]]:
     """:func:`evaluate_with_source`, also returning what ``work`` read (each ref with the object found;
     None: absent). ``kubevirt``: the CR when the caller already read it."""
@@ -241,7 +244,9 @@ async def evaluate_and_record(
     )
     for _ in range(_MAX_ROUNDS):
         try:
-            return work(fetched, cr), fetched.objects
+            if run is None:
+                return work(fetched, cr), fetched.objects
+            return await run(partial(work, fetched, cr)), fetched.objects
         except LookupPending as pending:
             if pending.ref is not None:
                 await fetched.fetch(source, pending.ref)

@@ -149,9 +149,14 @@ class ScopedReads:
         found = await self._source.get(ObjectRef(CONTROLLER_REVISION, namespace, name))
         return found if found is not None and is_start_revision_of(vm, found) else None
 
-    async def evaluate(self, work: Callable[[ObjectLookup, Mapping[str, Any] | None], T]) -> T:
-        """Run the pure ``work`` over the source, every object it reads read through the caller's gate."""
-        return await evaluate_with_source(self._source, work, gate=self.scope.gate)
+    async def evaluate(
+        self,
+        work: Callable[[ObjectLookup, Mapping[str, Any] | None], T],
+        run: Callable[[Callable[[], T]], Awaitable[T]] | None = None,
+    ) -> T:
+        """Run the pure ``work`` over the source, every object it reads read through the caller's gate
+        (each pass through ``run`` when given)."""
+        return await evaluate_with_source(self._source, work, gate=self.scope.gate, run=run)
 
     async def launch_objects(self) -> tuple[Mapping[str, Any] | None, list[Mapping[str, Any]], bool]:
         """The scope's Namespace and its ResourceQuotas, read through the caller's gate (``get

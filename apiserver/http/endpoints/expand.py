@@ -47,6 +47,7 @@ from apiserver.http.transport.budget import (
     person_of,
     too_many,
 )
+from apiserver.http.transport.seats import Seats, Ticket
 from apiserver.http.transport.shares import Shares, export_shares
 from apiserver.render import ExpandError
 from apiserver.render.kubernetes import names
@@ -158,6 +159,7 @@ class ExpandHandlers:
         source: Source,
         metrics: Metrics,
         cache: ResponseCache | None = None,
+        seats: Seats | None = None,
     ) -> None:
         self.settings = settings
         # The source is read only within each request's scope (apiserver.sources.reads).
@@ -182,6 +184,8 @@ class ExpandHandlers:
         # 1 GB. They run on the one worker thread in turn anyway (bodies.offload); waiting here, a
         # request holds only its bytes, which the budget counts.
         self.large_work = asyncio.Semaphore(1)
+        # Parsing, rendering and encoding take CPU seats, handed round-robin among people (seats.py).
+        self.seats = seats or Seats(settings.cpu_seats, settings.cpu_queue_per_user)
 
     def _expand_failure(self, err: ExpandError, *, get: bool) -> StatusError:
         if not self.settings.kubevirt_error_codes:
@@ -254,18 +258,27 @@ class ExpandHandlers:
         key_size: int = 0,
         field_warnings: Sequence[str] = (),
         large: bool = False,
+        ticket: Ticket | None = None,
     ) -> web.Response:
         """Render (the response cache had no current entry for ``key``) and keep the answer.
         ``key_size``: bytes the key holds beyond its fixed parts (a PUT body); ``field_warnings`` go
-        before the rendering's; ``large``: render and encode on the worker thread."""
+        before the rendering's; ``large``: render and encode on the worker thread; else each rendering
+        pass and the encoding in a CPU seat of ``ticket`` (the request's; made here when None)."""
         source = self.peekable
+        seated = None
+        if not large and self.seats.enabled:
+            seated = ticket or self.seats.ticket(person_of(request))
         cache = self.cache
         if get and ("apiVersion" not in vm or "kind" not in vm):
             # virt-api's client puts TypeMeta back on what it reads; so do we.
             vm = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", **vm}
         try:
             rendered = await reads.render(
-                vm, presets=presets, validate=validate, exact_names=get, run=offload if large else None
+                vm,
+                presets=presets,
+                validate=validate,
+                exact_names=get,
+                run=offload if large else (seated.run if seated is not None else None),
             )
         except SourceUnavailable as err:
             raise self._source_failure(err) from None
@@ -277,9 +290,12 @@ class ExpandHandlers:
             raise self._failed(rendered.error, get=get)
         result = rendered.result
         assert result is not None
-        body = (
-            await offload(partial(encode, result.vm, media_type)) if large else encode(result.vm, media_type)
-        )
+        if large:
+            body = await offload(partial(encode, result.vm, media_type))
+        elif seated is not None:
+            body = await seated.run(partial(encode, result.vm, media_type))
+        else:
+            body = encode(result.vm, media_type)
         warnings = warning_headers((*field_warnings, *result.warnings))
         etag = etag_of(body) if get else ""
         entry = Entry(body, etag, warnings, None, rendered.reviews, (), (), None, None, 0)
@@ -539,6 +555,8 @@ class ExpandHandlers:
             )
             return check_vm(body, namespace, level, kubevirt_messages=kubevirt_messages)
 
+        ticket = None if large or not self.seats.enabled else self.seats.ticket(person_of(request))
+
         async def answer(vm: dict[str, Any], warnings: list[str]) -> web.Response:
             return await self._answer(
                 request,
@@ -552,10 +570,11 @@ class ExpandHandlers:
                 key_size=len(data),
                 field_warnings=warnings,
                 large=large,
+                ticket=ticket,
             )
 
         if not large:
-            return await answer(*read())
+            return await answer(*(read() if ticket is None else await ticket.run(read)))
         async with self.large_work:  # what is parsed from the body lives only inside
             return await answer(*await offload(read))
 
@@ -617,11 +636,13 @@ def _with_match_info(handler: RouteHandler) -> Handler:
     return routed
 
 
-def add_routes(app: web.Application, settings: Settings, source: Source, metrics: Metrics) -> list[FastRoute]:
+def add_routes(
+    app: web.Application, settings: Settings, source: Source, metrics: Metrics, seats: Seats | None = None
+) -> list[FastRoute]:
     """Register the endpoints of every configured version; returns the expand routes among them."""
     from apiserver.http.endpoints.version import make_handler
 
-    handlers = ExpandHandlers(settings, source, metrics)
+    handlers = ExpandHandlers(settings, source, metrics, seats=seats)
     budget = handlers.bodies
     metrics.read_at_scrape(
         "body_bytes_held",

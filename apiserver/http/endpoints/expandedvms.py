@@ -30,6 +30,7 @@ from apiserver.http.keys import DEADLINE, scope_of
 from apiserver.http.media import JSON, YAML, encode, parse_accept
 from apiserver.http.metrics import Metrics
 from apiserver.http.transport.budget import caller_of, person_of
+from apiserver.http.transport.seats import Seats
 from apiserver.http.transport.shares import Shares
 from apiserver.render.kubernetes.errors import status
 from apiserver.sources.access import AccessGate, Reviews
@@ -310,11 +311,19 @@ def expired(message: str, token: str = "") -> StatusError:
 class ExpandedVMHandlers:
     """get, list and watch over a store (None: the collection is not served, every call says why)."""
 
-    def __init__(self, store: RenderedStore | None, metrics: Metrics, watches: Shares | None = None) -> None:
-        """``watches``: the places watches take, per user and in all (none: unbounded, for tests)."""
+    def __init__(
+        self,
+        store: RenderedStore | None,
+        metrics: Metrics,
+        watches: Shares | None = None,
+        seats: Seats | None = None,
+    ) -> None:
+        """``watches``: the places watches take, per user and in all (none: unbounded, for tests);
+        ``seats``: the CPU seats a list's table or YAML takes (none: not shared, for tests)."""
         self.store = store
         self.metrics = metrics
         self.watches = watches
+        self.seats = seats or Seats(0, 1)
 
     def _store(self) -> RenderedStore:
         store = self.store
@@ -459,17 +468,24 @@ class ExpandedVMHandlers:
             if remaining:
                 meta["remainingItemCount"] = remaining
         bodies = await self._bodies(scope.gate, picked)
+        # The items' bytes are ready; a table or YAML of them is the list's CPU-heavy step: in a seat.
+        ticket = self.seats.ticket(person_of(request))
         if media.kind == "table":
             shown = [i if b is i.body else _with_body(i, b) for i, b in zip(picked, bodies, strict=True)]
-            return web.Response(body=table(shown, meta, media, query.include_object), content_type=JSON)
+            rows = await ticket.run(partial(table, shown, meta, media, query.include_object))
+            return web.Response(body=rows, content_type=JSON)
         if media.kind == "yaml":
-            doc = {
-                "apiVersion": it.API_VERSION,
-                "kind": it.LIST_KIND,
-                "metadata": meta,
-                "items": [orjson.loads(b) for b in bodies],
-            }
-            return web.Response(body=encode(doc, YAML), content_type=YAML)
+
+            def yaml() -> bytes:
+                doc = {
+                    "apiVersion": it.API_VERSION,
+                    "kind": it.LIST_KIND,
+                    "metadata": meta,
+                    "items": [orjson.loads(b) for b in bodies],
+                }
+                return encode(doc, YAML)
+
+            return web.Response(body=await ticket.run(yaml), content_type=YAML)
         head = orjson.dumps({"apiVersion": it.API_VERSION, "kind": it.LIST_KIND, "metadata": meta})
         head = head[:-1] + b',"items":['
         total = len(head) + sum(len(b) for b in bodies) + max(0, len(bodies) - 1) + 2

@@ -27,6 +27,7 @@ Multus network is refused as virt-controller refuses a missing one. The answer i
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from aiohttp import web
@@ -38,6 +39,8 @@ from apiserver.http.errors import StatusError, unavailable
 from apiserver.http.keys import scope_of
 from apiserver.http.media import encode, negotiate
 from apiserver.http.settings import Settings
+from apiserver.http.transport.budget import person_of
+from apiserver.http.transport.seats import Seats, Ticket
 from apiserver.render import ExpandError
 from apiserver.render.kubernetes.errors import VM_GROUP, status
 from apiserver.render.kubernetes.quota import Pod, admit
@@ -77,18 +80,27 @@ def _arch(request: web.Request, kubevirt: Mapping[str, Any] | None) -> str:
 
 
 class LauncherHandlers:
-    def __init__(self, settings: Settings, source: Source) -> None:
+    def __init__(self, settings: Settings, source: Source, seats: Seats | None = None) -> None:
         self.settings = settings
         self.reads = Reads(source)
+        # Parsing, rendering, the launch and encoding take CPU seats, shared fairly among people.
+        self.seats = seats or Seats(settings.cpu_seats, settings.cpu_queue_per_user)
 
     async def _answer(
-        self, request: web.Request, reads: ScopedReads, vm: Mapping[str, Any], *, get: bool
+        self,
+        request: web.Request,
+        reads: ScopedReads,
+        vm: Mapping[str, Any],
+        *,
+        get: bool,
+        ticket: Ticket | None = None,
     ) -> web.Response:
         media_type = negotiate(request)
         presets = query_flag(request, "presets")
         assume_pvcs = query_flag(request, "assumePVCs")
+        ticket = ticket or self.seats.ticket(person_of(request))
         try:
-            rendered = await reads.render(vm, presets=presets, exact_names=get)
+            rendered = await reads.render(vm, presets=presets, exact_names=get, run=ticket.run)
             namespace_obj, quotas, known = await reads.launch_objects()
         except SourceUnavailable as err:
             raise unavailable(str(err), timeout=err.timeout, retry_after=err.retry_after) from None
@@ -114,13 +126,13 @@ class LauncherHandlers:
                 preference=applied,
             )
 
-        launched = await self._evaluate(reads, work)
-        return self._respond(media_type, launched, quotas, known)
+        launched = await self._evaluate(reads, work, ticket)
+        return await ticket.run(partial(self._respond, media_type, launched, quotas, known))
 
-    async def _evaluate(self, reads: ScopedReads, work: Any) -> Launch:
+    async def _evaluate(self, reads: ScopedReads, work: Any, ticket: Ticket) -> Launch:
         """Run the launch over the source: the claims it looks up are read through the caller's gate."""
         try:
-            launched: Launch = await reads.evaluate(work)
+            launched: Launch = await reads.evaluate(work, run=ticket.run)
         except ExpandError as err:
             raise StatusError(err.status) from None
         except SourceUnavailable as err:
@@ -174,16 +186,18 @@ class LauncherHandlers:
     async def put(self, request: web.Request) -> web.Response:
         scope = scope_of(request)
         data = await read_body(request, self.settings.max_body_bytes)
-        body = parse(data)
-        vm, _warnings = check_vm(body, scope.namespace or "", field_validation(request))
-        return await self._answer(request, self.reads.within(scope), vm, get=False)
+        level = field_validation(request)
+        ticket = self.seats.ticket(person_of(request))
+        vm, _warnings = await ticket.run(lambda: check_vm(parse(data), scope.namespace or "", level))
+        return await self._answer(request, self.reads.within(scope), vm, get=False, ticket=ticket)
 
     async def put_vmi(self, request: web.Request) -> web.Response:
         """PUT launch-vmi-spec: the VirtualMachineInstance in the body, as virt-api's VMI webhook would
         admit it on CREATE (presets with ``?presets=true``) and virt-controller would render its pod."""
         scope = scope_of(request)
         data = await read_body(request, self.settings.max_body_bytes)
-        vmi = check_vmi(parse(data), scope.namespace or "")
+        ticket = self.seats.ticket(person_of(request))
+        vmi = await ticket.run(lambda: check_vmi(parse(data), scope.namespace or ""))
         media_type = negotiate(request)
         presets = query_flag(request, "presets")
         assume_pvcs = query_flag(request, "assumePVCs")
@@ -208,8 +222,8 @@ class LauncherHandlers:
                 presets=lookup.presets(namespace) if presets else None,
             )
 
-        launched = await self._evaluate(reads, work)
-        return self._respond(media_type, launched, quotas, known)
+        launched = await self._evaluate(reads, work, ticket)
+        return await ticket.run(partial(self._respond, media_type, launched, quotas, known))
 
 
 def _pvcs(lookup: ObjectLookup) -> PVCLookup:
@@ -221,8 +235,8 @@ def _pvcs(lookup: ObjectLookup) -> PVCLookup:
     return find
 
 
-def add_routes(app: web.Application, settings: Settings, source: Source) -> None:
-    handlers = LauncherHandlers(settings, source)
+def add_routes(app: web.Application, settings: Settings, source: Source, seats: Seats | None = None) -> None:
+    handlers = LauncherHandlers(settings, source, seats)
     for version in settings.api_versions:
         base = f"/apis/{settings.api_group}/{version}/namespaces/{{namespace}}"
         app.router.add_get(f"{base}/virtualmachines/{{name}}/{LAUNCH_SPEC}", handlers.get, allow_head=False)

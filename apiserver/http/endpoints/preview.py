@@ -24,6 +24,7 @@ is stored; every read is the caller's (:meth:`apiserver.sources.reads.ScopedRead
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from aiohttp import web
@@ -36,6 +37,8 @@ from apiserver.http.errors import StatusError, unavailable
 from apiserver.http.keys import scope_of
 from apiserver.http.media import encode, negotiate
 from apiserver.http.settings import Settings
+from apiserver.http.transport.budget import person_of
+from apiserver.http.transport.seats import Seats, Ticket
 from apiserver.render import ExpandError
 from apiserver.render.golang.gojson import GoDecodeError
 from apiserver.render.kubernetes.errors import CAUSE_INVALID, CAUSE_REQUIRED, Cause, invalid_status, status
@@ -189,9 +192,11 @@ def _in_namespace(vm: Mapping[str, Any], namespace: str) -> dict[str, Any]:
 
 
 class PreviewHandler:
-    def __init__(self, settings: Settings, source: Source) -> None:
+    def __init__(self, settings: Settings, source: Source, seats: Seats | None = None) -> None:
         self.settings = settings
         self.reads = Reads(source)
+        # Parsing, the preview and encoding take CPU seats, shared fairly among people (seats.py).
+        self.seats = seats or Seats(settings.cpu_seats, settings.cpu_queue_per_user)
 
     async def create(self, request: web.Request) -> web.Response:
         media_type = negotiate(request)
@@ -201,11 +206,11 @@ class PreviewHandler:
             raise StatusError(status(403, "Forbidden", "the request's scope does not cover this namespace"))
         level = field_validation(request)
         data = await read_body(request, self.settings.max_body_bytes)
-        doc = parse(data).value
-        name, spec, warnings = check_request(doc, level)
+        ticket = self.seats.ticket(person_of(request))
+        name, spec, warnings = await ticket.run(lambda: check_request(parse(data).value, level))
         reads = self.reads.within(scope)
         try:
-            result = await self._preview(reads, namespace, spec)
+            result = await self._preview(reads, namespace, spec, ticket)
         except AccessRefused as err:
             raise StatusError(err.status) from None
         except SourceUnavailable as err:
@@ -220,11 +225,10 @@ class PreviewHandler:
         answer["spec"] = spec
         answer["status"] = result.as_status()
         headers = CIMultiDict(("Warning", warning_header(w)) for w in warnings)
-        return web.Response(
-            status=201, body=encode(answer, media_type), content_type=media_type, headers=headers
-        )
+        body = await ticket.run(partial(encode, answer, media_type))
+        return web.Response(status=201, body=body, content_type=media_type, headers=headers)
 
-    async def _preview(self, reads: Any, namespace: str, spec: Mapping[str, Any]) -> Preview:
+    async def _preview(self, reads: Any, namespace: str, spec: Mapping[str, Any], ticket: Ticket) -> Preview:
         vm_name = spec.get("vmName")
         edited = spec.get("virtualMachine")
         if vm_name is not None:
@@ -267,12 +271,12 @@ class PreviewHandler:
                 cause = Cause(err.path, str(err), CAUSE_INVALID)
                 raise ExpandError.invalid(f"the VirtualMachine cannot be read: {err}", cause) from None
 
-        result: Preview = await reads.evaluate(work)
+        result: Preview = await reads.evaluate(work, run=ticket.run)
         return result
 
 
-def add_routes(app: web.Application, settings: Settings, source: Source) -> None:
-    handler = PreviewHandler(settings, source)
+def add_routes(app: web.Application, settings: Settings, source: Source, seats: Seats | None = None) -> None:
+    handler = PreviewHandler(settings, source, seats)
     app.router.add_post(f"/apis/{evm.GROUP}/{evm.VERSION}/namespaces/{{namespace}}/{PLURAL}", handler.create)
 
 
