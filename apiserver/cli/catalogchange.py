@@ -11,8 +11,10 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from apiserver.cli import ciformats
 from apiserver.cli.inputs import (
     CATALOG_KINDS,
     DEFAULT_NAMESPACE,
@@ -23,10 +25,22 @@ from apiserver.cli.inputs import (
     read_kubevirt,
 )
 from apiserver.cli.output import json_line, printable, to_yaml
-from apiserver.documents.manifests import ManifestError, read_manifest_paths
-from apiserver.render.catalogchange import UNAFFECTED, FleetChange, preview_catalog_change
+from apiserver.cli.report import ADMITTED, VM_KIND, Result
+from apiserver.cli.report import ERROR as ERROR_OUTCOME
+from apiserver.cli.report import REFUSED as REFUSED_OUTCOME
+from apiserver.documents.locate import Locator
+from apiserver.documents.manifests import Manifest, ManifestError, read_files
+from apiserver.render.catalogchange import (
+    UNAFFECTED,
+    UNCHANGED,
+    FleetChange,
+    preview_catalog_change,
+    used_objects,
+)
 from apiserver.render.kubernetes.quantitymath import must_parse, value
 from apiserver.render.objects import CLUSTER_SCOPED_KINDS, ref_of
+from apiserver.render.vmcontroller.preview import LIVE, REFUSED, RESTART, STOPPED
+from apiserver.version import package_version
 
 EXIT_OK, EXIT_CHANGED, EXIT_UNUSABLE = 0, 1, 2
 
@@ -36,26 +50,38 @@ class _FleetFiles:
     vms: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     objects: list[dict[str, Any]] = field(default_factory=list)
     kubevirts: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # where each VM was read (for the CI reports' file and line), and each file's text
+    placed: dict[tuple[str, str], Manifest] = field(default_factory=dict)
+    locators: dict[str, Locator] = field(default_factory=dict)
 
 
 def read_fleet(paths: Sequence[str], namespace: str) -> _FleetFiles:
     """The fleet's VMs (by namespace and name) and its other objects, an object without a namespace taken
-    as ``namespace``'s."""
+    as ``namespace``'s. Raises :class:`UsageError` for a file that cannot be read: a fleet half read
+    would hide the VMs a change breaks."""
     fleet = _FleetFiles()
-    for source, obj in read_manifest_paths(list(paths)):
-        meta = obj.get("metadata")
-        if meta is None:
-            meta = obj["metadata"] = {}
-        if not isinstance(meta, dict):
-            continue
-        if obj.get("kind") not in CLUSTER_SCOPED_KINDS and not meta.get("namespace"):
-            meta["namespace"] = namespace
-        if obj.get("kind") == "KubeVirt":
-            fleet.kubevirts.append((source, obj))
-        elif is_vm(obj):
-            fleet.vms[(str(meta.get("namespace", "")), str(meta.get("name", "")))] = obj
-        else:
-            fleet.objects.append(obj)
+    for file in read_files(list(paths), stdin=sys.stdin.buffer):
+        if file.error is not None:
+            raise UsageError(f"-f {file.error}")
+        if file.data is not None:
+            fleet.locators[file.source] = Locator(file.data)
+        for manifest in file.manifests:
+            obj = manifest.object
+            meta = obj.get("metadata")
+            if meta is None:
+                meta = obj["metadata"] = {}
+            if not isinstance(meta, dict):
+                continue
+            if obj.get("kind") not in CLUSTER_SCOPED_KINDS and not meta.get("namespace"):
+                meta["namespace"] = namespace
+            if obj.get("kind") == "KubeVirt":
+                fleet.kubevirts.append((manifest.source, obj))
+            elif is_vm(obj):
+                key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
+                fleet.vms[key] = obj
+                fleet.placed[key] = manifest
+            else:
+                fleet.objects.append(obj)
     return fleet
 
 
@@ -147,6 +173,80 @@ def write(answer: FleetChange, output: str, *, everything: bool = False) -> None
         for ns in answer.namespaces:
             out.write("\n".join(_namespace_lines(ns)) + "\n")
     out.flush()
+
+
+_PASSING = (UNAFFECTED, UNCHANGED, LIVE, STOPPED)
+
+
+def _matcher_fields(vm: Mapping[str, Any], namespace: str, answer: FleetChange) -> str:
+    """The VM's fields that name an object the change touches (``spec.instancetype.name``), for the
+    report's line; the matchers as a whole where the name is inferred."""
+    used = used_objects(vm, namespace)
+    fields = []
+    for member in ("instancetype", "preference"):
+        matcher = (vm.get("spec") or {}).get(member)
+        if not isinstance(matcher, Mapping):
+            continue
+        if used is None or any(ref.name == matcher.get("name") for ref in answer.changed):
+            fields.append(f"spec.{member}.name" if matcher.get("name") else f"spec.{member}")
+    return ", ".join(fields) or "spec"
+
+
+def results(answer: FleetChange, fleet: _FleetFiles) -> list[Result]:
+    """The CI reports' results (:mod:`apiserver.cli.ciformats`), one per VM read from a file, at its file
+    and line: a VM the change does not break is ``Admitted`` (a live or stopped change a warning naming
+    the changed paths), a refusal or a restart is ``Refused`` (at the fields KubeVirt's webhook names, or
+    at the matcher naming the changed object), a VM that cannot be rendered is an ``Error``."""
+    out = []
+    for entry in answer.entries:
+        key = (entry["namespace"], entry["name"])
+        manifest = fleet.placed.get(key)
+        if manifest is None:
+            continue
+        result = Result.of(manifest, ADMITTED, kind=VM_KIND, namespace=key[0], name=key[1])
+        verdict = entry["verdict"]
+        matchers = _matcher_fields(fleet.vms[key], key[0], answer)
+        changed = ", ".join(c["path"] for c in entry.get("changes") or ())
+        if verdict in (LIVE, STOPPED) and changed:
+            when = "live" if verdict == LIVE else "at its next start"
+            result.warnings.append(f"the catalog change applies {when}: {changed}")
+        elif verdict == REFUSED:
+            result.outcome = REFUSED_OUTCOME
+            result.status = dict(entry.get("refusal") or {})
+        elif verdict == RESTART:
+            result.outcome = REFUSED_OUTCOME
+            message = f"the catalog change needs a restart: {entry.get('message', '')} ({changed})"
+            cause = {"reason": "RestartRequired", "message": message, "field": matchers}
+            result.status = {"message": message, "reason": "RestartRequired", "details": {"causes": [cause]}}
+        elif verdict not in _PASSING:
+            result.outcome = ERROR_OUTCOME
+            message = str(entry.get("message") or (entry.get("refusal") or {}).get("message") or verdict)
+            cause = {"reason": "Error", "message": message, "field": matchers}
+            result.status = {"message": message, "reason": "Error", "details": {"causes": [cause]}}
+        result.locate(fleet.locators.get(manifest.source))
+        out.append(result)
+    # in input order, as the gate's reports are
+    return sorted(out, key=lambda r: (r.file, r.document or 0, r.item if r.item is not None else -1))
+
+
+def write_reports(reports: Sequence[tuple[str, str]], answer: FleetChange, fleet: _FleetFiles) -> None:
+    """``--report FORMAT=FILE``: JUnit, SARIF or Code Quality, written whole."""
+    made = results(answer, fleet)
+    for fmt, path in reports:
+        text = ciformats.write(fmt, made, package_version())
+        try:
+            Path(path).write_text(text, encoding="utf-8")
+        except OSError as err:
+            raise UsageError(f"--report {fmt}={path}: cannot write: {err.strerror or err}") from None
+
+
+def report_flag(value: str) -> tuple[str, str]:
+    """``FORMAT=FILE`` for ``--report``."""
+    fmt, sep, path = value.partition("=")
+    if not sep or fmt not in ciformats.REPORT_FORMATS or not path:
+        formats = ", ".join(ciformats.REPORT_FORMATS)
+        raise argparse.ArgumentTypeError(f"expected FORMAT=FILE with FORMAT one of {formats}")
+    return fmt, path
 
 
 def summary(answer: FleetChange, seconds: float) -> str:
@@ -254,6 +354,9 @@ def run(args: argparse.Namespace) -> int:
         arch=args.arch,
         assume_pvcs=args.assume_pvcs,
     )
+    if args.report and not fleet.placed:
+        raise UsageError("--report places each VM in its file: give the fleet with -f, not --cluster")
+    write_reports(args.report or (), answer, fleet)
     try:
         write(answer, args.output, everything=args.all)
     except BrokenPipeError:

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from apiserver.cli.catalogchange import report_flag
 from apiserver.cli.clusterread import ClusterReadError, add_connection_flags
 from apiserver.cli.helpformat import KubeHelpFormatter
 from apiserver.cli.inputs import DEFAULT_NAMESPACE, UsageError, is_vm, pick_kubevirt, read_kubevirt
@@ -123,6 +124,14 @@ def add_parser(sub: Any) -> None:
     )
     catalog.add_argument(
         "--all", action="store_true", help="text: list the VMs the change does not touch too"
+    )
+    catalog.add_argument(
+        "--report",
+        action="append",
+        type=report_flag,
+        metavar="FORMAT=FILE",
+        help="also write a CI report, each VM at its file and line: junit, sarif or codequality "
+        "(repeatable); a restart or a refusal is a failure, a live change a warning",
     )
     catalog.add_argument(
         "--cluster",

@@ -235,3 +235,97 @@ def test_a_fleet_without_vms_is_unusable(tmp_path: Path, capsys: pytest.CaptureF
     code, _, err = preview(capsys, "--catalog-before", catalog, "--catalog-after", catalog, "-f", fleet)
     assert code == 2
     assert f"error: no VirtualMachine in {fleet}" in err
+
+
+@needs_shared
+def test_ci_reports_place_each_vm_at_its_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text(
+        yaml.safe_dump_all(
+            [
+                _vm("web", "team-a", instancetype="u1.medium", preference="fedora"),
+                _vm(
+                    "arm",
+                    "team-a",
+                    instancetype="u1.medium",
+                    preference="fedora",
+                    template={"architecture": "arm64"},
+                ),
+            ]
+        )
+    )
+    line = next(
+        n for n, text in enumerate(fleet.read_text().splitlines(), 1) if "architecture: arm64" in text
+    )
+    reports = {fmt: tmp_path / f"report.{fmt}" for fmt in ("junit", "sarif", "codequality")}
+    code, _, err = preview(
+        capsys,
+        "--catalog-before", str(COMMON / "v1.6.0"),
+        "--catalog-after", str(COMMON / "v1.7.0"),
+        "-f", str(fleet),
+        *(f"--report={fmt}={path}" for fmt, path in reports.items()),
+    )  # fmt: skip
+    assert code == 1, err
+    junit = reports["junit"].read_text()
+    assert 'tests="2" failures="1" errors="0"' in junit
+    assert f'name="document 2: team-a/arm" classname="{fleet}" file="{fleet}" time="0" line="{line}"' in junit
+    (result,) = json.loads(reports["sarif"].read_text())["runs"][0]["results"]
+    assert result["level"] == "error"
+    assert result["locations"][0]["physicalLocation"]["region"] == {"startLine": line}
+    assert "preference requires architecture amd64 but arm64 is being requested" in result["message"]["text"]
+    (issue,) = json.loads(reports["codequality"].read_text())
+    assert issue["location"] == {"path": str(fleet), "lines": {"begin": line}}
+
+
+def test_a_restart_is_a_failure_at_the_matcher_and_a_live_change_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = _write(
+        tmp_path / "before.yaml", [_instancetype("team", 2, "2Gi"), _instancetype("grow", 1, "1Gi")]
+    )
+    bigger = _instancetype("team", 2, "2Gi")
+    bigger["spec"]["ioThreadsPolicy"] = "auto"
+    after = _write(tmp_path / "after.yaml", [bigger, _instancetype("grow", 2, "1Gi")])
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text(
+        yaml.safe_dump_all([_vm("db", "shop", instancetype="team"), _vm("web", "shop", instancetype="grow")])
+    )
+    lines = [
+        n for n, text in enumerate(fleet.read_text().splitlines(), 1) if text.strip().startswith("name: ")
+    ]
+    sarif = tmp_path / "r.sarif"
+    code, _, err = preview(
+        capsys,
+        "--catalog-before",
+        before,
+        "--catalog-after",
+        after,
+        "-f",
+        str(fleet),
+        "--report",
+        f"sarif={sarif}",
+    )
+    assert code == 1, err
+    results = json.loads(sarif.read_text())["runs"][0]["results"]
+    by_level = {r["level"]: r for r in results}
+    restart = by_level["error"]
+    assert restart["ruleId"] == "RestartRequired"
+    assert (
+        "the catalog change needs a restart: a non-live-updatable field was changed"
+        in restart["message"]["text"]
+    )
+    # at the instancetype's name in the VM (the line of the matcher naming the edited object)
+    assert restart["locations"][0]["physicalLocation"]["region"]["startLine"] in lines
+    live = by_level["warning"]
+    assert (
+        "the catalog change applies live: /spec/template/spec/domain/cpu/sockets" in live["message"]["text"]
+    )
+
+
+def test_a_report_format_it_does_not_write_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["preview", "--catalog-before", "x", "--catalog-after", "y", "-f", "z", "--report", "html=r"])
+    assert exited.value.code == 2
+    assert "expected FORMAT=FILE with FORMAT one of junit, sarif, codequality" in capsys.readouterr().err

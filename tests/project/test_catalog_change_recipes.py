@@ -5,6 +5,7 @@ them in a repository whose base branch holds common-instancetypes v1.6.0 in ``ca
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -102,6 +103,8 @@ def test_catalog_change_recipe(tmp_path: Path, recipe: object, change: object, f
     written = [p for p in root.glob("catalog-preview.*")]
     assert written, "the job keeps its preview"
     text = written[0].read_text()
+    for report in re.findall(r"--report \w+=(\S+)", recipe.code):  # type: ignore[attr-defined]
+        assert (root / report).is_file(), f"{report} not written"
     if fails:
         assert "arm" in text and "refused" in text and "preference requires architecture amd64" in text
     else:
