@@ -1,5 +1,13 @@
 # syntax=docker/dockerfile:1
-# kubevirt-expand-apiserver: `docker build -t kubevirt-expand-apiserver:0.1.0 .`
+# kubevirt-expand-apiserver at a release tag (docs/ci-automation.md#a-container-image-for-ci):
+#   git checkout v0.2.0
+#   docker build --build-arg VERSION=0.2.0 --build-arg COMMIT="$(git rev-parse HEAD)" \
+#       -t kubevirt-expand-apiserver:v0.2.0 .
+#
+# The build context holds no .git (.dockerignore), so setuptools-scm cannot read the version from the tag
+# as a pip install from git does: VERSION and COMMIT say it (`kubevirt-expand --version`, /version);
+# without them the image says 0.1.dev0, commit unknown. At any commit, VERSION="$(python -m setuptools_scm)"
+# (with setuptools-scm installed) is the version a pip install of that commit has.
 #
 # The base is pinned to a patch release; pin it harder with a digest for reproducible builds:
 #   docker buildx imagetools inspect python:3.11.13-slim-bookworm   (then PYTHON_IMAGE=...@sha256:...)
@@ -7,6 +15,11 @@ ARG PYTHON_IMAGE=python:3.11.13-slim-bookworm
 
 # Stage 1: build the wheels (the project's and every dependency's) with the full toolchain at hand.
 FROM ${PYTHON_IMAGE} AS build
+ARG VERSION=0.1.dev0
+ARG COMMIT=
+# setuptools-scm's overrides for this distribution: the version, and the commit as its node ("g" + SHA).
+ENV SETUPTOOLS_SCM_PRETEND_VERSION_FOR_KUBEVIRT_EXPAND_APISERVER="${VERSION}" \
+    SETUPTOOLS_SCM_PRETEND_METADATA_FOR_KUBEVIRT_EXPAND_APISERVER="{node=\"${COMMIT:+g}${COMMIT}\"}"
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY apiserver ./apiserver

@@ -32,8 +32,8 @@ from apiserver.render.instancetype.revision import (
     INSTANCETYPE_KINDS,
     PREFERENCE_KINDS,
     RevisionError,
-    instancetype_spec_from_object,
-    preference_spec_from_object,
+    instancetype_spec_dict_from_object,
+    preference_spec_dict_from_object,
 )
 from apiserver.render.kubernetes.errors import (
     CAUSE_INVALID,
@@ -157,8 +157,8 @@ def _inputs(
 
 
 _CATALOG_DECODERS: dict[str, Any] = {
-    **dict.fromkeys((*INSTANCETYPE_KINDS, FLAVOR, CLUSTER_FLAVOR), instancetype_spec_from_object),
-    **dict.fromkeys(PREFERENCE_KINDS, preference_spec_from_object),
+    **dict.fromkeys((*INSTANCETYPE_KINDS, FLAVOR, CLUSTER_FLAVOR), instancetype_spec_dict_from_object),
+    **dict.fromkeys(PREFERENCE_KINDS, preference_spec_dict_from_object),
 }
 
 

@@ -29,7 +29,7 @@ def _command(argv: Sequence[str]) -> str | None:
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The whole parser; for ``command="expand"``, without importing the server (see above)."""
     from apiserver.cli import expand
-    from apiserver.version import KUBEVIRT_MATCHED, package_version
+    from apiserver.version import KUBEVIRT_MATCHED, version_line
 
     parser = argparse.ArgumentParser(
         prog="kubevirt-expand",
@@ -39,7 +39,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument(
         "--version",
         action="version",
-        version=f"kubevirt-expand {package_version()}\noutput matches {KUBEVIRT_MATCHED}",
+        version=f"{version_line()}\noutput matches {KUBEVIRT_MATCHED}",
         help="print the version and the KubeVirt code the output matches, then exit",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

@@ -152,7 +152,8 @@ def openapi_page() -> str:
             f"## {name}",
             "",
             f"`/openapi/v3/{name}`: OpenAPI {document.get('openapi', '')}, "
-            f"info.version `{document.get('info', {}).get('version', '')}`, "
+            # The package's version changes with every commit (setuptools-scm): named, not written.
+            "info.version the package's version (`kubevirt-expand --version`), "
             f"{len(schemas)} schemas (KubeVirt's `v1.VirtualMachine`, the `Status`, and what they reference), "
             f"security {', '.join(sorted(k for s in document.get('security', []) for k in s))}.",
             "",

@@ -219,9 +219,53 @@ def stage_pip_command(stage: Stage, verb: str, wheels: Path) -> list[str]:
     raise AssertionError(f"no pip {verb} in stage {stage.name or stage.base}")
 
 
+# The build arguments of the Dockerfile's documented command (its header): a release and its commit.
+BUILD_ARGS = {"VERSION": "9.8.7", "COMMIT": "0123456789abcdef0123456789abcdef01234567"}
+
+
+def _substitute(text: str, values: dict[str, str]) -> str:
+    """Docker's ``${X}``, ``${X:+word}`` and ``${X:-word}`` in ENV, and its ``\\"`` escapes."""
+
+    def one(match: re.Match[str]) -> str:
+        value = values.get(match.group(1), "")
+        if match.group(2) == ":+":
+            return match.group(3) if value else ""
+        if match.group(2) == ":-":
+            return value or match.group(3)
+        return value
+
+    return re.sub(r"\$\{(\w+)(?:(:[+-])([^}]*))?\}", one, text).replace('\\"', '"')
+
+
+def stage_env(stage: Stage, build_args: dict[str, str]) -> dict[str, str]:
+    """The stage's ENV as ``docker build --build-arg`` would set it (its ARG defaults otherwise)."""
+    values: dict[str, str] = {}
+    for arg in stage.args("ARG"):
+        key, _, default = arg.partition("=")
+        values[key] = build_args.get(key, default)
+    env: dict[str, str] = {}
+    for line in stage.args("ENV"):
+        for key, value in re.findall(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)', line):
+            value = value[1:-1] if value.startswith('"') else value
+            env[key] = _substitute(value, values)
+    return env
+
+
+def test_the_build_stage_says_the_version_and_commit_it_is_given() -> None:
+    _, stages = dockerfile()
+    assert stage_env(stages[0], BUILD_ARGS) == {
+        "SETUPTOOLS_SCM_PRETEND_VERSION_FOR_KUBEVIRT_EXPAND_APISERVER": "9.8.7",
+        "SETUPTOOLS_SCM_PRETEND_METADATA_FOR_KUBEVIRT_EXPAND_APISERVER": f'{{node="g{BUILD_ARGS["COMMIT"]}"}}',
+    }
+    assert stage_env(stages[0], {})["SETUPTOOLS_SCM_PRETEND_METADATA_FOR_KUBEVIRT_EXPAND_APISERVER"] == (
+        '{node=""}'
+    )
+
+
 @pytest.fixture(scope="module")
 def wheelhouse(sources: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """What the build stage's ``pip wheel`` makes: the project's wheel and every dependency's."""
+    """What the build stage's ``pip wheel`` makes, given the documented build arguments: the project's
+    wheel and every dependency's."""
     wheels = tmp_path_factory.mktemp("wheels")
     _, stages = dockerfile()
     proc = subprocess.run(
@@ -231,6 +275,7 @@ def wheelhouse(sources: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
         text=True,
         timeout=600,
         check=False,
+        env={**os.environ, **stage_env(stages[0], BUILD_ARGS)},
     )
     assert proc.returncode == 0, f"the build stage's pip wheel fails:\n{proc.stderr[-3000:]}"
     return wheels
@@ -371,6 +416,20 @@ def test_the_installed_package_is_the_wheels_not_the_source_tree(installed: Path
         check=True,
     )
     assert Path(proc.stdout.strip()).is_relative_to(installed)
+
+
+def test_the_image_says_the_version_and_commit_it_was_built_with(installed: Path, tmp_path: Path) -> None:
+    """The build context has no .git: the build arguments are what --version says."""
+    proc = subprocess.run(
+        [str(installed / "bin" / SCRIPT), "--version"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=_clean_env(),
+        timeout=patience(60),
+        check=True,
+    )
+    assert proc.stdout.splitlines()[0] == f"{SCRIPT} 9.8.7 (commit {BUILD_ARGS['COMMIT'][:12]})"
 
 
 def test_the_console_script_runs(installed: Path, tmp_path: Path) -> None:

@@ -23,9 +23,13 @@ Each fenced block preceded by ``<!-- recipe: KIND -->`` is run:
   kube-apiserver with ValidatingAdmissionPolicy on.
 - ``ci``: a CI configuration (a GitHub Actions workflow, a GitLab CI job, a ``.pre-commit-config.yaml``
   using this repository's ``.pre-commit-hooks.yaml``): its commands run with bash as the CI system would
-  (steps in order, ``if: failure()``/``always()`` honoured, a failing command failing the job), minus
-  ``pip install`` (the command is installed already) and ``uses:`` actions, in a folder whose ``vms/`` is a
-  copy of ``examples/``: the job must pass, then fail once a refused VM is added.
+  (steps in order, ``if: failure()``/``always()`` honoured, a failing command failing the job; a GitLab
+  job's lines in one shell), minus ``pip install`` (the command is installed already) and ``uses:`` actions
+  other than this repository's ``action.yml``, whose steps run with the ``with:`` inputs (as GitHub runs a
+  composite action); a GitLab job that extends this repository's template
+  (``ci/gitlab/kubevirt-expand.gitlab-ci.yml``, named by ``include:``) runs the template's job with the
+  job's variables. All in a folder whose ``vms/`` is a copy of ``examples/``: the job must pass, then fail
+  once a refused VM is added.
 
 Blocks not marked need what a test cannot have here (a cluster, virtctl, ``pip install``, a server on
 port 8443) and say so beside them.
@@ -43,6 +47,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -450,19 +455,96 @@ REFUSED_FIELD_TEXT = "cores: 4"
 class CiStep:
     command: str
     when: str = "success"  # GitHub's if: success() (the default), failure() or always()
+    env: tuple[tuple[str, str], ...] = ()  # the step's env: (GitHub) or the job's variables (GitLab)
+    writes: tuple[str, ...] = ()  # the reports it must write, whatever the verdict
+
+
+ACTION = REPO / "action.yml"
+GITLAB_TEMPLATE = REPO / "ci" / "gitlab" / "kubevirt-expand.gitlab-ci.yml"
+# How the docs name this repository's action (``OWNER/kubevirt-expand-apiserver@v0.1.0``, or ``./``).
+THIS_ACTION = re.compile(r"^(?:\./?|[\w.-]+/kubevirt-expand-apiserver@[\w.-]+)$")
+_EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+
+
+def action_value(expression: str, inputs: dict[str, str], outputs: dict[str, str]) -> Any:
+    """A GitHub expression of the kinds action.yml uses: ``inputs.NAME``, ``steps.ID.outputs.NAME``,
+    ``github.*`` (empty here), ``always()``, comparisons with quoted strings, ``&&`` and ``||``."""
+
+    def name(found: re.Match[str]) -> str:
+        word = found.group(0)
+        if word.startswith("inputs."):
+            return repr(inputs[word.removeprefix("inputs.")])
+        if word.startswith("steps."):
+            return repr(outputs.get(word.rsplit(".", 1)[1], ""))
+        return repr("")  # github.action_ref and the like: not known to a local run
+
+    python = re.sub(r"\b(?:inputs|steps|github)\.[\w.-]+", name, expression)
+    python = python.replace("always()", "True").replace("&&", " and ").replace("||", " or ")
+    return eval(python, {"__builtins__": {}})
+
+
+def action_steps(step: dict[str, Any]) -> list[CiStep]:
+    """The run steps of this repository's composite action as a workflow's ``uses:`` runs them: inputs from
+    ``with:`` and their defaults; the installation (pip) left out, as for every recipe."""
+    action = yaml.safe_load(ACTION.read_text())
+    inputs = {k: str(v.get("default", "")) for k, v in action["inputs"].items()}
+    unknown = set(step.get("with", {})) - set(inputs)
+    assert not unknown, f"inputs action.yml does not have: {sorted(unknown)}"
+    inputs.update({k: str(v) for k, v in step.get("with", {}).items()})
+    steps = []
+    for inner in action["runs"]["steps"]:
+        if "run" not in inner or "pip install" in inner["run"]:
+            continue
+        condition = str(inner.get("if", "success()"))
+        when = "always" if condition.startswith("always()") else "success"
+        if condition not in ("success()", "always()") and not action_value(condition, inputs, {}):
+            continue
+        env = tuple((k, str(v)) for k, v in inner.get("env", {}).items())
+        writes = (inputs["report"], inputs["sarif"], inputs["junit"]) if inner.get("id") == "gate" else ()
+        steps.append(CiStep(inner["run"], when, env, writes))
+    return _with_inputs(steps, inputs)
+
+
+def _with_inputs(steps: list[CiStep], inputs: dict[str, str]) -> list[CiStep]:
+    """Each step's env with its ``${{ inputs.X }}`` resolved; ``steps.*`` outputs are resolved when the step
+    runs (run_ci), from what the earlier steps wrote to GITHUB_OUTPUT."""
+    out = []
+    for step in steps:
+        env = []
+        for key, value in step.env:
+            if "steps." not in value:
+                value = _EXPRESSION.sub(lambda m: str(action_value(m.group(1), inputs, {})), value)
+            env.append((key, value))
+        out.append(CiStep(step.command, step.when, tuple(env), step.writes))
+    return out
+
+
+def gitlab_job(config: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
+    """The job as GitLab runs it: a job that ``extends:`` the template included from this repository gets
+    the template's keys, its own keys winning and the variables merged."""
+    if job.get("extends") != ".kubevirt-expand":
+        return job
+    includes = config.get("include", [])
+    assert any(GITLAB_TEMPLATE.relative_to(REPO).as_posix() in str(i) for i in includes), includes
+    template = yaml.safe_load(GITLAB_TEMPLATE.read_text())[".kubevirt-expand"]
+    merged = {**template, **{k: v for k, v in job.items() if k != "extends"}}
+    merged["variables"] = {**template.get("variables", {}), **job.get("variables", {})}
+    return merged
 
 
 def ci_steps(text: str) -> list[CiStep]:
     """The commands a CI configuration runs, in order, with when each runs."""
     config = yaml.safe_load(text)
-    if "jobs" in config:  # GitHub Actions: the run steps (uses: steps are actions, not run here)
+    if "jobs" in config:  # GitHub Actions: the run steps, and this repository's action's
         conditions = {"failure()": "failure", "always()": "always"}
-        return [
-            CiStep(step["run"], conditions.get(step.get("if", ""), "success"))
-            for job in config["jobs"].values()
-            for step in job["steps"]
-            if "run" in step
-        ]
+        steps: list[CiStep] = []
+        for job in config["jobs"].values():
+            for step in job["steps"]:
+                if "run" in step:
+                    steps.append(CiStep(step["run"], conditions.get(step.get("if", ""), "success")))
+                elif THIS_ACTION.match(step.get("uses", "")):
+                    steps += action_steps(step)
+        return steps
     if "repos" in config:  # pre-commit: each hook's entry (from this repository's hooks) with its args
         hooks = {h["id"]: h for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())}
         return [
@@ -470,27 +552,46 @@ def ci_steps(text: str) -> list[CiStep]:
             for repo in config["repos"]
             for hook in repo["hooks"]
         ]
-    # GitLab CI: every job's before_script and script lines
-    return [
-        CiStep(line)
-        for job in config.values()
-        if isinstance(job, dict) and "script" in job
-        for line in [*job.get("before_script", []), *job["script"]]
+    # GitLab CI: each job's before_script and script lines, in one shell (as GitLab runs them), with its
+    # variables; a hidden job (a template) runs only as what extends it
+    jobs = [
+        gitlab_job(config, job)
+        for name, job in config.items()
+        if isinstance(job, dict) and not name.startswith(".") and name not in ("include", "variables")
     ]
+    return [
+        CiStep(
+            "\n".join(
+                line for line in [*job.get("before_script", []), *job["script"]] if not CI_INSTALL.match(line)
+            ),
+            env=tuple((k, str(v)) for k, v in job.get("variables", {}).items()),
+        )
+        for job in jobs
+        if "script" in job
+    ]
+
+
+def resolve_outputs(value: str, outputs: dict[str, str]) -> str:
+    """``${{ steps.ID.outputs.NAME }}`` in a step's env, from what earlier steps wrote to GITHUB_OUTPUT."""
+    return _EXPRESSION.sub(lambda m: str(action_value(m.group(1), {}, outputs)), value)
 
 
 def run_ci(root: Path, env: dict[str, str], steps: list[CiStep]) -> tuple[bool, str]:
     """(whether the job failed, everything its commands printed)."""
     failed, printed = False, ""
+    github_output = root / "github-output"
+    github_output.write_text("")
     for step in steps:
         if (step.when == "success" and failed) or (step.when == "failure" and not failed):
             continue
         if CI_INSTALL.match(step.command):
             continue
+        outputs = dict(line.split("=", 1) for line in github_output.read_text().splitlines() if "=" in line)
+        step_env = {k: resolve_outputs(v, outputs) for k, v in step.env}
         result = subprocess.run(
             ["bash", "-e", "-c", step.command],
             cwd=root,
-            env=env,
+            env={**env, **step_env, "GITHUB_OUTPUT": str(github_output)},
             capture_output=True,
             text=True,
             timeout=180,
@@ -506,7 +607,21 @@ def test_ci_steps_read_each_system() -> None:
         "jobs: {a: {steps: [{uses: x}, {run: pip install y}, {run: check}, {run: note, if: failure()}]}}"
     )
     assert github == [CiStep("pip install y"), CiStep("check"), CiStep("note", "failure")]
-    assert ci_steps("job: {before_script: [a], script: [b]}\nvariables: {X: 1}") == [CiStep("a"), CiStep("b")]
+    gitlab = ci_steps(
+        "job: {before_script: [a, pip install x], script: [b], variables: {X: 1}}\nvariables: {}"
+    )
+    assert gitlab == [CiStep("a\nb", env=(("X", "1"),))]
+    extended = ci_steps(
+        f"include: [{{remote: 'https://x/{GITLAB_TEMPLATE.relative_to(REPO)}'}}]\n"
+        "vms: {extends: .kubevirt-expand, variables: {KUBEVIRT_EXPAND_PATHS: vms/}}"
+    )
+    assert len(extended) == 1 and "kubevirt-expand expand" in extended[0].command
+    assert ("KUBEVIRT_EXPAND_PATHS", "vms/") in extended[0].env
+    assert ("KUBEVIRT_EXPAND_ARGS", "--validate") in extended[0].env  # the template's default
+    action = ci_steps("jobs: {a: {steps: [{uses: o/kubevirt-expand-apiserver@v1.2.3, with: {paths: vms/}}]}}")
+    gate = next(step for step in action if step.writes)
+    assert ("PATHS", "vms/") in gate.env and ("FORMAT", "jsonl") in gate.env
+    assert not any("pip install" in step.command for step in action)
     hook = ci_steps("repos: [{repo: r, rev: v, hooks: [{id: kubevirt-expand, args: [-f, 'a b/']}]}]")
     assert hook == [CiStep("kubevirt-expand expand --check -f 'a b/'")]
 
@@ -526,29 +641,41 @@ def test_ci_recipe(tmp_path: Path, recipe: Recipe) -> None:
     (root / "vms" / "refused.yaml").write_text(REFUSED_VM)
     failed, printed = run_ci(root, env, steps)
     assert failed, f"{recipe.where}: a refused VM should fail the job\n{printed[-3000:]}"
-    if any(step.when == "failure" for step in steps):  # GitHub's annotations, at the refused field's line
+    if any("::error" in step.command for step in steps):  # GitHub's annotations, at the refused field's line
         line = next(i for i, text in enumerate(REFUSED_VM.splitlines(), 1) if REFUSED_FIELD_TEXT in text)
         assert f"::error file=vms/refused.yaml,line={line},title=Refused::" in printed, printed[-3000:]
-    for step in steps:  # the reports the job keeps, written whatever the verdict
-        if not step.command.startswith("kubevirt-expand "):
-            continue
-        for report in re.findall(r"--report \w+=(\S+)|> (\S+)", step.command):
-            path = root / (report[0] or report[1])
-            assert path.is_file() and path.stat().st_size, f"{recipe.where}: {path.name} not written"
+    reports = [name for step in steps for name in step.writes]
+    for line in (line for step in steps for line in step.command.splitlines()):
+        if line.startswith("kubevirt-expand "):
+            reports += [a or b for a, b in re.findall(r"--report \w+=(\S+)|> (\S+)", line)]
+    for report in reports:  # the reports the job keeps, written whatever the verdict
+        path = root / report
+        assert path.is_file() and path.stat().st_size, f"{recipe.where}: {path.name} not written"
 
 
-def test_ci_recipes_pin_what_exists() -> None:
-    """Every revision a recipe installs is the COMMIT placeholder the docs explain, or a tag of this
-    repository (none is published yet): never a version nobody can fetch."""
-    tags = subprocess.run(
-        ["git", "tag", "--list"], cwd=REPO, capture_output=True, text=True, check=False
-    ).stdout.split()
+# A release is tagged v and its version (docs/ci-automation.md#releases-and-pinning): what setuptools-scm
+# reads as the version (tests/project/test_release.py).
+RELEASE_TAG = re.compile(r"v\d+\.\d+\.\d+")
+FULL_SHA = re.compile(r"[0-9a-f]{40}")
+
+
+def test_ci_recipes_pin_a_release() -> None:
+    """Every revision a recipe installs (pip, ``uses:``, pre-commit's ``rev:``, the GitLab template's
+    include and variable) is a release tag or a full commit SHA, the same release everywhere, as the
+    pinning section says; never a branch or a placeholder."""
     pins = [
-        pin
+        next(p for p in pin if p)
         for recipe in recipes("ci")
-        for pin in re.findall(r"kubevirt-expand-apiserver@([\w.-]+)|^\s*rev: *([\w.-]+)", recipe.code, re.M)
+        for pin in re.findall(
+            r"kubevirt-expand-apiserver@([\w.-]+)|^\s*rev: *([\w.-]+)|kubevirt-expand-apiserver/([\w.-]+)/ci/"
+            r"|KUBEVIRT_EXPAND_VERSION: *([\w.-]+)",
+            recipe.code,
+            re.M,
+        )
     ]
-    assert pins, "the CI recipes should pin a revision"
-    for pin in (a or b for a, b in pins):
-        assert pin == "COMMIT" or pin in tags, f"{pin}: not a tag of this repository"
-    assert "COMMIT" in (REPO / "docs" / "ci-automation.md").read_text().split("### GitHub Actions")[0]
+    assert len(pins) >= 4, "the CI recipes should pin a revision"
+    for pin in pins:
+        assert RELEASE_TAG.fullmatch(pin) or FULL_SHA.fullmatch(pin), f"{pin}: not a release tag or a commit"
+    assert len(set(pins)) == 1, f"the recipes pin different releases: {sorted(set(pins))}"
+    pinning = (REPO / "docs" / "ci-automation.md").read_text().split("### Releases and pinning")[1]
+    assert pins[0] in pinning.split("\n### ")[0], "the pinning section names the release the recipes pin"

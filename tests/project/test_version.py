@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import platform
+import re
 import subprocess
 import sys
 from importlib.metadata import version
@@ -12,11 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from apiserver.version import package_commit, semantic_version
 from tests.http.test_kubectl_e2e import KUBECTL, kubectl, server  # noqa: F401 - the module's server fixture
 from tests.support.auth_fixtures import auth_env
 from tests.support.http_helpers import MemorySource, running_server
 
 PACKAGE_VERSION = version("kubevirt-expand-apiserver")
+# /version holds it as a semantic version, which kubectl parses (PEP 440 0.1.dev5+gabc is v0.1.0-dev.5+gabc).
+GIT_VERSION = semantic_version(PACKAGE_VERSION)
 KUBEVIRT_COMMIT = "d923fdb815cd2016ddaebdaaa51db04133576d72"  # ../shared/conformance/README.md
 PLATFORM = f"{sys.platform}/" + {"x86_64": "amd64", "aarch64": "arm64"}.get(
     platform.machine(), platform.machine()
@@ -34,13 +38,30 @@ VERSION_INFO_KEYS = {
 }
 
 
+def test_the_semantic_version_of_a_python_version() -> None:
+    assert [
+        semantic_version(v)
+        for v in ("1.2.3", "1.2.4.dev1+g35ccebbdd", "0.1.dev691+gb00fca277.d20261207", "2.0rc1", "0.1.dev0")
+    ] == [
+        "v1.2.3",
+        "v1.2.4-dev.1+g35ccebbdd",
+        "v0.1.0-dev.691+gb00fca277.d20261207",
+        "v2.0.0-rc.1",
+        "v0.1.0-dev.0",
+    ]
+
+
 def test_command_line_version() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "apiserver.cli", "--version"], capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stderr
+    commit, dirty = package_commit()  # of this install (tests/project/test_release.py builds tagged ones)
+    built = (
+        f"commit {commit[:12]}{', with uncommitted changes' if dirty else ''}" if commit else "commit unknown"
+    )
     assert result.stdout.splitlines() == [
-        f"kubevirt-expand {PACKAGE_VERSION}",
+        f"kubevirt-expand {PACKAGE_VERSION} ({built})",
         f"output matches KubeVirt main at {KUBEVIRT_COMMIT[:12]} (2026-08-22); "
         "legacy ControllerRevisions decoded as v1.6.6",
     ]
@@ -56,7 +77,10 @@ async def test_version_in_kubernetes_version_info_shape(tmp_path: Path) -> None:
     info = reply.json()
     assert set(info) == VERSION_INFO_KEYS | {"kubevirt"}
     major, minor, *_ = PACKAGE_VERSION.split(".")
-    assert (info["major"], info["minor"], info["gitVersion"]) == (major, minor, f"v{PACKAGE_VERSION}")
+    assert (info["major"], info["minor"], info["gitVersion"]) == (major, minor, GIT_VERSION)
+    commit, dirty = package_commit()
+    assert info["gitCommit"] == commit and re.fullmatch(r"([0-9a-f]{40})?", commit)
+    assert info["gitTreeState"] == (("dirty" if dirty else "clean") if commit else "")
     assert info["kubevirt"] == {
         "gitVersion": "main",
         "gitCommit": KUBEVIRT_COMMIT,
@@ -74,7 +98,7 @@ async def test_version_needs_an_identity_but_no_review(tmp_path: Path) -> None:
         assert code == 401, body
         code, _, body = await env.call("/version", cert=env.pki.carol)
         assert code == 200, body
-        assert body["gitVersion"] == f"v{PACKAGE_VERSION}"
+        assert body["gitVersion"] == GIT_VERSION
         assert env.reviews.access_reviews == []
 
 
@@ -85,7 +109,7 @@ def test_kubectl_version_reads_it(server: tuple[object, Path]) -> None:  # noqa:
     result = kubectl(kubeconfig, "version", "-o", "json")
     assert result.returncode == 0, result.stderr
     server_version = json.loads(result.stdout)["serverVersion"]
-    assert server_version["gitVersion"] == f"v{PACKAGE_VERSION}"
+    assert server_version["gitVersion"] == GIT_VERSION
     assert (server_version["major"], server_version["platform"]) == (PACKAGE_VERSION.split(".")[0], PLATFORM)
     plain = kubectl(kubeconfig, "version")
-    assert f"Server Version: v{PACKAGE_VERSION}" in plain.stdout.decode(), plain.stderr
+    assert f"Server Version: {GIT_VERSION}" in plain.stdout.decode(), plain.stderr

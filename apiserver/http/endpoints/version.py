@@ -17,7 +17,7 @@ from aiohttp import web
 
 from apiserver.http.media import negotiate, respond
 from apiserver.sources.base import Source, SourceUnavailable
-from apiserver.version import base_info, package_version, server_version_info
+from apiserver.version import base_info, package_version, semantic_version, server_version_info
 
 
 def kubevirt_version(kubevirt: Mapping[str, Any] | None) -> str | None:
@@ -34,7 +34,7 @@ def kubevirt_version(kubevirt: Mapping[str, Any] | None) -> str | None:
 
 
 def version_info(kubevirt: Mapping[str, Any] | None) -> dict[str, str]:
-    return base_info(kubevirt_version(kubevirt) or "v" + package_version())
+    return base_info(kubevirt_version(kubevirt) or semantic_version(package_version()))
 
 
 def make_handler(source: Source) -> Any:

@@ -51,6 +51,8 @@ class _Family:
     kinds: Mapping[str, str]  # lower-cased kind -> canonical kind
     from_revision: Callable[[Mapping[str, Any]], Any]
     from_object: Callable[[Mapping[str, Any]], Any]
+    # from_object's spec as the dict the appliers read, made without the models for a current object.
+    object_dict: Callable[[Mapping[str, Any]], JSON]
     # Field paths named in errors, spelled once.
     name_field: str = field(init=False)
     kind_field: str = field(init=False)
@@ -88,6 +90,7 @@ INSTANCETYPE_FAMILY = _Family(
     ),
     from_revision=revision.instancetype_spec_from_revision,
     from_object=revision.instancetype_spec_from_object,
+    object_dict=revision.instancetype_spec_dict_from_object,
 )
 PREFERENCE_FAMILY = _Family(
     matcher="preference",
@@ -96,6 +99,7 @@ PREFERENCE_FAMILY = _Family(
     kinds=_kind_table(PREFERENCE, CLUSTER_PREFERENCE),
     from_revision=revision.preference_spec_from_revision,
     from_object=revision.preference_spec_from_object,
+    object_dict=revision.preference_spec_dict_from_object,
 )
 
 
@@ -117,12 +121,12 @@ def _cached_spec(
     family: _Family,
     obj: Mapping[str, Any],
     how: str,
-    decode: Callable[[Mapping[str, Any]], Any],
+    decode: Callable[[Mapping[str, Any]], JSON],
     fingerprints: Mapping[int, bytes],
 ) -> JSON:
     return _SPECS.get(
         obj,
-        lambda: _spec_dict(decode(obj)),
+        lambda: decode(obj),
         what=(family.matcher, how),
         fingerprint=fingerprints.get(id(obj)),
     )
@@ -254,7 +258,7 @@ def find_spec(
     field = family.name_field
     obj = _get(lookup, _ref(canonical_kind, ref_namespace, name, field), field)
     try:
-        found = _cached_spec(family, obj, "object", family.from_object, fingerprints)
+        found = _cached_spec(family, obj, "object", family.object_dict, fingerprints)
     except revision.RevisionError as err:
         message = err.message
         raise ExpandError.invalid(message, Cause(family.name_field, message, CAUSE_INVALID)) from None
@@ -292,7 +296,9 @@ def _decode_revision(
         message = "failed to decode object in ControllerRevision: not a whole v1beta1 object"
         raise ExpandError.invalid(message, Cause(field, message, CAUSE_INVALID))
     try:
-        return _cached_spec(family, rev, "revision", family.from_revision, fingerprints)
+        return _cached_spec(
+            family, rev, "revision", lambda r: _spec_dict(family.from_revision(r)), fingerprints
+        )
     except revision.RevisionError as err:
         raise ExpandError.invalid(err.message, Cause(field, err.message, CAUSE_INVALID)) from None
 

@@ -11,31 +11,32 @@ Live objects are v1beta1 as a current cluster serves them; older ``apiVersion``\
 ``flavor.kubevirt.io/v1alpha1`` kinds (``VirtualMachineFlavor``/``VirtualMachineClusterFlavor``) are
 converted the same way, as an extension.
 
-The older shapes' models (:mod:`.models.v1alpha`) are imported by the functions that may need them, when
-first called: a run that reads only current objects (the command line on a folder of VMs) never builds them.
+The models (:mod:`.models.v1beta1`, the older shapes' :mod:`.models.v1alpha`) and pydantic are imported
+by the functions that need them, when first called: the renderer reads specs as dicts, and a current
+object's (:func:`instancetype_spec_dict_from_object`) is written without them (:mod:`.models.plain`),
+so a run that reads only current objects (the command line on a folder of VMs) never builds them.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import sys
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import ValidationError
-
 from apiserver.render.golang import gojson
 from apiserver.render.golang.gotext import fold_name
 from apiserver.render.instancetype.models import scheme
-from apiserver.render.instancetype.models._base import CLEAN, GoModel, go_json_kind, raw_context
-from apiserver.render.instancetype.models._errors import describe
-from apiserver.render.instancetype.models._json import Parsed, parse
-from apiserver.render.instancetype.models.v1beta1 import InstancetypeSpec, PreferenceSpec
+from apiserver.render.instancetype.models._json import Parsed, go_json_kind, parse
+from apiserver.render.instancetype.models.plain import spec_dict
 
 if TYPE_CHECKING:
     from apiserver.render.instancetype.models import v1alpha
+    from apiserver.render.instancetype.models._base import GoModel
+    from apiserver.render.instancetype.models.v1beta1 import InstancetypeSpec, PreferenceSpec
 
 __all__ = [
     "DecodedRevision",
@@ -43,9 +44,11 @@ __all__ = [
     "RevisionError",
     "decode_revision",
     "holds_spec",
+    "instancetype_spec_dict_from_object",
     "instancetype_spec_from_object",
     "instancetype_spec_from_revision",
     "is_v1beta1_object",
+    "preference_spec_dict_from_object",
     "preference_spec_from_object",
     "preference_spec_from_revision",
 ]
@@ -67,7 +70,7 @@ INSTANCETYPE_KINDS = (INSTANCETYPE, CLUSTER_INSTANCETYPE)
 PREFERENCE_KINDS = (PREFERENCE, CLUSTER_PREFERENCE)
 
 # What the SpecRevision wrappers become (compatibility.decode*SpecRevision names them so).
-M = TypeVar("M", bound=GoModel)
+M = TypeVar("M", bound="GoModel")
 
 OLD_INSTANCETYPE_NAME = "old-version-of-instancetype-object"
 OLD_PREFERENCE_NAME = "old-version-of-preference-object"
@@ -115,6 +118,8 @@ def instancetype_spec_from_revision(rev: Mapping[str, Any]) -> InstancetypeSpec:
     """``compatibility.GetInstancetypeSpec``: the spec, or :class:`RevisionError` with KubeVirt's text."""
     check_revision_object(rev)
     decoded = decode_revision(rev)
+    from apiserver.render.instancetype.models.v1beta1 import InstancetypeSpec
+
     if decoded.kind in INSTANCETYPE_KINDS and isinstance(decoded.spec, InstancetypeSpec):
         return decoded.spec
     raise RevisionError(f"unexpected type in ControllerRevision: {decoded.go_type}")
@@ -124,6 +129,8 @@ def preference_spec_from_revision(rev: Mapping[str, Any]) -> PreferenceSpec:
     """``compatibility.GetPreferenceSpec``: the spec, or :class:`RevisionError` with KubeVirt's text."""
     check_revision_object(rev)
     decoded = decode_revision(rev)
+    from apiserver.render.instancetype.models.v1beta1 import PreferenceSpec
+
     if decoded.kind in PREFERENCE_KINDS and isinstance(decoded.spec, PreferenceSpec):
         return decoded.spec
     raise RevisionError(f"unexpected type in ControllerRevision: {decoded.go_type}")
@@ -207,6 +214,8 @@ def instancetype_spec_from_object(obj: Mapping[str, Any], *, exact_names: bool =
     kind, api_version = _type_meta(obj, (*INSTANCETYPE_KINDS, FLAVOR, CLUSTER_FLAVOR), "an instance type")
     root = CLUSTER_INSTANCETYPE if kind in (CLUSTER_INSTANCETYPE, CLUSTER_FLAVOR) else INSTANCETYPE
     if api_version in ("", V1BETA1):
+        from apiserver.render.instancetype.models.v1beta1 import InstancetypeSpec
+
         return _v1beta1(obj, root, InstancetypeSpec, exact_names)
     from apiserver.render.instancetype.models import v1alpha  # imported when first needed (module docstring)
 
@@ -223,11 +232,36 @@ def instancetype_spec_from_object(obj: Mapping[str, Any], *, exact_names: bool =
     raise _unsupported_version(obj, kind, api_version)
 
 
+def instancetype_spec_dict_from_object(obj: Mapping[str, Any], *, exact_names: bool = True) -> dict[str, Any]:
+    """:func:`instancetype_spec_from_object`'s spec as the JSON-named dict the renderer reads (the model's
+    ``model_dump(by_alias=True, exclude_none=True)``), a current object's made without the models."""
+    kind, api_version = _type_meta(obj, (*INSTANCETYPE_KINDS, FLAVOR, CLUSTER_FLAVOR), "an instance type")
+    if api_version in ("", V1BETA1):
+        root = CLUSTER_INSTANCETYPE if kind in (CLUSTER_INSTANCETYPE, CLUSTER_FLAVOR) else INSTANCETYPE
+        plain = _v1beta1_dict(obj, root, "InstancetypeSpec", exact_names)
+        if plain is not None:
+            return plain
+    return _dump(instancetype_spec_from_object(obj, exact_names=exact_names))
+
+
+def preference_spec_dict_from_object(obj: Mapping[str, Any], *, exact_names: bool = True) -> dict[str, Any]:
+    """:func:`preference_spec_from_object`'s spec as the dict the renderer reads (see the instance type's)."""
+    kind, api_version = _type_meta(obj, PREFERENCE_KINDS, "a preference")
+    if api_version in ("", V1BETA1):
+        root = CLUSTER_PREFERENCE if kind == CLUSTER_PREFERENCE else PREFERENCE
+        plain = _v1beta1_dict(obj, root, "PreferenceSpec", exact_names)
+        if plain is not None:
+            return plain
+    return _dump(preference_spec_from_object(obj, exact_names=exact_names))
+
+
 def preference_spec_from_object(obj: Mapping[str, Any], *, exact_names: bool = True) -> PreferenceSpec:
     """The spec of a live preference (any supported apiVersion, ``flavor.kubevirt.io`` included)."""
     kind, api_version = _type_meta(obj, PREFERENCE_KINDS, "a preference")
     root = CLUSTER_PREFERENCE if kind == CLUSTER_PREFERENCE else PREFERENCE
     if api_version in ("", V1BETA1):
+        from apiserver.render.instancetype.models.v1beta1 import PreferenceSpec
+
         return _v1beta1(obj, root, PreferenceSpec, exact_names)
     from apiserver.render.instancetype.models import v1alpha  # imported when first needed (module docstring)
 
@@ -294,9 +328,11 @@ def _wrapper_spec_bytes(value: Any) -> bytes | None:
 
 
 def _strict(model: type[M], doc: Any) -> M | None:
+    from apiserver.render.instancetype.models._base import raw_context
+
     try:
         return model.model_validate(doc, context=raw_context(strict=True), by_alias=True, by_name=False)
-    except (ValidationError, ValueError, TypeError):
+    except (ValueError, TypeError):  # pydantic's ValidationError is a ValueError
         return None
 
 
@@ -373,6 +409,9 @@ def _parse_group_version(api_version: str) -> tuple[str, str]:
 
 def _typed_spec(value: Mapping[str, Any], version: str, kind: str) -> InstancetypeSpec | PreferenceSpec:
     """Decode one of the four kinds leniently (case-sensitive names) and convert it to v1beta1."""
+    from apiserver.render.instancetype.models._base import CLEAN
+    from apiserver.render.instancetype.models.v1beta1 import InstancetypeSpec, PreferenceSpec
+
     instancetype = kind in INSTANCETYPE_KINDS
     try:
         if version == "v1beta1":
@@ -381,7 +420,7 @@ def _typed_spec(value: Mapping[str, Any], version: str, kind: str) -> Instancety
             return spec_model.model_validate(clean.get("spec") or {}, context=CLEAN)
         _check_meta(value)
         return _lenient(_old_spec_model(instancetype, version), value.get("spec")).to_v1beta1()
-    except (gojson.DecodeError, ValidationError, ValueError, TypeError) as err:
+    except (gojson.DecodeError, ValueError, TypeError) as err:
         old = _old_spec_model(instancetype, version)
         raise RevisionError(f"{_DECODE_FAILED}{_describe(err, old, kind)}") from None
 
@@ -415,15 +454,22 @@ def _check_meta(value: Mapping[str, Any]) -> None:
 
 
 def _lenient(model: type[M], doc: Any) -> M:
+    from apiserver.render.instancetype.models._base import raw_context
+
     return model.model_validate(
         {} if doc is None else doc, context=raw_context(strict=False), by_alias=True, by_name=False
     )
 
 
 def _describe(err: Exception, model: type[GoModel], kind: str) -> str:
-    """A Go-like one-line description of a decode failure."""
-    if isinstance(err, ValidationError):
-        return describe(err, model, kind)
+    """A Go-like one-line description of a decode failure (a pydantic error only once pydantic is in)."""
+    if "pydantic" in sys.modules:
+        from pydantic import ValidationError
+
+        from apiserver.render.instancetype.models._errors import describe
+
+        if isinstance(err, ValidationError):
+            return describe(err, model, kind)
     return str(err)
 
 
@@ -446,11 +492,27 @@ def _type_meta(obj: Mapping[str, Any], kinds: tuple[str, ...], what: str) -> tup
 
 
 def _v1beta1(obj: Mapping[str, Any], root: str, model: type[M], exact_names: bool) -> M:
+    from apiserver.render.instancetype.models._base import CLEAN
+
     try:
         clean = gojson.decode(obj, root, exact_names=exact_names)
         return model.model_validate(clean.get("spec") or {}, context=CLEAN)
-    except (gojson.DecodeError, ValidationError, ValueError, TypeError) as err:
+    except (gojson.DecodeError, ValueError, TypeError) as err:
         raise _object_error(obj, root, model, err) from None
+
+
+def _v1beta1_dict(obj: Mapping[str, Any], root: str, model: str, exact_names: bool) -> dict[str, Any] | None:
+    """:func:`_v1beta1` without the model: its dump, or None when only the model can tell."""
+    try:
+        clean = gojson.decode(obj, root, exact_names=exact_names)
+    except (gojson.DecodeError, ValueError, TypeError) as err:
+        raise ObjectDecodeError(f"cannot decode {root} {_name(obj)!r}: {err}") from None
+    return spec_dict(model, clean.get("spec") or {})
+
+
+def _dump(spec: GoModel) -> dict[str, Any]:
+    dumped: dict[str, Any] = spec.model_dump(by_alias=True, exclude_none=True)
+    return dumped
 
 
 def _old_object(obj: Mapping[str, Any], model: type[M]) -> M:
@@ -458,7 +520,7 @@ def _old_object(obj: Mapping[str, Any], model: type[M]) -> M:
     try:
         _check_meta(obj)
         return _lenient(model, obj.get("spec"))
-    except (gojson.DecodeError, ValidationError, ValueError, TypeError) as err:
+    except (gojson.DecodeError, ValueError, TypeError) as err:
         raise _object_error(obj, kind, model, err) from None
 
 

@@ -14,26 +14,34 @@ Conventions (the renderer relies on them):
   them: unknown members dropped, quantities canonical. Quantity-typed fields hold canonical strings.
 * Models are frozen: one decoded spec may be shared between renders.
 
-:mod:`.v1beta1` holds the working types; :mod:`.v1alpha` the older shapes with their conversions.
+:mod:`.v1beta1` holds the working types; :mod:`.v1alpha` the older shapes with their conversions;
+:mod:`.plain` the v1beta1 dicts the renderer reads, written without pydantic. The names below are
+imported when first asked for, so that importing a pydantic-free module of this package (``.plain``,
+``._json``, ``.scheme``) does not build the models.
 """
 
-from apiserver.render.instancetype.models.v1beta1 import (
-    ClockPreferences,
-    CPUInstancetype,
-    CPUPreferenceRequirement,
-    CPUPreferences,
-    DevicePreferences,
-    FeaturePreferences,
-    FirmwarePreferences,
-    InstancetypeSpec,
-    MachinePreferences,
-    MemoryInstancetype,
-    MemoryPreferenceRequirement,
-    PreferenceRequirements,
-    PreferenceSpec,
-    SpreadOptions,
-    VolumePreferences,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from apiserver.render.instancetype.models.v1beta1 import (
+        ClockPreferences,
+        CPUInstancetype,
+        CPUPreferenceRequirement,
+        CPUPreferences,
+        DevicePreferences,
+        FeaturePreferences,
+        FirmwarePreferences,
+        InstancetypeSpec,
+        MachinePreferences,
+        MemoryInstancetype,
+        MemoryPreferenceRequirement,
+        PreferenceRequirements,
+        PreferenceSpec,
+        SpreadOptions,
+        VolumePreferences,
+    )
 
 __all__ = [
     "CPUInstancetype",
@@ -52,3 +60,11 @@ __all__ = [
     "SpreadOptions",
     "VolumePreferences",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from apiserver.render.instancetype.models import v1beta1
+
+        return getattr(v1beta1, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

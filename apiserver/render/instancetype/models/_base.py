@@ -27,7 +27,7 @@ from pydantic import (
 )
 
 from apiserver.render.golang import gojson
-from apiserver.render.instancetype.models._json import Number
+from apiserver.render.instancetype.models._json import Number, go_json_kind
 from apiserver.render.instancetype.models._strict import check_strict
 from apiserver.render.kubernetes import quantity
 
@@ -138,21 +138,6 @@ class NestedDecodeError(ValueError):
         super().__init__(err.message)
         self.path = err.path
         self.message = err.message
-
-
-def go_json_kind(value: Any) -> str:
-    """How ``encoding/json`` names a JSON value's kind in its type errors."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, Mapping):
-        return "object"
-    return "null"
 
 
 def _quantity(value: Any, info: ValidationInfo) -> Any:

@@ -7,7 +7,8 @@ from typing import Annotated, Any, get_args, get_origin
 from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
-from apiserver.render.instancetype.models._base import GoModel, GoTypeError, NestedDecodeError, go_json_kind
+from apiserver.render.instancetype.models._base import GoModel, GoTypeError, NestedDecodeError
+from apiserver.render.instancetype.models._json import go_json_kind
 
 
 def describe(err: ValidationError, model: type[GoModel], root_struct: str, root_path: str = "spec") -> str:

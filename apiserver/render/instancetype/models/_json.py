@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -52,3 +53,18 @@ def parse(raw: bytes) -> Parsed:
 def compact(value: Any) -> str:
     """The compact JSON text of a value (what ``json.Marshal`` of a RawExtension stores)."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def go_json_kind(value: Any) -> str:
+    """How ``encoding/json`` names a JSON value's kind in its type errors."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, Mapping):
+        return "object"
+    return "null"
