@@ -1,0 +1,593 @@
+"""A common-instancetypes upgrade (v1.6.0 -> v1.7.0) previewed across a live fleet, then taken on KubeVirt's own
+control plane, VM by VM (issue 40).
+
+A seeded fleet (:func:`make_fleet`: a few dozen VMs in three namespaces, one with a ResourceQuota, on common
+instancetypes and preferences, some with ``architecture: arm64`` or ``s390x`` against preferences v1.7.0 makes
+amd64-only, running and halted) is written through KubeVirt's webhooks under v1.6.0, and virt-controller
+captures its revisions and starts the running VMs. Then:
+
+1. the fleet is read back from kube-apiserver (VMs, Namespaces, ResourceQuotas, the KubeVirt CR) and previewed
+   offline against v1.7.0 (:func:`preview_catalog_change`);
+2. the same fleet as its user wrote it (files, no status) is previewed by the command line;
+3. v1.7.0 is applied (``kubectl apply``, as virt-operator updates the objects it owns) and each VM upgraded as
+   KubeVirt takes an upgrade at this commit: the ``controllerRevisionRef`` of ``status.instancetypeRef`` and
+   ``status.preferenceRef`` removed (``syncStatusWithMatcher`` then captures the objects as they are now). What
+   KubeVirt does is recorded: the revision names captured, virt-api's expand-spec before and after, the
+   ``RestartRequired`` condition and its message, failure conditions, the running VMI's spec, and the VM
+   webhook's answer to the next write of the VM (the VM stored again unchanged: the webhook checks the
+   preference's requirements against the revision now captured).
+
+Each test compares, VM by VM, and lists every difference.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from apiserver.cli.catalogchange import UNAFFECTED, UNCHANGED, preview_catalog_change
+from apiserver.cli.inputs import read_catalog
+from apiserver.render.kubernetes.quantity import QuantityError, cmp, parse_quantity
+from devcluster.controlplane import ControlPlane
+from devcluster.kubevirt import CR_NAME, NAMESPACE, KubeVirtPlane
+from devcluster.paths import REPO
+from devcluster.patience import patience
+from tests.support.shared import SHARED
+from tests.virtapi.sides import VIRT_API, Answer, Kube
+
+CATALOGS = SHARED / "catalogs" / "common-instancetypes"
+BEFORE, AFTER = CATALOGS / "v1.6.0", CATALOGS / "v1.7.0"
+SEED = 40
+SIZE = 36
+VM_PATH = "/apis/kubevirt.io/v1/namespaces/{ns}/virtualmachines"
+VMI_PATH = "/apis/kubevirt.io/v1/namespaces/{ns}/virtualmachineinstances/{name}"
+REFS = ("instancetypeRef", "preferenceRef")
+TALLY: Counter[str] = Counter()
+
+# Preferences v1.7.0 edits (requirements.architecture and preferredArchitecture; preferredVideoType for the
+# Windows ones), one it leaves alone, and their minimum sizes.
+PREFERENCES = {
+    "fedora": ("u1.small", "u1.medium", "o1.medium", "cx1.large", "d1.medium"),
+    "rhel.9": ("u1.small", "u1.medium", "o1.medium", "n1.medium"),
+    "fedora.arm64": ("u1.small", "u1.medium", "o1.medium"),
+    "rhel.9.arm64": ("u1.small", "u1.large"),
+    "fedora.s390x": ("u1.small", "u1.medium"),
+    "windows.10.virtio": ("u1.large", "o1.large", "cx1.large"),
+    "windows.2k19.virtio": ("u1.large", "d1.large"),
+    "windows.11.virtio": ("u1.large",),  # a persistent TPM and EFI: halted (no storage class here)
+    "alpine": ("u1.small", "o1.medium"),
+}
+STATEFUL = {"windows.11.virtio"}
+
+
+def _vm(
+    name: str, ns: str, *, pref: str | None, it: str | None, arch: str | None, running: bool
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"runStrategy": "Always" if running else "Halted"}
+    domain: dict[str, Any] = {"devices": {}}
+    if it is not None:
+        spec["instancetype"] = {"name": it}
+    else:  # no instancetype: the VM's own CPU and memory, enough for the preference's requirements
+        domain["cpu"] = {"sockets": 2}
+        domain["memory"] = {"guest": "4Gi"}
+    if pref is not None:
+        spec["preference"] = {"name": pref}
+    tspec: dict[str, Any] = {
+        "domain": domain,
+        "volumes": [
+            {"name": "containerdisk", "containerDisk": {"image": "quay.io/containerdisks/fedora:41"}}
+        ],
+    }
+    if arch is not None:
+        tspec["architecture"] = arch
+    spec["template"] = {"metadata": {"labels": {"app": name}}, "spec": tspec}
+    return {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachine",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": spec,
+    }
+
+
+def make_fleet(namespaces: list[str], size: int = SIZE, seed: int = SEED) -> list[dict[str, Any]]:
+    """VMs as their users write them: the first few cover each case once, the rest are seeded choices."""
+    rng = random.Random(seed)
+    fixed: list[tuple[str | None, str | None, str | None, bool]] = [
+        ("fedora", "u1.medium", "arm64", True),  # amd64-only after the upgrade: refused
+        ("rhel.9", "u1.small", "s390x", True),
+        ("fedora.arm64", "u1.small", None, True),  # arm64-only after it, the template amd64 by default
+        ("fedora.arm64", "u1.medium", "arm64", True),
+        ("windows.10.virtio", "u1.large", None, True),  # gains a virtio video device: restart
+        ("windows.11.virtio", "u1.large", None, False),
+        ("windows.2k19.virtio", None, None, True),
+        ("fedora", "u1.medium", None, False),
+        (None, "u1.small", None, True),
+        ("alpine", "o1.medium", None, True),
+    ]
+    vms = []
+    for i in range(size):
+        ns = namespaces[i % len(namespaces)]
+        if i < len(fixed):
+            pref, it, arch, running = fixed[i]
+        else:
+            pref = rng.choice([*PREFERENCES, None])
+            it = rng.choice(
+                PREFERENCES[pref] if pref else ("u1.small", "u1.medium", "cx1.large", "o1.medium")
+            )
+            arch = rng.choices([None, "arm64", "s390x"], [70, 20, 10])[0]
+            running = rng.random() < 0.7 and pref not in STATEFUL
+        vms.append(_vm(f"vm-{i:02d}", ns, pref=pref, it=it, arch=arch, running=running))
+    return vms
+
+
+def _failure(vm: dict[str, Any]) -> str | None:
+    status = vm.get("status") or {}
+    if str(status.get("printableStatus", "")).startswith("Error"):
+        return str(status["printableStatus"])
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "Failure" and condition.get("status") == "True":
+            return f"{condition.get('reason')}: {condition.get('message')}"
+    return None
+
+
+def _restart_required(vm: dict[str, Any]) -> str | None:
+    for condition in (vm.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "RestartRequired" and condition.get("status") == "True":
+            return str(condition.get("message", ""))
+    return None
+
+
+def _captured(vm: dict[str, Any]) -> dict[str, str]:
+    status = vm.get("status") or {}
+    return {
+        ref: str(status[ref]["controllerRevisionRef"]["name"])
+        for ref in REFS
+        if ((status.get(ref) or {}).get("controllerRevisionRef") or {}).get("name")
+    }
+
+
+def _matchers(vm: dict[str, Any]) -> set[str]:
+    return {
+        ref
+        for member, ref in zip(("instancetype", "preference"), REFS, strict=True)
+        if vm["spec"].get(member)
+    }
+
+
+def _causes(body: Any) -> list[tuple[str, str]]:
+    causes = ((body if isinstance(body, dict) else {}).get("details") or {}).get("causes") or []
+    return sorted((str(c.get("field", "")), str(c.get("message", ""))) for c in causes)
+
+
+@dataclass
+class Observed:
+    """What KubeVirt did with one VM."""
+
+    ns: str
+    name: str
+    revisions_before: dict[str, str]
+    revisions_after: dict[str, str] = field(default_factory=dict)
+    revision_specs: dict[str, Any] = field(default_factory=dict)  # the spec each new revision captured
+    expanded_before: Any = None
+    expanded_after: Any = None
+    vmi_before: Any = None
+    vmi_after: Any = None
+    restart: str | None = None
+    failure: str | None = None
+    write: Answer | None = None  # the webhook's answer to the VM stored again unchanged
+
+    @property
+    def verdict(self) -> str:
+        """KubeVirt's behaviour in the preview's words."""
+        if self.write is not None and self.write.status not in (200, 201):
+            return "refused"
+        if self.failure is not None:
+            return "error"
+        if self.expanded_before == self.expanded_after:
+            return UNAFFECTED if self.revisions_before == self.revisions_after else UNCHANGED
+        if self.vmi_before is None:
+            return "stopped"
+        return "restart" if self.restart is not None else "live"
+
+
+@dataclass
+class Upgrade:
+    namespaces: list[str]
+    written: list[dict[str, Any]]  # the VMs as their users wrote them, admitted by KubeVirt
+    refused_at_create: dict[str, Answer]
+    readback: dict[tuple[str, str], dict[str, Any]]
+    objects: list[dict[str, Any]]
+    kubevirt: dict[str, Any]
+    preview: dict[tuple[str, str], dict[str, Any]]
+    observed: dict[tuple[str, str], Observed]
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def _get(kube: Kube, path: str) -> dict[str, Any]:
+    answer = kube.call("GET", path)
+    return dict(answer.body) if answer.status == 200 else {}
+
+
+def _expanded(kube: Kube, ns: str, name: str) -> Any:
+    answer = kube.call("GET", f"{VIRT_API}/namespaces/{ns}/virtualmachines/{name}/expand-spec")
+    return answer.body.get("spec") if answer.status == 200 else answer.shown()
+
+
+def _wait(what: str, done: Any, seconds: float = 180) -> None:
+    deadline = time.monotonic() + patience(seconds)
+    while not done():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(1)
+
+
+def _quiet(kube: Kube, keys: list[tuple[str, str]], seconds: float = 4.0) -> None:
+    """Until no VM or VMI of ``keys`` changed for ``seconds`` (virt-controller's passes after a change)."""
+    last: list[str] | None = None
+    since = time.monotonic()
+    deadline = time.monotonic() + patience(60)
+    while time.monotonic() < deadline:
+        now = []
+        for ns, name in keys:
+            vm = _get(kube, f"{VM_PATH.format(ns=ns)}/{name}")
+            vmi = _get(kube, VMI_PATH.format(ns=ns, name=name))
+            now.append(
+                f"{vm['metadata']['resourceVersion']}/{(vmi.get('metadata') or {}).get('resourceVersion')}"
+            )
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= seconds:
+            return
+        time.sleep(0.5)
+
+
+def _list(kube: Kube, path: str, kind: str, namespaces: list[str]) -> list[dict[str, Any]]:
+    """The items of ``namespaces`` (or those namespaces), each with its kind, as ``kubectl get -o yaml``
+    prints a list."""
+    listed = _get(kube, path)
+    return [
+        {"apiVersion": listed["apiVersion"], "kind": kind, **item}
+        for item in listed.get("items") or []
+        if (item["metadata"].get("namespace") or item["metadata"]["name"]) in namespaces
+    ]
+
+
+def _catalog(path: Path) -> list[dict[str, Any]]:
+    return list(read_catalog([str(path)], namespace="default").objects)
+
+
+@pytest.fixture(scope="module")
+def upgrade(
+    kv_cluster: ControlPlane, plane: KubeVirtPlane, kube: Kube, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Upgrade]:
+    seconds: dict[str, float] = {}
+    began = time.monotonic()
+    kv_cluster.kubectl("apply", "-f", str(BEFORE))
+    namespaces = [plane.new_namespace(f"catup-{letter}") for letter in "abc"]
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "compute", "namespace": namespaces[0]},
+        "spec": {"hard": {"requests.cpu": "40", "requests.memory": "200Gi"}},
+    }
+    kv_cluster.apply(quota)
+    # No controller-manager: the quota's status written as its controller would (kube-apiserver's quota
+    # admission refuses pods under a quota without status.hard, and counts each pod it admits into status.used).
+    status = {
+        "status": {"hard": quota["spec"]["hard"], "used": {"requests.cpu": "0", "requests.memory": "0"}}
+    }
+    kv_cluster.kubectl(
+        "patch",
+        "resourcequota",
+        "compute",
+        "-n",
+        namespaces[0],
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps(status),
+    )
+    written, refused = [], {}
+    for vm in make_fleet(namespaces):
+        ns = vm["metadata"]["namespace"]
+        answer = kube.call("POST", VM_PATH.format(ns=ns), json.dumps(vm).encode(), "application/json")
+        if answer.status == 201:
+            written.append(vm)
+        else:
+            refused[vm["metadata"]["name"]] = answer
+    keys = [(vm["metadata"]["namespace"], vm["metadata"]["name"]) for vm in written]
+
+    def settled() -> bool:
+        for vm in written:
+            ns, name = vm["metadata"]["namespace"], vm["metadata"]["name"]
+            stored = _get(kube, f"{VM_PATH.format(ns=ns)}/{name}")
+            if _failure(stored):
+                continue
+            if set(_captured(stored)) != _matchers(vm):
+                return False
+            if vm["spec"]["runStrategy"] == "Always" and not (stored.get("status") or {}).get("created"):
+                return False
+        return True
+
+    _wait("virt-controller to capture the revisions and start the running VMs", settled)
+    _quiet(kube, keys)
+    seconds["create"] = time.monotonic() - began
+
+    # 1. The fleet read back and previewed offline.
+    readback = {
+        (vm["metadata"]["namespace"], vm["metadata"]["name"]): vm
+        for vm in _list(kube, "/apis/kubevirt.io/v1/virtualmachines", "VirtualMachine", namespaces)
+    }
+    objects = _list(kube, "/api/v1/namespaces", "Namespace", namespaces)
+    objects += _list(kube, "/api/v1/resourcequotas", "ResourceQuota", namespaces)
+    kubevirt_cr = _get(kube, f"/apis/kubevirt.io/v1/namespaces/{NAMESPACE}/kubevirts/{CR_NAME}")
+    kubevirt_cr.setdefault("kind", "KubeVirt")
+    began = time.monotonic()
+    answer = preview_catalog_change(readback, objects, _catalog(BEFORE), _catalog(AFTER), kubevirt_cr)
+    seconds["preview"] = time.monotonic() - began
+    preview = {(e["namespace"], e["name"]): e for e in answer.entries}
+
+    # 2. What KubeVirt does: v1.7.0 applied, each VM upgraded.
+    began = time.monotonic()
+    observed: dict[tuple[str, str], Observed] = {}
+    for ns, name in keys:
+        vm = readback[(ns, name)]
+        vmi = _get(kube, VMI_PATH.format(ns=ns, name=name))
+        observed[(ns, name)] = Observed(
+            ns,
+            name,
+            _captured(vm),
+            expanded_before=_expanded(kube, ns, name),
+            vmi_before=vmi.get("spec"),
+        )
+    kv_cluster.kubectl("apply", "-f", str(AFTER))
+    for (ns, name), seen in observed.items():
+        ops = [
+            {"op": "remove", "path": f"/status/{ref}/controllerRevisionRef"} for ref in seen.revisions_before
+        ]
+        if not ops:
+            continue
+        patched = kube.call(
+            "PATCH",
+            f"{VM_PATH.format(ns=ns)}/{name}/status",
+            json.dumps(ops).encode(),
+            "application/json-patch+json",
+        )
+        assert patched.status == 200, patched.shown()
+
+    def recaptured() -> bool:
+        return all(
+            set(_captured(_get(kube, f"{VM_PATH.format(ns=ns)}/{name}"))) == set(seen.revisions_before)
+            for (ns, name), seen in observed.items()
+        )
+
+    _wait("virt-controller to capture the upgraded revisions", recaptured)
+    _quiet(kube, keys)
+    for (ns, name), seen in observed.items():
+        vm = _get(kube, f"{VM_PATH.format(ns=ns)}/{name}")
+        seen.revisions_after = _captured(vm)
+        for ref, revision in seen.revisions_after.items():
+            data = (
+                _get(kube, f"/apis/apps/v1/namespaces/{ns}/controllerrevisions/{revision}").get("data") or {}
+            )
+            seen.revision_specs[ref] = data.get("spec")
+        seen.restart = _restart_required(vm)
+        seen.failure = _failure(vm)
+        seen.expanded_after = _expanded(kube, ns, name)
+        seen.vmi_after = _get(kube, VMI_PATH.format(ns=ns, name=name)).get("spec")
+    for (ns, name), seen in observed.items():
+        for _ in range(10):  # the next write of the VM, unchanged (retried over virt-controller's own writes)
+            vm = _get(kube, f"{VM_PATH.format(ns=ns)}/{name}")
+            seen.write = kube.call(
+                "PUT", f"{VM_PATH.format(ns=ns)}/{name}", json.dumps(vm).encode(), "application/json"
+            )
+            if seen.write.status != 409:
+                break
+            time.sleep(0.2)
+    seconds["upgrade"] = time.monotonic() - began
+    yield Upgrade(namespaces, written, refused, readback, objects, kubevirt_cr, preview, observed, seconds)
+
+
+def _rendering_changes(entry: dict[str, Any]) -> bool:
+    return bool(entry.get("patch"))
+
+
+def test_the_preview_of_the_read_back_fleet_is_what_kubevirt_did(upgrade: Upgrade) -> None:
+    """VM by VM: the verdict, the VMs whose rendering changes, the refused ones with the webhook's causes, the
+    restart ones with KubeVirt's message, live updates held by the VMI, and the revisions captured anew exactly
+    for the VMs that use an object the change edits."""
+    differences = []
+    verdicts: Counter[str] = Counter()
+    for key, seen in sorted(upgrade.observed.items()):
+        entry = upgrade.preview[key]
+        where = f"{key[0]}/{key[1]}"
+        verdicts[entry["verdict"]] += 1
+        if entry["verdict"] != seen.verdict:
+            differences.append(
+                f"{where}: preview {entry['verdict']} ({entry.get('message') or entry.get('refusal')}), "
+                f"KubeVirt {seen.verdict}: restart={seen.restart!r} failure={seen.failure!r} "
+                f"write={seen.write.shown()[:400] if seen.write else None} "
+                f"expand changed={seen.expanded_before != seen.expanded_after}"
+            )
+            continue
+        if seen.verdict == "refused":
+            assert seen.write is not None
+            ours = _causes(entry.get("refusal"))
+            if ours != _causes(seen.write.body):
+                differences.append(f"{where}: refused, causes {ours}; the webhook's: {seen.write.shown()}")
+                continue
+        if seen.verdict == "restart" and entry.get("message") != seen.restart:
+            differences.append(
+                f"{where}: restart, message {entry.get('message')!r}; KubeVirt's {seen.restart!r}"
+            )
+            continue
+        if (
+            seen.verdict in ("restart", "stopped", "refused", UNCHANGED, UNAFFECTED)
+            and seen.vmi_before != seen.vmi_after
+        ):
+            differences.append(f"{where}: {seen.verdict}, yet KubeVirt changed the running VMI")
+            continue
+        if seen.verdict == "live":
+            held = {u["path"]: u.get("value") for u in entry.get("liveUpdates") or []}
+            if not held or any(_at({"spec": seen.vmi_after}, p) != v for p, v in held.items()):
+                differences.append(f"{where}: live {held}; the VMI: {json.dumps(seen.vmi_after)[:600]}")
+                continue
+        if seen.verdict not in ("refused", "error") and _rendering_changes(entry) != (
+            seen.expanded_before != seen.expanded_after
+        ):
+            differences.append(
+                f"{where}: preview patch {entry.get('patch')}; virt-api's expand-spec changed: {seen.expanded_before != seen.expanded_after}"
+            )
+            continue
+        anew = seen.revisions_after != seen.revisions_before
+        if anew != (entry["verdict"] != UNAFFECTED):
+            differences.append(
+                f"{where}: {entry['verdict']}, KubeVirt captured {seen.revisions_before} -> {seen.revisions_after}"
+            )
+            continue
+        TALLY[f"catalog upgrade: equal, {seen.verdict}"] += 1
+    TALLY["catalog upgrade: differ"] += len(differences)
+    for name, answer in upgrade.refused_at_create.items():
+        TALLY["catalog upgrade: refused by KubeVirt under v1.6.0 (left out)"] += 1
+        print(f"{name}: {answer.shown()[:300]}")
+    kubevirt_did = Counter(
+        f"{seen.verdict}: RestartRequired {seen.restart is not None}, failure {seen.failure is not None}, "
+        f"revisions anew {seen.revisions_after != seen.revisions_before}, "
+        f"VMI {'none' if seen.vmi_before is None else 'changed' if seen.vmi_before != seen.vmi_after else 'same'}"
+        for seen in upgrade.observed.values()
+    )
+    print(f"verdicts {dict(verdicts)}; seconds {upgrade.seconds}")
+    for what, count in sorted(kubevirt_did.items()):
+        print(f"{count:4d}  {what}")
+    assert len(upgrade.observed) >= 24, upgrade.refused_at_create
+    # the fleet shows each outcome the upgrade has
+    for verdict in ("refused", "restart", "stopped", UNCHANGED, UNAFFECTED):
+        assert verdicts[verdict], f"no VM {verdict}: {dict(verdicts)}"
+    assert not differences, f"{len(differences)} of {len(upgrade.observed)} differ:\n" + "\n".join(
+        differences
+    )
+
+
+def test_each_new_revision_holds_the_upgraded_object(upgrade: Upgrade, kube: Kube) -> None:
+    """What virt-controller captured on the upgrade is the v1.7.0 object's spec (as kube-apiserver stored it)."""
+    live = {
+        ref: _get(kube, f"/apis/instancetype.kubevirt.io/v1beta1/{plural}")
+        for ref, plural in (
+            ("instancetypeRef", "virtualmachineclusterinstancetypes"),
+            ("preferenceRef", "virtualmachineclusterpreferences"),
+        )
+    }
+    by_name = {
+        ref: {o["metadata"]["name"]: o["spec"] for o in listed.get("items") or []}
+        for ref, listed in live.items()
+    }
+    differences = []
+    for (ns, name), seen in sorted(upgrade.observed.items()):
+        vm = upgrade.readback[(ns, name)]
+        for ref, spec in seen.revision_specs.items():
+            member = "instancetype" if ref == "instancetypeRef" else "preference"
+            if not _same(spec, by_name[ref].get(vm["spec"][member]["name"])):
+                differences.append(f"{ns}/{name} {ref}: captured {spec}")
+    assert not differences, "\n".join(differences)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, quantities by value (Go writes ``1.5Gi`` as ``1536Mi``)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, str) and isinstance(b, str) and a != b:
+        try:
+            return cmp(parse_quantity(a), parse_quantity(b)) == 0
+        except QuantityError:
+            return False
+    return bool(a == b)
+
+
+def _at(obj: Any, pointer: str) -> Any:
+    for part in pointer.lstrip("/").split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(obj, list):
+            obj = obj[int(part)] if part.isdigit() and int(part) < len(obj) else None
+        elif isinstance(obj, dict):
+            obj = obj.get(part)
+        else:
+            return None
+    return obj
+
+
+def test_the_same_fleet_from_its_files_gives_the_same_answers(upgrade: Upgrade, tmp_path: Path) -> None:
+    """The fleet as its users wrote it (no status, no defaults), its namespaces and quota as written, and the
+    KubeVirt CR: ``kubevirt-expand preview --catalog-before --catalog-after -f`` gives every VM the verdict,
+    message and refusal causes of the read-back fleet's preview, and exits 1 (VMs to restart and refused)."""
+    fleet = tmp_path / "fleet"
+    fleet.mkdir()
+    docs: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in upgrade.namespaces
+    ]
+    for obj in upgrade.objects:
+        if obj["kind"] == "ResourceQuota":
+            docs.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ResourceQuota",
+                    "metadata": {"name": obj["metadata"]["name"], "namespace": obj["metadata"]["namespace"]},
+                    "spec": obj["spec"],
+                }
+            )
+    (fleet / "namespaces.yaml").write_text(yaml.safe_dump_all(docs))
+    for ns in upgrade.namespaces:
+        mine = [vm for vm in upgrade.written if vm["metadata"]["namespace"] == ns]
+        (fleet / f"{ns}.yaml").write_text(yaml.safe_dump_all(mine))
+    kubevirt = tmp_path / "kubevirt.yaml"
+    kubevirt.write_text(
+        yaml.safe_dump({k: upgrade.kubevirt[k] for k in ("apiVersion", "kind", "metadata", "spec", "status")})
+    )
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "apiserver.cli",
+            "preview",
+            "--catalog-before",
+            str(BEFORE),
+            "--catalog-after",
+            str(AFTER),
+            "-f",
+            str(fleet),
+            "--kubevirt",
+            str(kubevirt),
+            "-o",
+            "json",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 1, run.stderr
+    print(run.stderr.strip())
+    items = {(e["namespace"], e["name"]): e for e in json.loads(run.stdout)["items"]}
+    assert set(items) == set(upgrade.preview)
+    differences = []
+    for key, entry in sorted(upgrade.preview.items()):
+        got = items[key]
+        mine = (got["verdict"], got.get("message"), _causes(got.get("refusal")), got.get("patch"))
+        theirs = (entry["verdict"], entry.get("message"), _causes(entry.get("refusal")), entry.get("patch"))
+        if mine != theirs:
+            differences.append(f"{key[0]}/{key[1]}: from files {mine}; read back {theirs}")
+    TALLY["catalog upgrade: from files, same answer"] += len(items) - len(differences)
+    TALLY["catalog upgrade: from files, differ"] += len(differences)
+    assert not differences, "\n".join(differences)
