@@ -62,7 +62,9 @@ _MATCHERS = {
     "instancetype": ("VirtualMachineInstancetype", "VirtualMachineClusterInstancetype", "instancetypeRef"),
     "preference": ("VirtualMachinePreference", "VirtualMachineClusterPreference", "preferenceRef"),
 }
-# What a revision captures of an object, and so what a change of it can change in a VM.
+# The kinds a VM captures in a ControllerRevision: of these only the spec counts (below). Other catalog
+# objects (presets, revisions) are compared whole but for their server-written metadata.
+_CAPTURED_KINDS = frozenset(kind for matcher in _MATCHERS.values() for kind in matcher[:2])
 _KEPT_METADATA = ("name", "namespace", "labels", "annotations")
 _RUNNING_STRATEGIES = ("Always", "RerunOnFailure")
 
@@ -91,10 +93,15 @@ class FleetChange:
 
 
 def _content(obj: Mapping[str, Any]) -> str:
-    """What of ``obj`` a VM can see: its spec and the metadata a revision keeps (not resourceVersion,
-    managedFields or status, which change without the object changing)."""
+    """What of ``obj`` a VM can see. Of an instancetype or preference, its spec: the revision KubeVirt
+    captures drops its labels and annotations (``revision.CreateControllerRevision``), and an edit of
+    them alone gives the object no new generation, so an upgraded VM captures it again under the same
+    revision name. Of another object, all but resourceVersion, managedFields and status, which change
+    without the object changing."""
     meta = obj.get("metadata") or {}
     kept = {k: meta[k] for k in _KEPT_METADATA if isinstance(meta, Mapping) and k in meta}
+    if canonical_kind(str(obj.get("kind", ""))) in _CAPTURED_KINDS:
+        kept = {}
     body = {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion")}
     return json.dumps({"metadata": kept, **body}, sort_keys=True)
 
