@@ -211,7 +211,9 @@ class Upgrade:
     objects: list[dict[str, Any]]
     kubevirt: dict[str, Any]
     preview: dict[tuple[str, str], dict[str, Any]]
+    summaries: list[dict[str, Any]]  # the preview's namespaces
     after_file: Path  # the catalog applied: v1.7.0 stamped (:func:`_stamped`)
+    kubectl_dir: Path  # kubectl's read-back of the fleet before the upgrade
     observed: dict[tuple[str, str], Observed]
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -353,6 +355,14 @@ def upgrade(
     seconds["preview"] = time.monotonic() - began
     preview = {(e["namespace"], e["name"]): e for e in change.entries}
 
+    kubectl_dir = tmp_path_factory.mktemp("kubectl")
+    for ns in namespaces:
+        listed = kv_cluster.kubectl("get", "vm,resourcequota", "-n", ns, "-o", "yaml").stdout
+        (kubectl_dir / f"{ns}.yaml").write_text(listed)
+    (kubectl_dir / "namespaces.yaml").write_text(
+        kv_cluster.kubectl("get", "namespace", *namespaces, "-o", "yaml").stdout
+    )
+
     # 2. What KubeVirt does: v1.7.0 applied, each VM upgraded.
     began = time.monotonic()
     observed: dict[tuple[str, str], Observed] = {}
@@ -412,7 +422,18 @@ def upgrade(
             time.sleep(0.2)
     seconds["upgrade"] = time.monotonic() - began
     yield Upgrade(
-        namespaces, written, refused, readback, objects, kubevirt_cr, preview, after_file, observed, seconds
+        namespaces,
+        written,
+        refused,
+        readback,
+        objects,
+        kubevirt_cr,
+        preview,
+        change.namespaces,
+        after_file,
+        kubectl_dir,
+        observed,
+        seconds,
     )
 
 
@@ -545,10 +566,56 @@ def _at(obj: Any, pointer: str) -> Any:
     return obj
 
 
+def _cli(upgrade: Upgrade, fleet: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """``kubevirt-expand preview --catalog-before v1.6.0 --catalog-after v1.7.0 -f fleet -o json``, the
+    KubeVirt CR as ``kubectl get kubevirt -o yaml`` prints it."""
+    kubevirt = tmp_path / "kubevirt.yaml"
+    kubevirt.write_text(
+        yaml.safe_dump({k: upgrade.kubevirt[k] for k in ("apiVersion", "kind", "metadata", "spec", "status")})
+    )
+    command = ["preview", "--catalog-before", str(BEFORE), "--catalog-after", str(upgrade.after_file)]
+    command += ["-f", str(fleet), "--kubevirt", str(kubevirt), "-o", "json"]
+    return subprocess.run(
+        [sys.executable, "-m", "apiserver.cli", *command],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _same_answers(upgrade: Upgrade, run: subprocess.CompletedProcess[str], source: str) -> None:
+    """The command's answer equals the read-back fleet's preview: every VM's verdict, message, refusal causes
+    and patch, the namespaces' summaries, the summary line, and exit status 1 (VMs to restart, refused)."""
+    assert run.returncode == 1, run.stderr
+    print(run.stderr.strip())
+    counts = Counter(e["verdict"] for e in upgrade.preview.values())
+    shown = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+    assert f"catalog change: objects 21 edited; {len(upgrade.preview)} VMs: {shown} (" in run.stderr
+    answer = json.loads(run.stdout)
+    items = {(e["namespace"], e["name"]): e for e in answer["items"]}
+    assert set(items) == set(upgrade.preview)
+    differences = []
+    for key, entry in sorted(upgrade.preview.items()):
+        got = items[key]
+        mine = (got["verdict"], got.get("message"), _causes(got.get("refusal")), got.get("patch"))
+        read_back = (
+            entry["verdict"],
+            entry.get("message"),
+            _causes(entry.get("refusal")),
+            entry.get("patch"),
+        )
+        if mine != read_back:
+            differences.append(f"{key[0]}/{key[1]}: {source} {mine}; read back {read_back}")
+    if answer["namespaces"] != upgrade.summaries:
+        differences.append(f"namespaces: {source} {answer['namespaces']}; read back {upgrade.summaries}")
+    TALLY[f"catalog upgrade: {source}, same answer"] += len(items) - len(differences)
+    TALLY[f"catalog upgrade: {source}, differ"] += len(differences)
+    assert not differences, "\n".join(differences)
+
+
 def test_the_same_fleet_from_its_files_gives_the_same_answers(upgrade: Upgrade, tmp_path: Path) -> None:
-    """The fleet as its users wrote it (no status, no defaults), its namespaces and quota as written, and the
-    KubeVirt CR: ``kubevirt-expand preview --catalog-before --catalog-after -f`` gives every VM the verdict,
-    message and refusal causes of the read-back fleet's preview, and exits 1 (VMs to restart and refused)."""
+    """The fleet as its users wrote it (no status, no defaults), its namespaces and quota as written."""
     fleet = tmp_path / "fleet"
     fleet.mkdir()
     docs: list[dict[str, Any]] = [
@@ -556,60 +623,18 @@ def test_the_same_fleet_from_its_files_gives_the_same_answers(upgrade: Upgrade, 
     ]
     for obj in upgrade.objects:
         if obj["kind"] == "ResourceQuota":
-            docs.append(
-                {
-                    "apiVersion": "v1",
-                    "kind": "ResourceQuota",
-                    "metadata": {"name": obj["metadata"]["name"], "namespace": obj["metadata"]["namespace"]},
-                    "spec": obj["spec"],
-                }
-            )
+            meta = {"name": obj["metadata"]["name"], "namespace": obj["metadata"]["namespace"]}
+            docs.append({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": meta, "spec": obj["spec"]})
     (fleet / "namespaces.yaml").write_text(yaml.safe_dump_all(docs))
     for ns in upgrade.namespaces:
-        mine = [vm for vm in upgrade.written if vm["metadata"]["namespace"] == ns]
-        (fleet / f"{ns}.yaml").write_text(yaml.safe_dump_all(mine))
-    kubevirt = tmp_path / "kubevirt.yaml"
-    kubevirt.write_text(
-        yaml.safe_dump({k: upgrade.kubevirt[k] for k in ("apiVersion", "kind", "metadata", "spec", "status")})
-    )
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "apiserver.cli",
-            "preview",
-            "--catalog-before",
-            str(BEFORE),
-            "--catalog-after",
-            str(upgrade.after_file),
-            "-f",
-            str(fleet),
-            "--kubevirt",
-            str(kubevirt),
-            "-o",
-            "json",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert run.returncode == 1, run.stderr
-    print(run.stderr.strip())
-    items = {(e["namespace"], e["name"]): e for e in json.loads(run.stdout)["items"]}
-    assert set(items) == set(upgrade.preview)
-    differences = []
-    for key, entry in sorted(upgrade.preview.items()):
-        got = items[key]
-        offline = (got["verdict"], got.get("message"), _causes(got.get("refusal")), got.get("patch"))
-        read_back = (
-            entry["verdict"],
-            entry.get("message"),
-            _causes(entry.get("refusal")),
-            entry.get("patch"),
-        )
-        if offline != read_back:
-            differences.append(f"{key[0]}/{key[1]}: from files {offline}; read back {read_back}")
-    TALLY["catalog upgrade: from files, same answer"] += len(items) - len(differences)
-    TALLY["catalog upgrade: from files, differ"] += len(differences)
-    assert not differences, "\n".join(differences)
+        written = [vm for vm in upgrade.written if vm["metadata"]["namespace"] == ns]
+        (fleet / f"{ns}.yaml").write_text(yaml.safe_dump_all(written))
+    _same_answers(upgrade, _cli(upgrade, fleet, tmp_path), "from files")
+
+
+def test_kubectls_read_back_through_the_command_line_gives_the_same_answers(
+    upgrade: Upgrade, tmp_path: Path
+) -> None:
+    """The fleet as ``kubectl get vm,resourcequota -n NS -o yaml`` and ``kubectl get namespace -o yaml`` print
+    it (``List`` documents, status included), read before v1.7.0 was applied: the command line's recipe."""
+    _same_answers(upgrade, _cli(upgrade, upgrade.kubectl_dir, tmp_path), "kubectl's read-back")
