@@ -39,6 +39,14 @@ import yaml
 from apiserver.cli.catalogchange import UNAFFECTED, UNCHANGED, preview_catalog_change
 from apiserver.cli.inputs import read_catalog
 from apiserver.render.kubernetes.quantity import QuantityError, cmp, parse_quantity
+from apiserver.render.kubernetes.quantitymath import (
+    ResourceList,
+    add,
+    resource_list,
+    resource_text,
+    sub,
+    zero,
+)
 from devcluster.controlplane import ControlPlane
 from devcluster.kubevirt import CR_NAME, NAMESPACE, KubeVirtPlane
 from devcluster.paths import REPO
@@ -638,3 +646,67 @@ def test_kubectls_read_back_through_the_command_line_gives_the_same_answers(
     """The fleet as ``kubectl get vm,resourcequota -n NS -o yaml`` and ``kubectl get namespace -o yaml`` print
     it (``List`` documents, status included), read before v1.7.0 was applied: the command line's recipe."""
     _same_answers(upgrade, _cli(upgrade, upgrade.kubectl_dir, tmp_path), "kubectl's read-back")
+
+
+def _bigger(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``objects`` with every u1 instancetype given 1Gi more guest memory: a change of what the pods
+    request."""
+    out: list[dict[str, Any]] = json.loads(json.dumps(objects))
+    for obj in out:
+        if obj["kind"] == "VirtualMachineClusterInstancetype" and obj["metadata"]["name"].startswith("u1."):
+            guest = parse_quantity(obj["spec"]["memory"]["guest"])
+            obj["spec"]["memory"]["guest"] = f"{int(guest.value) // 2**30 + 1}Gi"
+    return out
+
+
+def test_the_quota_the_preview_counts_is_what_kube_apiserver_counted(upgrade: Upgrade, kube: Kube) -> None:
+    """A further change that moves requests (the u1 instancetypes given 1Gi more), previewed on the fleet's files,
+    whose quota has no status (the preview adds up the pods it renders for the running VMs), and on the
+    read-back fleet, whose quota's ``status.used`` is what kube-apiserver's quota admission counted of the
+    virt-launcher pods virt-controller created: the same change, the same verdict, and the same use but for
+    one thing of this plane's kube-apiserver. KubeVirt makes ``guest-console-log`` an init container that keeps
+    running (``restartPolicy: Always``, a sidecar whose requests Kubernetes adds to the pod's); kube-apiserver
+    1.28, with SidecarContainers off, drops the field and counts it as an init container that ends, so the
+    quota here counts each pod that much less than the preview (a cluster of Kubernetes 1.29 or later counts
+    it)."""
+    after = _stamped(_catalog(AFTER))
+    bigger = _bigger(after)
+    read_back = preview_catalog_change(upgrade.readback, upgrade.objects, after, bigger, upgrade.kubevirt)
+    written = {(vm["metadata"]["namespace"], vm["metadata"]["name"]): vm for vm in upgrade.written}
+    as_written = []
+    for obj in upgrade.objects:
+        meta = {k: obj["metadata"][k] for k in ("name", "namespace") if k in obj["metadata"]}
+        written_obj = {"apiVersion": "v1", "kind": obj["kind"], "metadata": meta}
+        if obj["kind"] == "ResourceQuota":
+            written_obj["spec"] = obj["spec"]
+        as_written.append(written_obj)
+    from_files = preview_catalog_change(written, as_written, after, bigger, upgrade.kubevirt)
+    ns = upgrade.namespaces[0]
+    summaries = (
+        {s["namespace"]: s for s in read_back.namespaces},
+        {s["namespace"]: s for s in from_files.namespaces},
+    )
+    read, files = (by_ns.get(ns) or {} for by_ns in summaries)
+    assert read.get("quotas") and files.get("quotas"), (read_back.namespaces, from_files.namespaces)
+    print(f"{ns}: read back {read}\n  from files {files}")
+    assert {k: v for k, v in read.items() if k != "quotas"} == {
+        k: v for k, v in files.items() if k != "quotas"
+    }
+    quota, computed = read["quotas"][0], files["quotas"][0]
+    assert (quota["fits"], quota["hard"]) == (computed["fits"], computed["hard"])
+    counted = resource_list(
+        next(o for o in upgrade.objects if o["kind"] == "ResourceQuota")["status"]["used"]
+    )
+    assert _same(quota["used"], resource_text(counted))
+    dropped: ResourceList = {}
+    for pod in _get(kube, f"/api/v1/namespaces/{ns}/pods").get("items") or []:
+        for init in pod["spec"].get("initContainers") or []:
+            if init["name"] == "guest-console-log" and init.get("restartPolicy") != "Always":
+                for name, q in resource_list(init["resources"]["requests"]).items():
+                    dropped[f"requests.{name}"] = add(dropped.get(f"requests.{name}", zero()), q)
+    expected = {k: add(q, dropped.get(k, zero())) for k, q in counted.items()}
+    assert _same(computed["used"], resource_text(expected)), (computed["used"], counted, dropped)
+    moved = {
+        k: sub(parse_quantity(computed["usedAfter"][k]), parse_quantity(computed["used"][k])) for k in counted
+    }
+    assert _same(quota["usedAfter"], resource_text({k: add(q, moved[k]) for k, q in counted.items()}))
