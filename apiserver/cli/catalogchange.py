@@ -11,7 +11,10 @@ edited) are rendered: the others cannot change, so a large fleet against a small
 
 Per VM: the verdict (``unaffected``, ``unchanged``, ``live``, ``restart`` with KubeVirt's
 RestartRequired message, ``stopped``: applies at the next start, ``refused`` by KubeVirt's VM webhook,
-``error``), the rendered change, and its virt-launcher pod's requests before and after. Per namespace: the
+``error``), the rendered change, and its virt-launcher pod's requests before and after. KubeVirt takes an
+upgrade through the VM's status (the revision references dropped), which the VM webhook does not see: a
+``refused`` VM is upgraded all the same (its ``upgrade`` member says how: live, restart, ...), and it is
+its next write that the webhook refuses (an edit, a start of a halted VM). Per namespace: the
 change in requested CPU and memory, and whether its ResourceQuotas still hold once the running VMs
 restart with their new pods.
 """
@@ -67,6 +70,8 @@ _MATCHERS = {
 _CAPTURED_KINDS = frozenset(kind for matcher in _MATCHERS.values() for kind in matcher[:2])
 _KEPT_METADATA = ("name", "namespace", "labels", "annotations")
 _RUNNING_STRATEGIES = ("Always", "RerunOnFailure")
+# What a refused VM's entry says of the upgrade KubeVirt takes all the same.
+_UPGRADE_MEMBERS = ("verdict", "message", "patch", "changes", "liveUpdates", "syncError")
 
 
 @dataclass(slots=True)
@@ -182,8 +187,10 @@ class _Fleet:
         *,
         arch: str | None,
         assume_pvcs: bool,
+        migratable: bool = True,
     ) -> None:
         self.objects = objects
+        self.migratable = migratable
         # the catalog wins over a copy of the same object among the fleet's files
         self.before = ObjectIndex([*objects, *before])
         self.after = ObjectIndex([*objects, *after])
@@ -285,6 +292,10 @@ def _preview_vm(fleet: _Fleet, vm: Mapping[str, Any], namespace: str, name: str)
         if entry["running"]:
             rendered = expand(started, fleet.before, kubevirt=fleet.kubevirt, exact_names=True).vm
             vmi = assumed_vmi(rendered, fleet.kubevirt, live_update=fleet.config.live_update)
+            if not fleet.migratable:
+                for condition in vmi["status"]["conditions"]:
+                    if condition["type"] == "LiveMigratable":
+                        condition["status"] = "False"
     except ExpandError as err:
         entry.update(verdict=ERROR, message=f"the VM as it is cannot be rendered: {err.message}")
         return entry
@@ -297,7 +308,23 @@ def _preview_vm(fleet: _Fleet, vm: Mapping[str, Any], namespace: str, name: str)
         verdict = UNCHANGED
     entry.update(result.as_status())
     entry["verdict"] = verdict
-    if verdict not in (REFUSED, ERROR):
+    if verdict == REFUSED:
+        # KubeVirt takes the upgrade through the VM's status, which its VM webhook does not see: the VM is
+        # upgraded all the same (live, or RestartRequired), and it is its next write that is refused.
+        taken = preview(
+            proposed,
+            fleet.after,
+            current=started,
+            vmi=vmi,
+            start_vm=started,
+            kubevirt=fleet.kubevirt,
+            validate=False,
+        )
+        upgrade = {k: v for k, v in taken.as_status().items() if k in _UPGRADE_MEMBERS}
+        if taken.verdict in ("live", STOPPED) and not taken.patch:
+            upgrade["verdict"] = UNCHANGED
+        entry["upgrade"] = upgrade
+    if verdict != ERROR and entry.get("upgrade", {}).get("verdict") != ERROR:
         try:
             entry["_after"] = fleet.pod(proposed, fleet.after, namespace, vm)
         except ExpandError as err:
@@ -405,11 +432,16 @@ def preview_catalog_change(
     *,
     arch: str | None = None,
     assume_pvcs: bool = False,
+    migratable: bool = True,
 ) -> FleetChange:
     """What changing the catalog ``before`` into ``after`` does to each of ``vms`` (by namespace and
-    name), given the fleet's other ``objects`` (Namespaces, ResourceQuotas, PVCs, DataSources)."""
+    name), given the fleet's other ``objects`` (Namespaces, ResourceQuotas, PVCs, DataSources).
+    ``migratable``: whether the running VMs can be live-migrated (KubeVirt hot-plugs memory only into
+    those); False for a cluster whose VMs cannot be, such as a control plane without virt-handler."""
     answer = FleetChange(changed=changed_objects(before, after))
-    fleet = _Fleet(objects, before, after, kubevirt, arch=arch, assume_pvcs=assume_pvcs)
+    fleet = _Fleet(
+        objects, before, after, kubevirt, arch=arch, assume_pvcs=assume_pvcs, migratable=migratable
+    )
     touched = set(answer.changed)
     for (namespace, name), vm in sorted(vms.items()):
         used = used_objects(vm, namespace)
@@ -466,7 +498,11 @@ def _text_lines(entry: Mapping[str, Any]) -> list[str]:
     elif entry.get("refusal"):
         line += f" ({entry['refusal'].get('message', '')})"
     lines = [printable(line)]
-    for change in entry.get("changes") or ():
+    upgrade = entry.get("upgrade")
+    if upgrade:
+        said = f" ({upgrade['message']})" if upgrade.get("message") else ""
+        lines.append(printable(f"  upgraded all the same (its status): {upgrade['verdict']}{said}"))
+    for change in entry.get("changes") or (upgrade or {}).get("changes") or ():
         old = json.dumps(change["old"]) if "old" in change else "(none)"
         new = json.dumps(change["new"]) if "new" in change else "(none)"
         lines.append(printable(f"  {change['path']}: {old} -> {new}"))

@@ -62,6 +62,7 @@ SIZE = 36
 VM_PATH = "/apis/kubevirt.io/v1/namespaces/{ns}/virtualmachines"
 VMI_PATH = "/apis/kubevirt.io/v1/namespaces/{ns}/virtualmachineinstances/{name}"
 REFS = ("instancetypeRef", "preferenceRef")
+_MEMBERS = {"instancetypeRef": "instancetype", "preferenceRef": "preference"}
 TALLY: Counter[str] = Counter()
 
 # Preferences v1.7.0 edits (requirements.architecture and preferredArchitecture; preferredVideoType for the
@@ -195,12 +196,25 @@ class Observed:
     restart: str | None = None
     failure: str | None = None
     write: Answer | None = None  # the webhook's answer to the VM stored again unchanged
+    write_before: Answer | None = None  # the same before the change
+
+    @property
+    def refused(self) -> bool:
+        """The webhook refuses the VM's next write because of the change (not one it refused before the
+        change already, and the change left alone)."""
+        if self.write is None or self.write.status in (200, 201):
+            return False
+        before = self.write_before is not None and self.write_before.status not in (200, 201)
+        return not before or self.revisions_after != self.revisions_before
 
     @property
     def verdict(self) -> str:
         """KubeVirt's behaviour in the preview's words."""
-        if self.write is not None and self.write.status not in (200, 201):
-            return "refused"
+        return "refused" if self.refused else self.upgrade
+
+    @property
+    def upgrade(self) -> str:
+        """How KubeVirt took the upgrade (through the VM's status, which the webhook does not see)."""
         if self.failure is not None:
             return "error"
         if self.expanded_before == self.expanded_after:
@@ -211,19 +225,45 @@ class Observed:
 
 
 @dataclass
+class Taken:
+    """One catalog change: the fleet read back under the first catalog and previewed, then what KubeVirt did
+    once the second was applied and each VM upgraded."""
+
+    readback: dict[tuple[str, str], dict[str, Any]]
+    objects: list[dict[str, Any]]  # the Namespaces and the ResourceQuota, read back
+    preview: dict[tuple[str, str], dict[str, Any]]
+    summaries: list[dict[str, Any]]  # the preview's namespaces
+    observed: dict[tuple[str, str], Observed]
+    live: dict[str, dict[str, Any]]  # the cluster instancetypes' and preferences' specs once applied, by ref
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
 class Upgrade:
     namespaces: list[str]
     written: list[dict[str, Any]]  # the VMs as their users wrote them, admitted by KubeVirt
     refused_at_create: dict[str, Answer]
-    readback: dict[tuple[str, str], dict[str, Any]]
-    objects: list[dict[str, Any]]
     kubevirt: dict[str, Any]
-    preview: dict[tuple[str, str], dict[str, Any]]
-    summaries: list[dict[str, Any]]  # the preview's namespaces
+    taken: Taken  # v1.6.0 -> v1.7.0
     after_file: Path  # the catalog applied: v1.7.0 stamped (:func:`_stamped`)
     kubectl_dir: Path  # kubectl's read-back of the fleet before the upgrade
-    observed: dict[tuple[str, str], Observed]
-    seconds: dict[str, float] = field(default_factory=dict)
+    pods: list[dict[str, Any]]  # the quota's namespace's virt-launcher pods
+
+    @property
+    def readback(self) -> dict[tuple[str, str], dict[str, Any]]:
+        return self.taken.readback
+
+    @property
+    def objects(self) -> list[dict[str, Any]]:
+        return self.taken.objects
+
+    @property
+    def preview(self) -> dict[tuple[str, str], dict[str, Any]]:
+        return self.taken.preview
+
+    @property
+    def summaries(self) -> list[dict[str, Any]]:
+        return self.taken.summaries
 
 
 def _get(kube: Kube, path: str) -> dict[str, Any]:
@@ -346,23 +386,11 @@ def upgrade(
     _quiet(kube, keys)
     seconds["create"] = time.monotonic() - began
 
-    # 1. The fleet read back and previewed offline.
-    readback = {
-        (vm["metadata"]["namespace"], vm["metadata"]["name"]): vm
-        for vm in _list(kube, "/apis/kubevirt.io/v1/virtualmachines", "VirtualMachine", namespaces)
-    }
-    objects = _list(kube, "/api/v1/namespaces", "Namespace", namespaces)
-    objects += _list(kube, "/api/v1/resourcequotas", "ResourceQuota", namespaces)
     kubevirt_cr = _get(kube, f"/apis/kubevirt.io/v1/namespaces/{NAMESPACE}/kubevirts/{CR_NAME}")
     kubevirt_cr.setdefault("kind", "KubeVirt")
-    began = time.monotonic()
     after = _stamped(_catalog(AFTER))
     after_file = tmp_path_factory.mktemp("catalog") / "v1.7.0-stamped.yaml"
     after_file.write_text(yaml.safe_dump_all(after))
-    change = preview_catalog_change(readback, objects, _catalog(BEFORE), after, kubevirt_cr)
-    seconds["preview"] = time.monotonic() - began
-    preview = {(e["namespace"], e["name"]): e for e in change.entries}
-
     kubectl_dir = tmp_path_factory.mktemp("kubectl")
     for ns in namespaces:
         listed = kv_cluster.kubectl("get", "vm,resourcequota", "-n", ns, "-o", "yaml").stdout
@@ -370,12 +398,53 @@ def upgrade(
     (kubectl_dir / "namespaces.yaml").write_text(
         kv_cluster.kubectl("get", "namespace", *namespaces, "-o", "yaml").stdout
     )
+    pods = _get(kube, f"/api/v1/namespaces/{namespaces[0]}/pods").get("items") or []
+    taken = _take(kv_cluster, kube, namespaces, kubevirt_cr, _catalog(BEFORE), after, after_file)
+    taken.seconds["create"] = seconds["create"]
+    yield Upgrade(namespaces, written, refused, kubevirt_cr, taken, after_file, kubectl_dir, pods)
 
-    # 2. What KubeVirt does: v1.7.0 applied, each VM upgraded.
+
+def _write(kube: Kube, ns: str, name: str) -> Answer:
+    """The next write of the VM, unchanged: the VM webhook's answer (retried over virt-controller's own
+    writes)."""
+    for _ in range(10):
+        vm = _get(kube, f"{VM_PATH.format(ns=ns)}/{name}")
+        answer = kube.call(
+            "PUT", f"{VM_PATH.format(ns=ns)}/{name}", json.dumps(vm).encode(), "application/json"
+        )
+        if answer.status != 409:
+            break
+        time.sleep(0.2)
+    return answer
+
+
+def _take(
+    kv_cluster: ControlPlane,
+    kube: Kube,
+    namespaces: list[str],
+    kubevirt_cr: dict[str, Any],
+    before: list[dict[str, Any]],
+    after: list[dict[str, Any]],
+    after_file: Path,
+) -> Taken:
+    """The fleet (running under ``before``) read back and previewed, then ``after_file`` (``after``) applied
+    and each VM upgraded as KubeVirt takes an upgrade, and what KubeVirt did recorded."""
+    seconds: dict[str, float] = {}
+    readback = {
+        (vm["metadata"]["namespace"], vm["metadata"]["name"]): vm
+        for vm in _list(kube, "/apis/kubevirt.io/v1/virtualmachines", "VirtualMachine", namespaces)
+    }
+    objects = _list(kube, "/api/v1/namespaces", "Namespace", namespaces)
+    objects += _list(kube, "/api/v1/resourcequotas", "ResourceQuota", namespaces)
+    began = time.monotonic()
+    # No VMI here is ever migratable (no virt-handler): KubeVirt hot-plugs no memory.
+    change = preview_catalog_change(readback, objects, before, after, kubevirt_cr, migratable=False)
+    seconds["preview"] = time.monotonic() - began
+    preview = {(e["namespace"], e["name"]): e for e in change.entries}
+
     began = time.monotonic()
     observed: dict[tuple[str, str], Observed] = {}
-    for ns, name in keys:
-        vm = readback[(ns, name)]
+    for (ns, name), vm in sorted(readback.items()):
         vmi = _get(kube, VMI_PATH.format(ns=ns, name=name))
         observed[(ns, name)] = Observed(
             ns,
@@ -384,6 +453,8 @@ def upgrade(
             expanded_before=_expanded(kube, ns, name),
             vmi_before=vmi.get("spec"),
         )
+    for (ns, name), seen in observed.items():
+        seen.write_before = _write(kube, ns, name)
     kv_cluster.kubectl("apply", "-f", str(after_file))
     for (ns, name), seen in observed.items():
         ops = [
@@ -406,7 +477,7 @@ def upgrade(
         )
 
     _wait("virt-controller to capture the upgraded revisions", recaptured)
-    _quiet(kube, keys)
+    _quiet(kube, list(observed))
     for (ns, name), seen in observed.items():
         vm = _get(kube, f"{VM_PATH.format(ns=ns)}/{name}")
         seen.revisions_after = _captured(vm)
@@ -420,43 +491,26 @@ def upgrade(
         seen.expanded_after = _expanded(kube, ns, name)
         seen.vmi_after = _get(kube, VMI_PATH.format(ns=ns, name=name)).get("spec")
     for (ns, name), seen in observed.items():
-        for _ in range(10):  # the next write of the VM, unchanged (retried over virt-controller's own writes)
-            vm = _get(kube, f"{VM_PATH.format(ns=ns)}/{name}")
-            seen.write = kube.call(
-                "PUT", f"{VM_PATH.format(ns=ns)}/{name}", json.dumps(vm).encode(), "application/json"
-            )
-            if seen.write.status != 409:
-                break
-            time.sleep(0.2)
+        seen.write = _write(kube, ns, name)
     seconds["upgrade"] = time.monotonic() - began
-    yield Upgrade(
-        namespaces,
-        written,
-        refused,
-        readback,
-        objects,
-        kubevirt_cr,
-        preview,
-        change.namespaces,
-        after_file,
-        kubectl_dir,
-        observed,
-        seconds,
-    )
+    live = {}
+    for ref, plural in (
+        ("instancetypeRef", "virtualmachineclusterinstancetypes"),
+        ("preferenceRef", "virtualmachineclusterpreferences"),
+    ):
+        listed = _get(kube, f"/apis/instancetype.kubevirt.io/v1beta1/{plural}").get("items") or []
+        live[ref] = {o["metadata"]["name"]: o["spec"] for o in listed}
+    return Taken(readback, objects, preview, change.namespaces, observed, live, seconds)
 
 
-def _rendering_changes(entry: dict[str, Any]) -> bool:
-    return bool(entry.get("patch"))
-
-
-def test_the_preview_of_the_read_back_fleet_is_what_kubevirt_did(upgrade: Upgrade) -> None:
+def _differences(taken: Taken, label: str) -> tuple[list[str], Counter[str]]:
     """VM by VM: the verdict, the VMs whose rendering changes, the refused ones with the webhook's causes, the
-    restart ones with KubeVirt's message, live updates held by the VMI, and the revisions captured anew exactly
-    for the VMs that use an object the change edits."""
+    restart ones with KubeVirt's message, live updates held by the VMI, the revisions captured anew exactly
+    for the VMs that use an object the change edits, and each new revision holding the object as applied."""
     differences = []
     verdicts: Counter[str] = Counter()
-    for key, seen in sorted(upgrade.observed.items()):
-        entry = upgrade.preview[key]
+    for key, seen in sorted(taken.observed.items()):
+        entry = taken.preview[key]
         where = f"{key[0]}/{key[1]}"
         verdicts[entry["verdict"]] += 1
         if entry["verdict"] != seen.verdict:
@@ -473,28 +527,18 @@ def test_the_preview_of_the_read_back_fleet_is_what_kubevirt_did(upgrade: Upgrad
             if ours != _causes(seen.write.body):
                 differences.append(f"{where}: refused, causes {ours}; the webhook's: {seen.write.shown()}")
                 continue
-        if seen.verdict == "restart" and entry.get("message") != seen.restart:
-            differences.append(
-                f"{where}: restart, message {entry.get('message')!r}; KubeVirt's {seen.restart!r}"
-            )
-            continue
-        if (
-            seen.verdict in ("restart", "stopped", "refused", UNCHANGED, UNAFFECTED)
-            and seen.vmi_before != seen.vmi_after
-        ):
-            differences.append(f"{where}: {seen.verdict}, yet KubeVirt changed the running VMI")
-            continue
-        if seen.verdict == "live":
-            held = {u["path"]: u.get("value") for u in entry.get("liveUpdates") or []}
-            if not held or any(_at({"spec": seen.vmi_after}, p) != v for p, v in held.items()):
-                differences.append(f"{where}: live {held}; the VMI: {json.dumps(seen.vmi_after)[:600]}")
+            outcome = entry.get("upgrade") or {}
+            if outcome.get("verdict") != seen.upgrade:
+                differences.append(
+                    f"{where}: refused, upgraded all the same: preview {outcome.get('verdict')} "
+                    f"({outcome.get('message')}), KubeVirt {seen.upgrade} (restart={seen.restart!r})"
+                )
                 continue
-        if seen.verdict not in ("refused", "error") and _rendering_changes(entry) != (
-            seen.expanded_before != seen.expanded_after
-        ):
-            differences.append(
-                f"{where}: preview patch {entry.get('patch')}; virt-api's expand-spec changed: {seen.expanded_before != seen.expanded_after}"
-            )
+        else:
+            outcome = entry
+        wrong_outcome = _outcome_differs(outcome, seen)
+        if wrong_outcome:
+            differences.append(f"{where}: {seen.verdict}: {wrong_outcome}")
             continue
         anew = seen.revisions_after != seen.revisions_before
         if anew != (entry["verdict"] != UNAFFECTED):
@@ -502,50 +546,96 @@ def test_the_preview_of_the_read_back_fleet_is_what_kubevirt_did(upgrade: Upgrad
                 f"{where}: {entry['verdict']}, KubeVirt captured {seen.revisions_before} -> {seen.revisions_after}"
             )
             continue
-        TALLY[f"catalog upgrade: equal, {seen.verdict}"] += 1
-    TALLY["catalog upgrade: differ"] += len(differences)
+        spec = taken.readback[key]["spec"]
+        wrong = [
+            ref
+            for ref, captured in seen.revision_specs.items()
+            if not _same(captured, taken.live[ref].get(spec[_MEMBERS[ref]]["name"]))
+        ]
+        if wrong:
+            differences.append(f"{where}: the new revisions of {wrong} do not hold the objects applied")
+            continue
+        TALLY[f"{label}: equal, {seen.verdict}"] += 1
+    TALLY[f"{label}: differ"] += len(differences)
+    kubevirt_did = Counter(
+        f"{seen.verdict} ({seen.upgrade}): RestartRequired {seen.restart is not None}, "
+        f"failure {seen.failure is not None}, "
+        f"revisions anew {seen.revisions_after != seen.revisions_before}, "
+        f"VMI {'none' if seen.vmi_before is None else 'changed' if seen.vmi_before != seen.vmi_after else 'same'}"
+        for seen in taken.observed.values()
+    )
+    print(f"{label}: verdicts {dict(verdicts)}; seconds {taken.seconds}")
+    for what, count in sorted(kubevirt_did.items()):
+        print(f"{count:4d}  {what}")
+    return differences, verdicts
+
+
+def _outcome_differs(outcome: dict[str, Any], seen: Observed) -> str:
+    """How the preview's ``outcome`` of the upgrade (an entry, or a refused entry's ``upgrade``) differs from
+    what KubeVirt did, or ''."""
+    if seen.upgrade == "restart" and outcome.get("message") != seen.restart:
+        return f"restart, message {outcome.get('message')!r}; KubeVirt's {seen.restart!r}"
+    if seen.upgrade != "live" and seen.vmi_before != seen.vmi_after:
+        return f"{seen.upgrade}, yet KubeVirt changed the running VMI"
+    if seen.upgrade == "live":
+        held = {u["path"]: u.get("value") for u in outcome.get("liveUpdates") or []}
+        if not held or any(_at({"spec": seen.vmi_after}, p) != v for p, v in held.items()):
+            return f"live {held}; the VMI: {json.dumps(seen.vmi_after)[:600]}"
+    changed = seen.expanded_before != seen.expanded_after
+    if seen.upgrade != "error" and bool(outcome.get("patch")) != changed:
+        return f"preview patch {outcome.get('patch')}; virt-api's expand-spec changed: {changed}"
+    return ""
+
+
+def test_the_preview_of_the_read_back_fleet_is_what_kubevirt_did(upgrade: Upgrade) -> None:
+    """common-instancetypes v1.6.0 -> v1.7.0, VM by VM (:func:`_differences`)."""
+    differences, verdicts = _differences(upgrade.taken, "catalog upgrade")
     for name, answer in upgrade.refused_at_create.items():
         TALLY["catalog upgrade: refused by KubeVirt under v1.6.0 (left out)"] += 1
         print(f"{name}: {answer.shown()[:300]}")
-    kubevirt_did = Counter(
-        f"{seen.verdict}: RestartRequired {seen.restart is not None}, failure {seen.failure is not None}, "
-        f"revisions anew {seen.revisions_after != seen.revisions_before}, "
-        f"VMI {'none' if seen.vmi_before is None else 'changed' if seen.vmi_before != seen.vmi_after else 'same'}"
-        for seen in upgrade.observed.values()
-    )
-    print(f"verdicts {dict(verdicts)}; seconds {upgrade.seconds}")
-    for what, count in sorted(kubevirt_did.items()):
-        print(f"{count:4d}  {what}")
-    assert not differences, f"{len(differences)} of {len(upgrade.observed)} differ:\n" + "\n".join(
-        differences
-    )
-    assert len(upgrade.observed) >= 24, upgrade.refused_at_create
+    total = len(upgrade.taken.observed)
+    assert not differences, f"{len(differences)} of {total} differ:\n" + "\n".join(differences)
+    assert total >= 24, upgrade.refused_at_create
     # the fleet shows each outcome the upgrade has
     for verdict in ("refused", "restart", "stopped", UNCHANGED, UNAFFECTED):
         assert verdicts[verdict], f"no VM {verdict}: {dict(verdicts)}"
 
 
-def test_each_new_revision_holds_the_upgraded_object(upgrade: Upgrade, kube: Kube) -> None:
-    """What virt-controller captured on the upgrade is the v1.7.0 object's spec (as kube-apiserver stored it)."""
-    live = {
-        ref: _get(kube, f"/apis/instancetype.kubevirt.io/v1beta1/{plural}")
-        for ref, plural in (
-            ("instancetypeRef", "virtualmachineclusterinstancetypes"),
-            ("preferenceRef", "virtualmachineclusterpreferences"),
-        )
-    }
-    by_name = {
-        ref: {o["metadata"]["name"]: o["spec"] for o in listed.get("items") or []}
-        for ref, listed in live.items()
-    }
-    differences = []
-    for (ns, name), seen in sorted(upgrade.observed.items()):
-        vm = upgrade.readback[(ns, name)]
-        for ref, spec in seen.revision_specs.items():
-            member = "instancetype" if ref == "instancetypeRef" else "preference"
-            if not _same(spec, by_name[ref].get(vm["spec"][member]["name"])):
-                differences.append(f"{ns}/{name} {ref}: captured {spec}")
-    assert not differences, "\n".join(differences)
+_RESIZED = ({"name": "u1.small"}, {"name": "u1.medium"})
+
+
+def _resized(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``objects`` with u1.small given a second vCPU and u1.medium 1Gi more memory."""
+    out: list[dict[str, Any]] = json.loads(json.dumps(objects))
+    for obj in out:
+        if obj["kind"] == "VirtualMachineClusterInstancetype" and obj["metadata"]["name"] == "u1.small":
+            obj["spec"]["cpu"]["guest"] = 2
+        if obj["kind"] == "VirtualMachineClusterInstancetype" and obj["metadata"]["name"] == "u1.medium":
+            obj["spec"]["memory"]["guest"] = "5Gi"
+    return out
+
+
+def test_a_second_change_resizing_two_instancetypes_is_previewed_as_kubevirt_takes_it(
+    upgrade: Upgrade, kv_cluster: ControlPlane, kube: Kube, tmp_path: Path
+) -> None:
+    """After the upgrade, the platform team edits two instancetypes the fleet runs on: u1.small gets a second
+    vCPU (KubeVirt adds a socket to the running VMI, within its maxSockets; an arm64 VM cannot hot-plug CPUs)
+    and u1.medium 1Gi more memory (no VM here is migratable: a restart). The VMs that needed a restart after
+    the first change use neither, so every VM the second touches runs as the preview assumes: as started
+    under the first change's catalog."""
+    restarting = [k for k, e in upgrade.preview.items() if e["verdict"] == "restart"]
+    assert not [k for k in restarting if upgrade.readback[k]["spec"].get("instancetype") in _RESIZED], (
+        restarting
+    )
+    after = _stamped(_catalog(AFTER))
+    resized = _resized(after)
+    resized_file = tmp_path / "v1.7.0-resized.yaml"
+    resized_file.write_text(yaml.safe_dump_all(resized))
+    taken = _take(kv_cluster, kube, upgrade.namespaces, upgrade.kubevirt, after, resized, resized_file)
+    differences, verdicts = _differences(taken, "instancetypes resized")
+    assert not differences, f"{len(differences)} of {len(taken.observed)} differ:\n" + "\n".join(differences)
+    for verdict in ("live", "restart", UNAFFECTED):
+        assert verdicts[verdict], f"no VM {verdict}: {dict(verdicts)}"
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -592,6 +682,18 @@ def _cli(upgrade: Upgrade, fleet: Path, tmp_path: Path) -> subprocess.CompletedP
     )
 
 
+def _answer(entry: dict[str, Any]) -> tuple[Any, ...]:
+    upgrade = entry.get("upgrade") or {}
+    return (
+        entry["verdict"],
+        entry.get("message"),
+        _causes(entry.get("refusal")),
+        entry.get("patch"),
+        upgrade.get("verdict"),
+        upgrade.get("message"),
+    )
+
+
 def _same_answers(upgrade: Upgrade, run: subprocess.CompletedProcess[str], source: str) -> None:
     """The command's answer equals the read-back fleet's preview: every VM's verdict, message, refusal causes
     and patch, the namespaces' summaries, the summary line, and exit status 1 (VMs to restart, refused)."""
@@ -606,13 +708,8 @@ def _same_answers(upgrade: Upgrade, run: subprocess.CompletedProcess[str], sourc
     differences = []
     for key, entry in sorted(upgrade.preview.items()):
         got = items[key]
-        mine = (got["verdict"], got.get("message"), _causes(got.get("refusal")), got.get("patch"))
-        read_back = (
-            entry["verdict"],
-            entry.get("message"),
-            _causes(entry.get("refusal")),
-            entry.get("patch"),
-        )
+        mine = _answer(got)
+        read_back = _answer(entry)
         if mine != read_back:
             differences.append(f"{key[0]}/{key[1]}: {source} {mine}; read back {read_back}")
     if answer["namespaces"] != upgrade.summaries:
@@ -659,7 +756,7 @@ def _bigger(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def test_the_quota_the_preview_counts_is_what_kube_apiserver_counted(upgrade: Upgrade, kube: Kube) -> None:
+def test_the_quota_the_preview_counts_is_what_kube_apiserver_counted(upgrade: Upgrade) -> None:
     """A further change that moves requests (the u1 instancetypes given 1Gi more), previewed on the fleet's files,
     whose quota has no status (the preview adds up the pods it renders for the running VMs), and on the
     read-back fleet, whose quota's ``status.used`` is what kube-apiserver's quota admission counted of the
@@ -699,7 +796,7 @@ def test_the_quota_the_preview_counts_is_what_kube_apiserver_counted(upgrade: Up
     )
     assert _same(quota["used"], resource_text(counted))
     dropped: ResourceList = {}
-    for pod in _get(kube, f"/api/v1/namespaces/{ns}/pods").get("items") or []:
+    for pod in upgrade.pods:
         for init in pod["spec"].get("initContainers") or []:
             if init["name"] == "guest-console-log" and init.get("restartPolicy") != "Always":
                 for name, q in resource_list(init["resources"]["requests"]).items():
