@@ -248,6 +248,7 @@ class Upgrade:
     after_file: Path  # the catalog applied: v1.7.0 stamped (:func:`_stamped`)
     kubectl_dir: Path  # kubectl's read-back of the fleet before the upgrade
     pods: list[dict[str, Any]]  # the quota's namespace's virt-launcher pods
+    starts: dict[tuple[str, str], subprocess.CompletedProcess[str]]  # virtctl start of each halted refused VM
 
     @property
     def readback(self) -> dict[tuple[str, str], dict[str, Any]]:
@@ -401,7 +402,22 @@ def upgrade(
     pods = _get(kube, f"/api/v1/namespaces/{namespaces[0]}/pods").get("items") or []
     taken = _take(kv_cluster, kube, namespaces, kubevirt_cr, _catalog(BEFORE), after, after_file)
     taken.seconds["create"] = seconds["create"]
-    yield Upgrade(namespaces, written, refused, kubevirt_cr, taken, after_file, kubectl_dir, pods)
+    # A halted VM the webhook now refuses, started as `virtctl start` starts it (virt-api writes its
+    # runStrategy, which the webhook sees).
+    starts = {
+        key: kv_cluster.kubectl(
+            "replace",
+            "--raw",
+            f"{VIRT_API}/namespaces/{key[0]}/virtualmachines/{key[1]}/start",
+            "-f",
+            "-",
+            stdin="{}",
+            check=False,
+        )
+        for key, seen in taken.observed.items()
+        if seen.verdict == "refused" and seen.vmi_before is None
+    }
+    yield Upgrade(namespaces, written, refused, kubevirt_cr, taken, after_file, kubectl_dir, pods, starts)
 
 
 def _write(kube: Kube, ns: str, name: str) -> Answer:
@@ -602,6 +618,17 @@ def test_the_preview_of_the_read_back_fleet_is_what_kubevirt_did(upgrade: Upgrad
 
 
 _RESIZED = ({"name": "u1.small"}, {"name": "u1.medium"})
+
+
+def test_a_halted_vm_the_webhook_now_refuses_cannot_be_started(upgrade: Upgrade) -> None:
+    """What ``refused`` means for a halted VM: ``virtctl start`` (virt-api's start, which writes the VM's
+    runStrategy) is refused with the webhook's message the preview gave."""
+    assert upgrade.starts
+    for key, run in sorted(upgrade.starts.items()):
+        causes = (upgrade.preview[key].get("refusal") or {}).get("details", {}).get("causes") or [{}]
+        said = str(causes[0].get("message"))
+        assert run.returncode != 0 and said in run.stderr, (key, said, run.stdout, run.stderr)
+    print({f"{k[0]}/{k[1]}": run.stderr.strip() for k, run in upgrade.starts.items()})
 
 
 def _resized(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
