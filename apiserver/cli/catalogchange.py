@@ -110,8 +110,14 @@ def _text_lines(entry: Mapping[str, Any]) -> list[str]:
         line += f" ({entry['message']})"
     elif entry.get("refusal"):
         line += f" ({entry['refusal'].get('message', '')})"
+    if entry.get("refusedBefore"):
+        line += " [refused under the current catalog too: not the change's doing]"
     lines = [printable(line)]
-    for change in entry.get("changes") or ():
+    upgrade = entry.get("upgrade")
+    if upgrade:
+        said = f" ({upgrade['message']})" if upgrade.get("message") else ""
+        lines.append(printable(f"  upgraded all the same (its status): {upgrade['verdict']}{said}"))
+    for change in entry.get("changes") or (upgrade or {}).get("changes") or ():
         old = json.dumps(change["old"]) if "old" in change else "(none)"
         new = json.dumps(change["new"]) if "new" in change else "(none)"
         lines.append(printable(f"  {change['path']}: {old} -> {new}"))
@@ -210,6 +216,11 @@ def results(answer: FleetChange, fleet: _FleetFiles) -> list[Result]:
         if verdict in (LIVE, STOPPED) and changed:
             when = "live" if verdict == LIVE else "at its next start"
             result.warnings.append(f"the catalog change applies {when}: {changed}")
+        elif verdict == REFUSED and entry.get("refusedBefore"):
+            message = str((entry.get("refusal") or {}).get("message") or "")
+            result.warnings.append(
+                f"refused under the current catalog too (not the change's doing): {message}"
+            )
         elif verdict == REFUSED:
             result.outcome = REFUSED_OUTCOME
             result.status = dict(entry.get("refusal") or {})

@@ -13,7 +13,10 @@ quick.
 
 Per VM: the verdict (``unaffected``, ``unchanged``, ``live``, ``restart`` with KubeVirt's
 RestartRequired message, ``stopped``: applies at the next start, ``refused`` by KubeVirt's VM webhook,
-``error``), the rendered change, and its pod's requests before and after. Per namespace: the change in
+``error``), the rendered change, and its pod's requests before and after. KubeVirt takes an upgrade
+through the VM's status (the revision references dropped), which the VM webhook does not see: a
+``refused`` VM is upgraded all the same (its ``upgrade`` member says how: live, restart, ...), and it is
+its next write that the webhook refuses (an edit, a start of a halted VM). Per namespace: the change in
 requested CPU and memory, and whether its ResourceQuotas still hold once the running VMs restart with
 their new pods.
 """
@@ -54,9 +57,13 @@ _MATCHERS = {
     "instancetype": ("VirtualMachineInstancetype", "VirtualMachineClusterInstancetype", "instancetypeRef"),
     "preference": ("VirtualMachinePreference", "VirtualMachineClusterPreference", "preferenceRef"),
 }
-# What a revision captures of an object, and so what a change of it can change in a VM.
+# The kinds a VM captures in a ControllerRevision: of these only the spec counts (below). Other catalog
+# objects (presets, revisions) are compared whole but for their server-written metadata.
+_CAPTURED_KINDS = frozenset(kind for matcher in _MATCHERS.values() for kind in matcher[:2])
 _KEPT_METADATA = ("name", "namespace", "labels", "annotations")
 _RUNNING_STRATEGIES = ("Always", "RerunOnFailure")
+# What a refused VM's entry says of the upgrade KubeVirt takes all the same.
+_UPGRADE_MEMBERS = ("verdict", "message", "patch", "changes", "liveUpdates", "syncError")
 _REVISION = "ControllerRevision"
 
 
@@ -83,16 +90,23 @@ class FleetChange:
     def failing(self) -> bool:
         """Whether a reviewer must look: a VM needs a restart, is refused or fails, or a quota breaks."""
         counts = self.counts()
-        if counts.get(RESTART, 0) + counts.get(REFUSED, 0) + counts.get(ERROR, 0):
+        if counts.get(RESTART, 0) + counts.get(ERROR, 0):
+            return True
+        if any(e["verdict"] == REFUSED and not e.get("refusedBefore") for e in self.entries):
             return True
         return any(not q["fits"] for ns in self.namespaces for q in ns.get("quotas", ()))
 
 
 def _content(obj: Mapping[str, Any]) -> str:
-    """What of ``obj`` a VM can see: its spec and the metadata a revision keeps (not resourceVersion,
-    managedFields or status, which change without the object changing)."""
+    """What of ``obj`` a VM can see. Of an instancetype or preference, its spec: the revision KubeVirt
+    captures drops its labels and annotations (``revision.CreateControllerRevision``), and an edit of
+    them alone gives the object no new generation, so an upgraded VM captures it again under the same
+    revision name. Of another object, all but resourceVersion, managedFields and status, which change
+    without the object changing."""
     meta = obj.get("metadata") or {}
     kept = {k: meta[k] for k in _KEPT_METADATA if isinstance(meta, Mapping) and k in meta}
+    if canonical_kind(str(obj.get("kind", ""))) in _CAPTURED_KINDS:
+        kept = {}
     body = {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion")}
     return json.dumps({"metadata": kept, **body}, sort_keys=True)
 
@@ -186,8 +200,10 @@ class _Fleet:
         *,
         arch: str | None,
         assume_pvcs: bool,
+        migratable: bool = True,
     ) -> None:
         self.objects = objects
+        self.migratable = migratable
         # the catalog wins over a copy of the same object among the fleet's files
         self.before = ObjectIndex(versioned([*objects, *before], "before"))
         self.after = ObjectIndex(versioned([*objects, *after], "after"))
@@ -310,6 +326,10 @@ def _preview_vm(fleet: _Fleet, vm: Mapping[str, Any], namespace: str, name: str)
         if entry["running"]:
             rendered = expand(started, fleet.before, kubevirt=fleet.kubevirt, exact_names=True).vm
             vmi = assumed_vmi(rendered, fleet.kubevirt, live_update=fleet.config.live_update)
+            if not fleet.migratable:
+                for condition in vmi["status"]["conditions"]:
+                    if condition["type"] == "LiveMigratable":
+                        condition["status"] = "False"
     except ExpandError as err:
         entry.update(verdict=ERROR, message=f"the VM as it is cannot be rendered: {err.message}")
         return entry
@@ -323,11 +343,26 @@ def _preview_vm(fleet: _Fleet, vm: Mapping[str, Any], namespace: str, name: str)
     entry.update(result.as_status())
     entry["verdict"] = verdict
     if verdict == REFUSED and _refused(fleet, started):
-        # Not the change's doing: KubeVirt refuses the VM as it is (it could not have been created).
-        message = (result.refusal or {}).get("message", "")
-        entry.update(verdict=ERROR, message=f"refused under --catalog-before too: {message}")
-        return entry
-    if verdict not in (REFUSED, ERROR):
+        # Not the change's doing: KubeVirt's webhook refuses the VM's next write under the first catalog
+        # too (a VM upgraded through its status earlier runs so): said, not held against the change.
+        entry["refusedBefore"] = True
+    if verdict == REFUSED:
+        # KubeVirt takes the upgrade through the VM's status, which its VM webhook does not see: the VM is
+        # upgraded all the same (live, or RestartRequired), and it is its next write that is refused.
+        taken = preview(
+            proposed,
+            fleet.after,
+            current=started,
+            vmi=vmi,
+            start_vm=started,
+            kubevirt=fleet.kubevirt,
+            validate=False,
+        )
+        upgrade = {k: v for k, v in taken.as_status().items() if k in _UPGRADE_MEMBERS}
+        if taken.verdict in ("live", STOPPED) and not taken.patch:
+            upgrade["verdict"] = UNCHANGED
+        entry["upgrade"] = upgrade
+    if verdict != ERROR and entry.get("upgrade", {}).get("verdict") != ERROR:
         try:
             entry["_after"] = fleet.pod(proposed, fleet.after, namespace, vm)
         except ExpandError as err:
@@ -440,11 +475,16 @@ def preview_catalog_change(
     *,
     arch: str | None = None,
     assume_pvcs: bool = False,
+    migratable: bool = True,
 ) -> FleetChange:
     """What changing the catalog ``before`` into ``after`` does to each of ``vms`` (by namespace and
-    name), given the fleet's other ``objects`` (Namespaces, ResourceQuotas, PVCs, DataSources)."""
+    name), given the fleet's other ``objects`` (Namespaces, ResourceQuotas, PVCs, DataSources).
+    ``migratable``: whether the running VMs can be live-migrated (KubeVirt hot-plugs memory only into
+    those); False for a cluster whose VMs cannot be, such as a control plane without virt-handler."""
     answer = FleetChange(changed=changed_objects(before, after))
-    fleet = _Fleet(objects, before, after, kubevirt, arch=arch, assume_pvcs=assume_pvcs)
+    fleet = _Fleet(
+        objects, before, after, kubevirt, arch=arch, assume_pvcs=assume_pvcs, migratable=migratable
+    )
     touched = set(answer.changed)
     for (namespace, name), vm in sorted(vms.items()):
         used = used_objects(vm, namespace)

@@ -111,9 +111,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
+    from tests.kubevirt.test_catalog_upgrade import TALLY as UPGRADE_TALLY
     from tests.kubevirt.test_fleet import TALLY
 
-    if TALLY:
+    if TALLY or UPGRADE_TALLY:
         terminalreporter.section("the live fleet against KubeVirt")
-        for outcome, count in sorted(TALLY.items()):
+        for outcome, count in sorted((TALLY + UPGRADE_TALLY).items()):
             terminalreporter.write_line(f"{count:5d}  {outcome}")
