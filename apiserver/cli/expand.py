@@ -44,6 +44,7 @@ from apiserver.cli.report import (
     Result,
     Tally,
 )
+from apiserver.cli.webhookfields import placed_causes
 from apiserver.documents.locate import Locator
 from apiserver.documents.manifests import Manifest, read_files
 from apiserver.render import Cause, ExpandError, ObjectIndex, ObjectRef, expand
@@ -368,6 +369,8 @@ def _judge(
     except ExpandError as err:
         result.outcome = ERROR if err.code >= 500 else UNRESOLVED if _unresolved(err, lookup) else REFUSED
         result.status = bound_status(err.status)
+        if args.validate and result.outcome == REFUSED:
+            result.causes = placed_causes(vm, result.status)
     except Exception as err:  # a bug must not end the run for the other VMs, nor show a traceback
         message = f"Internal error occurred: {type(err).__name__}: {err}"
         result.outcome, result.status = ERROR, bound_status(status(500, "InternalError", message))

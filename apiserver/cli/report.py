@@ -50,7 +50,8 @@ class Result:
     not be read), ``item`` the 0-based index in the ``items`` of a ``List`` document, ``line`` the line
     of a syntax error or a key given twice. ``causes`` are the Status's causes, each with the ``line`` of
     the field it names, and ``start`` the object's first line (see :meth:`locate`; ``start`` is not in
-    the jsonl line). ``object`` is the expanded VM (``Admitted``, unless the run is ``--check``).
+    the jsonl line). ``causes`` set before :meth:`locate` are the ones it places instead of the Status's
+    (:func:`apiserver.cli.webhookfields.placed_causes`: the webhook's field-less causes given fields). ``object`` is the expanded VM (``Admitted``, unless the run is ``--check``).
     """
 
     file: str
@@ -94,10 +95,11 @@ class Result:
         return qualified if self.is_vm else f"{self.kind} {qualified}"
 
     def locate(self, locator: Locator | None) -> None:
-        """Give each cause of the Status the line of its field in the input (``None`` when it names
-        none, or the text is gone: ``locator`` is ``None``), and the result its object's first line."""
+        """Give each cause (of the Status, unless ``causes`` holds some already) the line of its field
+        in the input (``None`` when it names none, or the text is gone: ``locator`` is ``None``), and
+        the result its object's first line."""
         details = (self.status or {}).get("details")
-        causes = details.get("causes") if isinstance(details, dict) else None
+        causes = self.causes or (details.get("causes") if isinstance(details, dict) else None)
         placed: list[dict[str, Any]] = []
         for cause in causes if isinstance(causes, list) else []:
             where = cause.get("field")
