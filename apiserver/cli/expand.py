@@ -15,12 +15,16 @@ import contextlib
 import os
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, TextIO
 
+from apiserver.cli import config
+from apiserver.cli.config import FILENAME
 from apiserver.cli.helpformat import KubeHelpFormatter
 from apiserver.cli.inputs import (
     DEFAULT_NAMESPACE,
     Catalog,
+    Prepared,
     Skipped,
     UsageError,
     WatchedLookup,
@@ -36,6 +40,7 @@ from apiserver.cli.output import FORMATS, JSON, JSONL, REPORTS, YAML, Writer, pr
 from apiserver.cli.report import (
     ADMITTED,
     ERROR,
+    EXIT_RANK,
     EXIT_REFUSED,
     EXIT_UNUSABLE,
     REFUSED,
@@ -46,7 +51,7 @@ from apiserver.cli.report import (
 )
 from apiserver.cli.webhookfields import placed_causes
 from apiserver.documents.locate import Locator
-from apiserver.documents.manifests import Manifest, read_files
+from apiserver.documents.manifests import FileRead, Manifest, read_files
 from apiserver.render import Cause, ExpandError, ObjectIndex, ObjectRef, expand
 from apiserver.render.kubernetes.errors import (
     CAUSE_NOT_FOUND,
@@ -124,14 +129,20 @@ def add_parser(sub: Any) -> None:
         "-f",
         "--filename",
         action="append",
-        required=True,
         metavar="FILE|DIR|-",
-        help="manifest file, folder (*.yaml, *.yml, *.json, recursively) or - for stdin; repeatable",
+        help="manifest file, folder (*.yaml, *.yml, *.json, recursively) or - for stdin; repeatable; "
+        f"without it, the paths (or clusters) of {FILENAME}",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help=f"the configuration file: paths, or clusters each with its paths, catalog and options; "
+        f"without it, {FILENAME} in the current folder or above it up to the repository's root; "
+        "flags override it",
     )
     parser.add_argument(
         "--catalog",
         action="append",
-        default=[],
         metavar="FILE|DIR",
         help="instancetypes, preferences (and a KubeVirt CR) the cluster holds already, such as a "
         "'catalog snapshot' or common-instancetypes' release bundle; VMs use them where the inputs "
@@ -140,7 +151,6 @@ def add_parser(sub: Any) -> None:
     parser.add_argument(
         "--exclude",
         action="append",
-        default=[],
         metavar="GLOB",
         help="skip files and folders: a GLOB without / matches a file or folder name anywhere "
         "('*.tmpl.yaml', 'templates'), one with / the end of the path ('charts/*/templates'); "
@@ -149,7 +159,6 @@ def add_parser(sub: Any) -> None:
     parser.add_argument(
         "--skip-kind",
         action="append",
-        default=[],
         metavar="KIND[,KIND...]",
         help="skip objects of these kinds, counted like those that are not KubeVirt's; repeatable",
     )
@@ -199,21 +208,25 @@ def add_parser(sub: Any) -> None:
         "object",
     )
     parser.add_argument(
-        "--presets", action="store_true", help="also apply the VirtualMachineInstancePresets that match"
+        "--presets",
+        action="store_true",
+        default=None,
+        help="also apply the VirtualMachineInstancePresets that match",
     )
     parser.add_argument(
         "--validate",
         action="store_true",
+        default=None,
         help="also run KubeVirt's VM admission webhook as for a CREATE: a VM it would refuse is refused "
         "(exit 1) with its causes",
     )
     parser.add_argument(
         "--field-validation",
         type=_level,
-        default=DEFAULT,
         metavar="|".join(LEVELS),
         help="unknown, case-mismatched, duplicate and missing required fields: Strict refuses the VM "
-        "(exit 1), Warn expands it and prints warnings, Ignore expands it silently as KubeVirt does",
+        "(exit 1), Warn expands it and prints warnings, Ignore expands it silently as KubeVirt does "
+        f'(default "{DEFAULT}")',
     )
     parser.set_defaults(func=run)
 
@@ -261,7 +274,67 @@ def _run(args: argparse.Namespace) -> int:
         return _run_reporting(args, stack)
 
 
-def _run_reporting(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+@dataclass(slots=True)
+class _Run:
+    """One judging pass: a cluster of the configuration file (``cluster`` its name), or the whole run."""
+
+    cluster: str | None
+    args: argparse.Namespace
+    files: list[FileRead]
+    prepared: Prepared
+    catalog: Catalog | None
+    kubevirt: Mapping[str, Any] | None
+
+
+def _runs(args: argparse.Namespace) -> list[argparse.Namespace]:
+    """Each pass's options: the flags given, over the configuration file's cluster, over its defaults
+    (:mod:`apiserver.cli.config`). With ``-f``, one pass over those paths (the file's clusters unused)."""
+    path = args.config if args.config is not None else config.find()
+    loaded = config.load(path) if path else None
+    flags = config.Options(
+        paths=_given(args.filename),
+        exclude=_given(args.exclude),
+        catalog=_given(args.catalog),
+        kubevirt=args.kubevirt,
+        namespace=args.namespace,
+        skip_kinds=_given(args.skip_kind),
+        validate=args.validate,
+        presets=args.presets,
+        field_validation=args.field_validation,
+    )
+    passes: list[tuple[str | None, config.Options]]
+    if loaded is None or args.filename or not loaded.clusters:
+        passes = [(None, flags.under(loaded.defaults) if loaded else flags)]
+    else:
+        passes = [(c.name, flags.under(c.options)) for c in loaded.clusters]
+    out = []
+    for name, options in passes:
+        if not options.paths:
+            raise UsageError(
+                f"no input: give -f FILE|DIR|- or write the paths to judge in {config.FILENAME} "
+                "(see docs/ci-automation.md)"
+            )
+        one = argparse.Namespace(**vars(args))
+        one.cluster = name
+        one.filename = list(options.paths)
+        one.exclude = list(options.exclude or ())
+        one.catalog = list(options.catalog or ())
+        one.kubevirt = options.kubevirt
+        one.namespace = options.namespace
+        one.skip_kind = list(options.skip_kinds or ())
+        one.validate = bool(options.validate)
+        one.presets = bool(options.presets)
+        one.field_validation = options.field_validation or DEFAULT
+        out.append(one)
+    return out
+
+
+def _given(values: list[str] | None) -> tuple[str, ...] | None:
+    return tuple(values) if values else None
+
+
+def _prepare(args: argparse.Namespace) -> _Run:
+    """Read one pass's catalog, KubeVirt CR and files, and sort them out."""
     if args.namespace == "":
         raise UsageError("--namespace must not be empty")
     explicit_kubevirt = read_kubevirt(args.kubevirt, sys.stdin.buffer) if args.kubevirt else None
@@ -286,12 +359,17 @@ def _run_reporting(args: argparse.Namespace, stack: contextlib.ExitStack) -> int
         kubevirt = pick_kubevirt(prepared.kubevirts)
     if kubevirt is None and catalog is not None:
         kubevirt = pick_kubevirt(catalog.kubevirts)
+    return _Run(args.cluster, args, files, prepared, catalog, kubevirt)
+
+
+def _run_reporting(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+    runs = [_prepare(one) for one in _runs(args)]
     reports = _open_reports(args.report, stack)
 
     writer = Writer(
         args.output,
         check=args.check,
-        vms=prepared.vms,
+        vms=sum(run.prepared.vms for run in runs),
         stdout=sys.stdout,
         stderr=sys.stderr,
         progress=sys.stderr.isatty(),
@@ -299,18 +377,38 @@ def _run_reporting(args: argparse.Namespace, stack: contextlib.ExitStack) -> int
         version=package_version(),
         reports=reports,
     )
+    total = Tally()
+    codes = []
+    for run in runs:
+        tally = _judge_run(run, writer)
+        codes.append(tally.exit_code())
+        total.merge(tally)
+        if run.cluster is not None and not args.quiet:
+            writer.note(f"cluster {run.cluster}: {tally.summary().removeprefix('summary: ')}")
+    if runs[0].cluster is not None:
+        total.clusters = len(runs)
+    writer.finish(total)
+    return max(codes, key=EXIT_RANK.index)
+
+
+def _judge_run(run: _Run, writer: Writer) -> Tally:
+    """Judge one pass's VMs, writing each result; its tally."""
+    args, prepared, catalog = run.args, run.prepared, run.catalog
+    if run.cluster is not None and not args.quiet:
+        writer.note(f"cluster {run.cluster}: {', '.join(args.filename)}")
     if catalog is not None:
         writer.note(catalog.describe())
     for warning in prepared.warnings:
         writer.warning(warning)
-    tally = Tally(files=len(files), skipped=prepared.skipped.total)
+    tally = Tally(files=len(run.files), skipped=prepared.skipped.total)
     # The text of each file, composed for its lines only when a result there needs them.
-    locators = {file.source: Locator(file.data) for file in files if file.data is not None}
+    locators = {file.source: Locator(file.data) for file in run.files if file.data is not None}
     for entry in prepared.entries:
         if isinstance(entry, Manifest):
-            result = _judge(entry, prepared.index, prepared.conflicts, kubevirt, args)
+            result = _judge(entry, prepared.index, prepared.conflicts, run.kubevirt, args)
         else:
             result = entry
+        result.cluster = run.cluster
         if result.outcome != ADMITTED or result.warnings:
             result.locate(locators.get(result.file))
         tally.add(result)
@@ -321,8 +419,7 @@ def _run_reporting(args: argparse.Namespace, stack: contextlib.ExitStack) -> int
         writer.note(prepared.skipped.describe())
     if tally.unresolved:
         writer.note(_unresolved_hint(tally.unresolved, catalog))
-    writer.finish(tally)
-    return tally.exit_code()
+    return tally
 
 
 def _unresolved_hint(count: int, catalog: Catalog | None) -> str:
