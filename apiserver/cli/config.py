@@ -24,7 +24,6 @@ settings.
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -185,6 +184,8 @@ def _options(
 ) -> Options:
     for name, (key, _) in members.items():
         if name not in allowed:
+            import difflib  # only for a wrong file: a run that reads a right one starts without it
+
             close = difflib.get_close_matches(name, allowed, n=1)
             hint = f"; did you mean {close[0]}?" if close else f" (known: {', '.join(sorted(allowed))})"
             raise _Problem(source, key, f"{what}: unknown key {name!r}{hint}")

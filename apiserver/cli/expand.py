@@ -97,6 +97,9 @@ examples:
   kubevirt-expand catalog snapshot -n team-a -o catalog.yaml
   kubevirt-expand expand -f . --catalog catalog.yaml --exclude 'charts/*/templates' --validate --check
 
+  # What .kubevirt-expand.yaml says (paths, or clusters each with its own catalog and options)
+  kubevirt-expand expand --check -o junit > junit.xml
+
 exit status:
   0  every VM admitted (rendered; with --validate, also passed the admission checks)
   1  some VM refused, the input otherwise sound (each refusal: a line and its Status on stderr)
