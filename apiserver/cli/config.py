@@ -17,7 +17,7 @@ so that the same ``shop/db`` in ``clusters/east`` and ``clusters/west`` is two V
 
 Without ``clusters``, top-level ``paths`` make one run. Paths are relative to the file's folder. The file
 is found in the current folder or the nearest one above it up to the repository's root (the folder that
-holds ``.git``), or given with ``--config``. A file that is not what this module expects is a usage
+holds ``.git``; :func:`find`), or given with ``--config``. A file that is not what this module expects is a usage
 error naming its line (:class:`~apiserver.cli.inputs.UsageError`): a gate must not run on half its
 settings.
 """
@@ -90,15 +90,20 @@ _RELATIVE = ("paths", "catalog", "kubevirt")  # paths of files, relative to the 
 
 
 def find(start: str = ".") -> str | None:
-    """The nearest ``.kubevirt-expand.yaml`` from ``start`` up to the repository's root, as a path
-    relative to the current folder (so the run names files as the file's paths say)."""
+    """The ``.kubevirt-expand.yaml`` of the current folder, else (inside a git repository) of the nearest
+    folder above it up to the repository's root, as a path relative to the current folder (so the run
+    names files as the file's paths say). Outside a repository only the current folder counts: a file
+    in some folder above must not steer runs it was not written for."""
     here = Path(start).resolve()
+    above: Path | None = None
     for folder in (here, *here.parents):
         candidate = folder / FILENAME
         if candidate.is_file():
-            return os.path.relpath(candidate)
+            if folder == here:
+                return os.path.relpath(candidate)
+            above = above or candidate
         if (folder / ".git").exists():
-            return None
+            return os.path.relpath(above) if above is not None else None
     return None
 
 

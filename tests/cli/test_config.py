@@ -169,6 +169,12 @@ def test_the_file_is_found_above_and_given_with_config(repo: Path) -> None:
     given = cli("--config", "repo/.kubevirt-expand.yaml", "--check", "-o", "jsonl", cwd=repo.parent)
     assert [v[1] for v in verdicts(given)][:2] == ["repo/clusters/east/web.yaml", "repo/base/shop/db.yaml"]
     assert given.returncode == below.returncode == 1
+    # Outside a git repository only the current folder's file counts.
+    (repo / ".git").rmdir()
+    outside = cli("--check", cwd=repo / "clusters" / "east")
+    assert outside.returncode == 2
+    assert outside.stderr.startswith("error: no input: give -f FILE|DIR|- or write the paths to judge in")
+    assert cli("--check", cwd=repo).returncode == 1
 
 
 CONFIG_ERRORS = [
