@@ -15,6 +15,7 @@ from xml.etree import ElementTree
 import pytest
 
 from tests.cli.test_expand_gate import cli
+from tests.cli.test_reports import official_validator
 
 FIXTURE = Path(__file__).parent / "clusters" / "repo"
 TYPO = "spec.template.spec.domain.devices.disks[0].disk.buss"
@@ -108,7 +109,9 @@ def test_reports_stay_single_files_and_name_the_cluster(repo: Path) -> None:
         "[west] document 1: shop/db",
         "base/shop/db.yaml",
     )
-    (run,) = json.loads((repo / "out.sarif").read_text())["runs"]
+    log = json.loads((repo / "out.sarif").read_text())
+    official_validator().validate(log)
+    (run,) = log["runs"]
     typo = line_of(repo / "clusters" / "east" / "web.yaml", "buss")
     found = [
         (r["properties"]["cluster"], r["locations"][0]["physicalLocation"]["region"]["startLine"], r["level"])
