@@ -17,7 +17,8 @@ so that the same ``shop/db`` in ``clusters/east`` and ``clusters/west`` is two V
 
 Without ``clusters``, top-level ``paths`` make one run. Paths are relative to the file's folder. The file
 is found in the current folder or the nearest one above it up to the repository's root (the folder that
-holds ``.git``; :func:`find`), or given with ``--config``. A file that is not what this module expects is a usage
+holds ``.git``; :func:`apiserver.cli.inputs.find_config`), or given with ``--config``. Imported only
+when there is a file to read: a run without one starts without it. A file that is not what this module expects is a usage
 error naming its line (:class:`~apiserver.cli.inputs.UsageError`): a gate must not run on half its
 settings.
 """
@@ -27,15 +28,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from pathlib import Path
 
 import yaml
 from yaml import nodes
 
 from apiserver.cli.inputs import UsageError
 from apiserver.render.kubernetes.fieldvalidation import LEVELS
-
-FILENAME = ".kubevirt-expand.yaml"
 
 try:
     from yaml import CSafeLoader as _Loader
@@ -87,24 +85,6 @@ _STRINGS = {"kubevirt": "kubevirt", "namespace": "namespace", "fieldValidation":
 _BOOLS = {"validate": "validate", "presets": "presets"}
 _OPTION_KEYS = [*_LISTS, *_STRINGS, *_BOOLS]
 _RELATIVE = ("paths", "catalog", "kubevirt")  # paths of files, relative to the file's folder
-
-
-def find(start: str = ".") -> str | None:
-    """The ``.kubevirt-expand.yaml`` of the current folder, else (inside a git repository) of the nearest
-    folder above it up to the repository's root, as a path relative to the current folder (so the run
-    names files as the file's paths say). Outside a repository only the current folder counts: a file
-    in some folder above must not steer runs it was not written for."""
-    here = Path(start).resolve()
-    above: Path | None = None
-    for folder in (here, *here.parents):
-        candidate = folder / FILENAME
-        if candidate.is_file():
-            if folder == here:
-                return os.path.relpath(candidate)
-            above = above or candidate
-        if (folder / ".git").exists():
-            return os.path.relpath(above) if above is not None else None
-    return None
 
 
 class _Problem(UsageError):

@@ -18,10 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from apiserver.cli import config
-from apiserver.cli.config import FILENAME
 from apiserver.cli.helpformat import KubeHelpFormatter
 from apiserver.cli.inputs import (
+    CONFIG_FILENAME,
     DEFAULT_NAMESPACE,
     Catalog,
     Prepared,
@@ -29,6 +28,7 @@ from apiserver.cli.inputs import (
     UsageError,
     WatchedLookup,
     excluder,
+    find_config,
     pick_kubevirt,
     prepare,
     read_catalog,
@@ -49,7 +49,6 @@ from apiserver.cli.report import (
     Result,
     Tally,
 )
-from apiserver.cli.webhookfields import placed_causes
 from apiserver.documents.locate import Locator
 from apiserver.documents.manifests import FileRead, Manifest, read_files
 from apiserver.render import Cause, ExpandError, ObjectIndex, ObjectRef, expand
@@ -134,13 +133,13 @@ def add_parser(sub: Any) -> None:
         action="append",
         metavar="FILE|DIR|-",
         help="manifest file, folder (*.yaml, *.yml, *.json, recursively) or - for stdin; repeatable; "
-        f"without it, the paths (or clusters) of {FILENAME}",
+        f"without it, the paths (or clusters) of {CONFIG_FILENAME}",
     )
     parser.add_argument(
         "--config",
         metavar="FILE",
         help=f"the configuration file: paths, or clusters each with its paths, catalog and options; "
-        f"without it, {FILENAME} in the current folder or above it up to the repository's root; "
+        f"without it, {CONFIG_FILENAME} in the current folder or above it up to the repository's root; "
         "flags override it",
     )
     parser.add_argument(
@@ -292,44 +291,53 @@ class _Run:
 def _runs(args: argparse.Namespace) -> list[argparse.Namespace]:
     """Each pass's options: the flags given, over the configuration file's cluster, over its defaults
     (:mod:`apiserver.cli.config`). With ``-f``, one pass over those paths (the file's clusters unused)."""
-    path = args.config if args.config is not None else config.find()
-    loaded = config.load(path) if path else None
-    flags = config.Options(
-        paths=_given(args.filename),
-        exclude=_given(args.exclude),
-        catalog=_given(args.catalog),
-        kubevirt=args.kubevirt,
-        namespace=args.namespace,
-        skip_kinds=_given(args.skip_kind),
-        validate=args.validate,
-        presets=args.presets,
-        field_validation=args.field_validation,
-    )
-    passes: list[tuple[str | None, config.Options]]
-    if loaded is None or args.filename or not loaded.clusters:
-        passes = [(None, flags.under(loaded.defaults) if loaded else flags)]
-    else:
-        passes = [(c.name, flags.under(c.options)) for c in loaded.clusters]
+    flags = {
+        "paths": _given(args.filename),
+        "exclude": _given(args.exclude),
+        "catalog": _given(args.catalog),
+        "kubevirt": args.kubevirt,
+        "namespace": args.namespace,
+        "skip_kinds": _given(args.skip_kind),
+        "validate": args.validate,
+        "presets": args.presets,
+        "field_validation": args.field_validation,
+    }
+    path = args.config if args.config is not None else find_config()
+    passes: list[tuple[str | None, dict[str, Any]]] = [(None, flags)]
+    if path:
+        from apiserver.cli import config  # only for a run with a file (its module docstring)
+
+        loaded = config.load(path)
+        given = config.Options(**flags)
+        if args.filename or not loaded.clusters:
+            passes = [(None, _vars_of(given.under(loaded.defaults)))]
+        else:
+            passes = [(c.name, _vars_of(given.under(c.options))) for c in loaded.clusters]
     out = []
     for name, options in passes:
-        if not options.paths:
+        if not options["paths"]:
             raise UsageError(
-                f"no input: give -f FILE|DIR|- or write the paths to judge in {config.FILENAME} "
+                f"no input: give -f FILE|DIR|- or write the paths to judge in {path or CONFIG_FILENAME} "
                 "(see docs/ci-automation.md)"
             )
         one = argparse.Namespace(**vars(args))
         one.cluster = name
-        one.filename = list(options.paths)
-        one.exclude = list(options.exclude or ())
-        one.catalog = list(options.catalog or ())
-        one.kubevirt = options.kubevirt
-        one.namespace = options.namespace
-        one.skip_kind = list(options.skip_kinds or ())
-        one.validate = bool(options.validate)
-        one.presets = bool(options.presets)
-        one.field_validation = options.field_validation or DEFAULT
+        one.filename = list(options["paths"])
+        one.exclude = list(options["exclude"] or ())
+        one.catalog = list(options["catalog"] or ())
+        one.kubevirt = options["kubevirt"]
+        one.namespace = options["namespace"]
+        one.skip_kind = list(options["skip_kinds"] or ())
+        one.validate = bool(options["validate"])
+        one.presets = bool(options["presets"])
+        one.field_validation = options["field_validation"] or DEFAULT
         out.append(one)
     return out
+
+
+def _vars_of(options: Any) -> dict[str, Any]:
+    """A dataclass's members by name (:class:`apiserver.cli.config.Options`: slots, no ``__dict__``)."""
+    return {name: getattr(options, name) for name in options.__slots__}
 
 
 def _given(values: list[str] | None) -> tuple[str, ...] | None:
@@ -470,6 +478,8 @@ def _judge(
         result.outcome = ERROR if err.code >= 500 else UNRESOLVED if _unresolved(err, lookup) else REFUSED
         result.status = bound_status(err.status)
         if args.validate and result.outcome == REFUSED:
+            from apiserver.cli.webhookfields import placed_causes  # for a refusal only
+
             result.causes = placed_causes(vm, result.status)
     except Exception as err:  # a bug must not end the run for the other VMs, nor show a traceback
         message = f"Internal error occurred: {type(err).__name__}: {err}"
