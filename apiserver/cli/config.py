@@ -16,11 +16,11 @@ so that the same ``shop/db`` in ``clusters/east`` and ``clusters/west`` is two V
         fieldValidation: Warn
 
 Without ``clusters``, top-level ``paths`` make one run. Paths are relative to the file's folder. The file
-is found in the current folder or the nearest one above it up to the repository's root (the folder that
-holds ``.git``; :func:`apiserver.cli.inputs.find_config`), or given with ``--config``. Imported only
-when there is a file to read: a run without one starts without it. A file that is not what this module expects is a usage
-error naming its line (:class:`~apiserver.cli.inputs.UsageError`): a gate must not run on half its
-settings.
+is found in the current folder or, in a git repository, the nearest one above it up to the repository's
+root (:func:`apiserver.cli.inputs.find_config`), or given with ``--config``. A file that is not what this
+module expects is a usage error naming its line (:class:`~apiserver.cli.inputs.UsageError`): a gate must
+not run on half its settings. Imported only when there is a file to read: a run without one starts
+without it.
 """
 
 from __future__ import annotations
