@@ -77,7 +77,8 @@ def _prefix(result: Result) -> str:
     where = f"document {result.document}" if result.document is not None else ""
     if result.item is not None:
         where += f", items[{result.item}]"
-    return ": ".join(part for part in (where, label) if part)
+    text = ": ".join(part for part in (where, label) if part)
+    return f"[{result.cluster}] {text}" if result.cluster is not None else text
 
 
 def findings(results: Sequence[Result]) -> Iterator[Finding]:
@@ -133,22 +134,23 @@ def _failure_text(result: Result) -> str:
 
 
 def junit(results: Sequence[Result]) -> str:
-    """A ``testsuites`` document, a suite per file in input order."""
+    """A ``testsuites`` document, a suite per file in input order (per cluster of the configuration
+    file when it names clusters: the same file may be judged in several)."""
     from xml.etree import ElementTree  # imported when first needed (module docstring)
 
     suites: dict[str, list[Result]] = {}
     for result in results:
-        suites.setdefault(result.file, []).append(result)
+        suites.setdefault(result.file if result.cluster is None else result.cluster, []).append(result)
     root = ElementTree.Element("testsuites", name=TOOL)
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    for file, members in suites.items():
+    for suite_name, members in suites.items():
         failures = sum(1 for r in members if r.outcome == REFUSED)
         skipped = sum(1 for r in members if r.outcome == UNRESOLVED)
         errors = sum(1 for r in members if r.outcome not in (ADMITTED, REFUSED, UNRESOLVED))
         suite = ElementTree.SubElement(
             root,
             "testsuite",
-            name=_xml(file),
+            name=_xml(suite_name),
             tests=str(len(members)),
             failures=str(failures),
             errors=str(errors),
@@ -164,8 +166,8 @@ def junit(results: Sequence[Result]) -> str:
                 suite,
                 "testcase",
                 name=_xml(_case_name(result)),
-                classname=_xml(file),
-                file=_xml(file),
+                classname=_xml(result.file),
+                file=_xml(result.file),
                 time="0",
             )
             line = next((c["line"] for c in result.causes if c.get("line")), result.best_line())
@@ -227,6 +229,8 @@ def sarif(results: Sequence[Result], version: str) -> str:
             "message": {"text": finding.message},
             "locations": _location(finding),
         }
+        if finding.result.cluster is not None:
+            entry["properties"] = {"cluster": finding.result.cluster}
         sarif_results.append(entry)
     driver = {
         "name": TOOL,
@@ -273,6 +277,8 @@ def codequality(results: Sequence[Result]) -> str:
     for finding in findings(results):
         result = finding.result
         parts = [finding.file, str(result.document), str(result.item), finding.rule, finding.field or ""]
+        if result.cluster is not None:
+            parts.append(result.cluster)
         key = "\0".join([*parts, finding.message])
         digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
         count = seen.get(digest, 0)  # the same finding twice stays two issues

@@ -15,16 +15,20 @@ import contextlib
 import os
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from apiserver.cli.helpformat import KubeHelpFormatter
 from apiserver.cli.inputs import (
+    CONFIG_FILENAME,
     DEFAULT_NAMESPACE,
     Catalog,
+    Prepared,
     Skipped,
     UsageError,
     WatchedLookup,
     excluder,
+    find_config,
     pick_kubevirt,
     prepare,
     read_catalog,
@@ -36,6 +40,7 @@ from apiserver.cli.output import FORMATS, JSON, JSONL, REPORTS, YAML, Writer, pr
 from apiserver.cli.report import (
     ADMITTED,
     ERROR,
+    EXIT_RANK,
     EXIT_REFUSED,
     EXIT_UNUSABLE,
     REFUSED,
@@ -45,7 +50,7 @@ from apiserver.cli.report import (
     Tally,
 )
 from apiserver.documents.locate import Locator
-from apiserver.documents.manifests import Manifest, read_files
+from apiserver.documents.manifests import FileRead, Manifest, read_files
 from apiserver.render import Cause, ExpandError, ObjectIndex, ObjectRef, expand
 from apiserver.render.kubernetes.errors import (
     CAUSE_NOT_FOUND,
@@ -91,6 +96,9 @@ examples:
   kubevirt-expand catalog snapshot -n team-a -o catalog.yaml
   kubevirt-expand expand -f . --catalog catalog.yaml --exclude 'charts/*/templates' --validate --check
 
+  # What .kubevirt-expand.yaml says (paths, or clusters each with its own catalog and options)
+  kubevirt-expand expand --check -o junit > junit.xml
+
 exit status:
   0  every VM admitted (rendered; with --validate, also passed the admission checks)
   1  some VM refused, the input otherwise sound (each refusal: a line and its Status on stderr)
@@ -123,14 +131,20 @@ def add_parser(sub: Any) -> None:
         "-f",
         "--filename",
         action="append",
-        required=True,
         metavar="FILE|DIR|-",
-        help="manifest file, folder (*.yaml, *.yml, *.json, recursively) or - for stdin; repeatable",
+        help="manifest file, folder (*.yaml, *.yml, *.json, recursively) or - for stdin; repeatable; "
+        f"without it, the paths (or clusters) of {CONFIG_FILENAME}",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help=f"the configuration file: paths, or clusters each with its paths, catalog and options; "
+        f"without it, {CONFIG_FILENAME} in the current folder or above it up to the repository's root; "
+        "flags override it",
     )
     parser.add_argument(
         "--catalog",
         action="append",
-        default=[],
         metavar="FILE|DIR",
         help="instancetypes, preferences (and a KubeVirt CR) the cluster holds already, such as a "
         "'catalog snapshot' or common-instancetypes' release bundle; VMs use them where the inputs "
@@ -139,7 +153,6 @@ def add_parser(sub: Any) -> None:
     parser.add_argument(
         "--exclude",
         action="append",
-        default=[],
         metavar="GLOB",
         help="skip files and folders: a GLOB without / matches a file or folder name anywhere "
         "('*.tmpl.yaml', 'templates'), one with / the end of the path ('charts/*/templates'); "
@@ -148,7 +161,6 @@ def add_parser(sub: Any) -> None:
     parser.add_argument(
         "--skip-kind",
         action="append",
-        default=[],
         metavar="KIND[,KIND...]",
         help="skip objects of these kinds, counted like those that are not KubeVirt's; repeatable",
     )
@@ -198,21 +210,25 @@ def add_parser(sub: Any) -> None:
         "object",
     )
     parser.add_argument(
-        "--presets", action="store_true", help="also apply the VirtualMachineInstancePresets that match"
+        "--presets",
+        action="store_true",
+        default=None,
+        help="also apply the VirtualMachineInstancePresets that match",
     )
     parser.add_argument(
         "--validate",
         action="store_true",
+        default=None,
         help="also run KubeVirt's VM admission webhook as for a CREATE: a VM it would refuse is refused "
         "(exit 1) with its causes",
     )
     parser.add_argument(
         "--field-validation",
         type=_level,
-        default=DEFAULT,
         metavar="|".join(LEVELS),
         help="unknown, case-mismatched, duplicate and missing required fields: Strict refuses the VM "
-        "(exit 1), Warn expands it and prints warnings, Ignore expands it silently as KubeVirt does",
+        "(exit 1), Warn expands it and prints warnings, Ignore expands it silently as KubeVirt does "
+        f'(default "{DEFAULT}")',
     )
     parser.set_defaults(func=run)
 
@@ -260,7 +276,76 @@ def _run(args: argparse.Namespace) -> int:
         return _run_reporting(args, stack)
 
 
-def _run_reporting(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+@dataclass(slots=True)
+class _Run:
+    """One judging pass: a cluster of the configuration file (``cluster`` its name), or the whole run."""
+
+    cluster: str | None
+    args: argparse.Namespace
+    files: list[FileRead]
+    prepared: Prepared
+    catalog: Catalog | None
+    kubevirt: Mapping[str, Any] | None
+
+
+def _runs(args: argparse.Namespace) -> list[argparse.Namespace]:
+    """Each pass's options: the flags given, over the configuration file's cluster, over its defaults
+    (:mod:`apiserver.cli.config`). With ``-f``, one pass over those paths (the file's clusters unused)."""
+    flags = {
+        "paths": _given(args.filename),
+        "exclude": _given(args.exclude),
+        "catalog": _given(args.catalog),
+        "kubevirt": args.kubevirt,
+        "namespace": args.namespace,
+        "skip_kinds": _given(args.skip_kind),
+        "validate": args.validate,
+        "presets": args.presets,
+        "field_validation": args.field_validation,
+    }
+    path = args.config if args.config is not None else find_config()
+    passes: list[tuple[str | None, dict[str, Any]]] = [(None, flags)]
+    if path:
+        from apiserver.cli import config  # only for a run with a file (its module docstring)
+
+        loaded = config.load(path)
+        given = config.Options(**flags)
+        if args.filename or not loaded.clusters:
+            passes = [(None, _vars_of(given.under(loaded.defaults)))]
+        else:
+            passes = [(c.name, _vars_of(given.under(c.options))) for c in loaded.clusters]
+    out = []
+    for name, options in passes:
+        if not options["paths"]:
+            raise UsageError(
+                f"no input: give -f FILE|DIR|- or write the paths to judge in {path or CONFIG_FILENAME} "
+                "(see docs/ci-automation.md)"
+            )
+        one = argparse.Namespace(**vars(args))
+        one.cluster = name
+        one.filename = list(options["paths"])
+        one.exclude = list(options["exclude"] or ())
+        one.catalog = list(options["catalog"] or ())
+        one.kubevirt = options["kubevirt"]
+        one.namespace = options["namespace"]
+        one.skip_kind = list(options["skip_kinds"] or ())
+        one.validate = bool(options["validate"])
+        one.presets = bool(options["presets"])
+        one.field_validation = options["field_validation"] or DEFAULT
+        out.append(one)
+    return out
+
+
+def _vars_of(options: Any) -> dict[str, Any]:
+    """A dataclass's members by name (:class:`apiserver.cli.config.Options`: slots, no ``__dict__``)."""
+    return {name: getattr(options, name) for name in options.__slots__}
+
+
+def _given(values: list[str] | None) -> tuple[str, ...] | None:
+    return tuple(values) if values else None
+
+
+def _prepare(args: argparse.Namespace) -> _Run:
+    """Read one pass's catalog, KubeVirt CR and files, and sort them out."""
     if args.namespace == "":
         raise UsageError("--namespace must not be empty")
     explicit_kubevirt = read_kubevirt(args.kubevirt, sys.stdin.buffer) if args.kubevirt else None
@@ -285,12 +370,17 @@ def _run_reporting(args: argparse.Namespace, stack: contextlib.ExitStack) -> int
         kubevirt = pick_kubevirt(prepared.kubevirts)
     if kubevirt is None and catalog is not None:
         kubevirt = pick_kubevirt(catalog.kubevirts)
+    return _Run(args.cluster, args, files, prepared, catalog, kubevirt)
+
+
+def _run_reporting(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+    runs = [_prepare(one) for one in _runs(args)]
     reports = _open_reports(args.report, stack)
 
     writer = Writer(
         args.output,
         check=args.check,
-        vms=prepared.vms,
+        vms=sum(run.prepared.vms for run in runs),
         stdout=sys.stdout,
         stderr=sys.stderr,
         progress=sys.stderr.isatty(),
@@ -298,18 +388,38 @@ def _run_reporting(args: argparse.Namespace, stack: contextlib.ExitStack) -> int
         version=package_version(),
         reports=reports,
     )
+    total = Tally()
+    codes = []
+    for run in runs:
+        tally = _judge_run(run, writer)
+        codes.append(tally.exit_code())
+        total.merge(tally)
+        if run.cluster is not None and not args.quiet:
+            writer.note(f"cluster {run.cluster}: {tally.summary().removeprefix('summary: ')}")
+    if runs[0].cluster is not None:
+        total.clusters = len(runs)
+    writer.finish(total)
+    return max(codes, key=EXIT_RANK.index)
+
+
+def _judge_run(run: _Run, writer: Writer) -> Tally:
+    """Judge one pass's VMs, writing each result; its tally."""
+    args, prepared, catalog = run.args, run.prepared, run.catalog
+    if run.cluster is not None and not args.quiet:
+        writer.note(f"cluster {run.cluster}: {', '.join(args.filename)}")
     if catalog is not None:
         writer.note(catalog.describe())
     for warning in prepared.warnings:
         writer.warning(warning)
-    tally = Tally(files=len(files), skipped=prepared.skipped.total)
+    tally = Tally(files=len(run.files), skipped=prepared.skipped.total)
     # The text of each file, composed for its lines only when a result there needs them.
-    locators = {file.source: Locator(file.data) for file in files if file.data is not None}
+    locators = {file.source: Locator(file.data) for file in run.files if file.data is not None}
     for entry in prepared.entries:
         if isinstance(entry, Manifest):
-            result = _judge(entry, prepared.index, prepared.conflicts, kubevirt, args)
+            result = _judge(entry, prepared.index, prepared.conflicts, run.kubevirt, args)
         else:
             result = entry
+        result.cluster = run.cluster
         if result.outcome != ADMITTED or result.warnings:
             result.locate(locators.get(result.file))
         tally.add(result)
@@ -320,8 +430,7 @@ def _run_reporting(args: argparse.Namespace, stack: contextlib.ExitStack) -> int
         writer.note(prepared.skipped.describe())
     if tally.unresolved:
         writer.note(_unresolved_hint(tally.unresolved, catalog))
-    writer.finish(tally)
-    return tally.exit_code()
+    return tally
 
 
 def _unresolved_hint(count: int, catalog: Catalog | None) -> str:
@@ -368,6 +477,10 @@ def _judge(
     except ExpandError as err:
         result.outcome = ERROR if err.code >= 500 else UNRESOLVED if _unresolved(err, lookup) else REFUSED
         result.status = bound_status(err.status)
+        if args.validate and result.outcome == REFUSED:
+            from apiserver.cli.webhookfields import placed_causes  # for a refusal only
+
+            result.causes = placed_causes(vm, result.status)
     except Exception as err:  # a bug must not end the run for the other VMs, nor show a traceback
         message = f"Internal error occurred: {type(err).__name__}: {err}"
         result.outcome, result.status = ERROR, bound_status(status(500, "InternalError", message))

@@ -24,8 +24,10 @@ namespace and name replaces the catalog's, as applying it would.
 from __future__ import annotations
 
 import fnmatch
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from apiserver.cli.report import ERROR, Result
@@ -58,6 +60,7 @@ from apiserver.render.objects import (
 )
 
 DEFAULT_NAMESPACE = "default"
+CONFIG_FILENAME = ".kubevirt-expand.yaml"
 KUBEVIRT_CONFIGURATION = "KubeVirtConfiguration"
 KUBEVIRT_GROUP = "kubevirt.io"
 
@@ -78,6 +81,24 @@ CATALOG_KINDS = frozenset(
 )
 # ControllerRevisions and VMIs the inputs read are KubeVirt's (apps/v1 ones too: KubeVirt keeps its
 # revisions as apps/v1); a Deployment's or StatefulSet's revision is read as well and never matches.
+
+
+def find_config(start: str = ".") -> str | None:
+    """The configuration file (:mod:`apiserver.cli.config`) of the current folder, else (inside a git repository) of the nearest
+    folder above it up to the repository's root, as a path relative to the current folder (so the run
+    names files as the file's paths say). Outside a repository only the current folder counts: a file
+    in some folder above must not steer runs it was not written for."""
+    here = Path(start).resolve()
+    above: Path | None = None
+    for folder in (here, *here.parents):
+        candidate = folder / CONFIG_FILENAME
+        if candidate.is_file():
+            if folder == here:
+                return os.path.relpath(candidate)
+            above = above or candidate
+        if (folder / ".git").exists():
+            return os.path.relpath(above) if above is not None else None
+    return None
 
 
 class UsageError(Exception):

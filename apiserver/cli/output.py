@@ -224,6 +224,8 @@ class Writer:
 
     def result(self, result: Result) -> None:
         where = result.where()
+        if result.cluster is not None:  # the same file may be judged in several clusters
+            where = f"[{result.cluster}] {where}"
         label = result.label()
         prefix = f"{where}: {label}" if label else where
         for warning in result.warnings:

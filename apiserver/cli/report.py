@@ -38,6 +38,8 @@ EXIT_ADMITTED: Final = 0
 EXIT_REFUSED: Final = 1
 EXIT_UNUSABLE: Final = 2
 EXIT_UNRESOLVED: Final = 3
+# From the least to the worst: the exit code of runs taken together (clusters) is the worst of theirs.
+EXIT_RANK: Final = (EXIT_ADMITTED, EXIT_UNRESOLVED, EXIT_REFUSED, EXIT_UNUSABLE)
 
 VM_KIND: Final = "VirtualMachine"
 
@@ -50,7 +52,9 @@ class Result:
     not be read), ``item`` the 0-based index in the ``items`` of a ``List`` document, ``line`` the line
     of a syntax error or a key given twice. ``causes`` are the Status's causes, each with the ``line`` of
     the field it names, and ``start`` the object's first line (see :meth:`locate`; ``start`` is not in
-    the jsonl line). ``object`` is the expanded VM (``Admitted``, unless the run is ``--check``).
+    the jsonl line). ``cluster`` is the configuration file's cluster the result belongs to (``None``
+    without one). ``causes`` set before :meth:`locate` are the ones it places instead of the Status's
+    (:func:`apiserver.cli.webhookfields.placed_causes`: the webhook's field-less causes given fields). ``object`` is the expanded VM (``Admitted``, unless the run is ``--check``).
     """
 
     file: str
@@ -66,6 +70,7 @@ class Result:
     warnings: list[str] = field(default_factory=list)
     object: dict[str, Any] | None = None
     start: int | None = None
+    cluster: str | None = None
 
     @classmethod
     def of(cls, manifest: Manifest, outcome: str, **members: Any) -> Result:
@@ -94,10 +99,11 @@ class Result:
         return qualified if self.is_vm else f"{self.kind} {qualified}"
 
     def locate(self, locator: Locator | None) -> None:
-        """Give each cause of the Status the line of its field in the input (``None`` when it names
-        none, or the text is gone: ``locator`` is ``None``), and the result its object's first line."""
+        """Give each cause (of the Status, unless ``causes`` holds some already) the line of its field
+        in the input (``None`` when it names none, or the text is gone: ``locator`` is ``None``), and
+        the result its object's first line."""
         details = (self.status or {}).get("details")
-        causes = details.get("causes") if isinstance(details, dict) else None
+        causes = self.causes or (details.get("causes") if isinstance(details, dict) else None)
         placed: list[dict[str, Any]] = []
         for cause in causes if isinstance(causes, list) else []:
             where = cause.get("field")
@@ -116,6 +122,7 @@ class Result:
     def to_json(self) -> dict[str, Any]:
         """The ``-o jsonl`` line: every member always present, in this order."""
         return {
+            "cluster": self.cluster,
             "file": self.file,
             "document": self.document,
             "item": self.item,
@@ -146,6 +153,12 @@ class Tally:
     errors: int = 0
     unresolved: int = 0
     skipped: int = 0  # objects, documents and files passed over (see apiserver.cli.inputs.Skipped)
+    clusters: int = 0  # the configuration file's clusters judged, when it names some
+
+    def merge(self, other: Tally) -> None:
+        """Count ``other``'s run (a cluster's) in this one."""
+        for name in ("files", "vms", "admitted", "refused", "errors", "unresolved", "skipped"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def add(self, result: Result) -> None:
         if result.is_vm:
@@ -164,9 +177,10 @@ class Tally:
         VM or not); ``N unresolved`` after the refused and ``N skipped`` at the end when there are any."""
         unresolved = f", {self.unresolved} unresolved" if self.unresolved else ""
         skipped = f", {self.skipped} skipped" if self.skipped else ""
+        clusters = f", {_count(self.clusters, 'cluster')}" if self.clusters else ""
         return (
             f"summary: {_count(self.vms, 'VM')}, {self.admitted} admitted, {self.refused} refused{unresolved}, "
-            f"{_count(self.errors, 'error')}, {_count(self.files, 'file')}{skipped}"
+            f"{_count(self.errors, 'error')}, {_count(self.files, 'file')}{skipped}{clusters}"
         )
 
     def exit_code(self) -> int:

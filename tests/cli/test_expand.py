@@ -484,7 +484,7 @@ def test_help_has_examples() -> None:
 
 
 def test_usage_errors() -> None:
-    assert_usage_error(cli("expand"), "the following arguments are required: -f/--filename")
+    assert_usage_error(cli("expand"), "error: no input: give -f FILE|DIR|- or write the paths to judge in")
     assert_usage_error(cli("expand", "-f", "examples", "-o", "wide"), "invalid choice: 'wide'")
     assert_usage_error(cli("expand", "-f", "no/such/file.yaml"), "error: no/such/file.yaml: no such file")
     assert_usage_error(cli("expand", "-f", "examples", "-n", ""), "error: --namespace must not be empty")

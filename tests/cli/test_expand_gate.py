@@ -18,6 +18,7 @@ EXAMPLES = REPO / "examples"
 SCRIPT = Path(sys.executable).parent / "kubevirt-expand"
 COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "apiserver.cli"]
 MEMBERS = [
+    "cluster",
     "file",
     "document",
     "item",

@@ -27,6 +27,8 @@ SERVER_ONLY = ("aiohttp", "kubernetes_asyncio", "prometheus_client", "cryptograp
 NOT_ON_THE_BASE_PATH = (
     *SERVER_ONLY,
     "apiserver.cli.serve",
+    "apiserver.cli.config",  # only with a .kubevirt-expand.yaml
+    "apiserver.cli.webhookfields",  # only for a refusal under --validate
     "apiserver.http",
     "apiserver.sources",
     "pydantic",

@@ -18,6 +18,9 @@ Each fenced block preceded by ``<!-- recipe: KIND -->`` is run:
   registry the project's machines reach ships helm, so without ``helm`` on ``PATH`` ``helm template
   RELEASE CHART`` is replaced by ``cat`` of tests/cli/helm/rendered.yaml, that chart's output as helm
   writes it (with helm, a test checks that it is).
+- ``clusters``: a repository of many clusters (tests/cli/clusters/repo): a ``yaml`` block is its
+  ``.kubevirt-expand.yaml`` as the fixture holds it, a ``console`` block an ``output`` block run from a copy
+  of that repository.
 - ``devcluster``: run by tests/realk8s/test_dev_cluster.py (``hack/dev-cluster.sh``, a real control plane).
 - ``policy``: admission policy YAML, applied as written by tests/realk8s/test_policy.py to a real
   kube-apiserver with ValidatingAdmissionPolicy on.
@@ -72,7 +75,7 @@ EXPECTED = {
 }
 
 
-KINDS = ("server", "offline", "python", "output", "ci", "helm")
+KINDS = ("server", "offline", "python", "output", "ci", "helm", "clusters")
 # Marked blocks run by another module: ``devcluster`` by tests/realk8s/test_dev_cluster.py, in order on one
 # project copy (they start and stop a real control plane); ``devcluster-kubevirt`` by
 # tests/kubevirt/test_dev_cluster_kubevirt.py; ``policy`` by tests/realk8s/test_policy.py; ``ci-catalog``
@@ -679,3 +682,28 @@ def test_ci_recipes_pin_a_release() -> None:
     assert len(set(pins)) == 1, f"the recipes pin different releases: {sorted(set(pins))}"
     pinning = (REPO / "docs" / "ci-automation.md").read_text().split("### Releases and pinning")[1]
     assert pins[0] in pinning.split("\n### ")[0], "the pinning section names the release the recipes pin"
+
+
+CLUSTERS_FIXTURE = REPO / "tests" / "cli" / "clusters" / "repo"
+
+
+@pytest.mark.skipif(not IN_A_VENV, reason="the recipes use the kubevirt-expand of .venv")
+@pytest.mark.parametrize("recipe", recipes("clusters"), ids=lambda r: r.id)
+def test_clusters_recipe(tmp_path: Path, recipe: Recipe) -> None:
+    if not recipe.code.startswith("$ "):  # the configuration file, as the repository the test runs holds it
+        assert recipe.code == (CLUSTERS_FIXTURE / ".kubevirt-expand.yaml").read_text()
+        return
+    first, *shown = recipe.code.splitlines()
+    root = _workspace_root(tmp_path)
+    shutil.copytree(CLUSTERS_FIXTURE, root, dirs_exist_ok=True)
+    (root / ".git").mkdir()
+    result = subprocess.run(
+        ["bash", "-c", first[2:]],
+        cwd=root,
+        env=_env(root),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (result.stdout + result.stderr).splitlines() == shown, first
