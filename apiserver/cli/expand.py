@@ -24,6 +24,7 @@ from apiserver.cli.inputs import (
     Skipped,
     UsageError,
     WatchedLookup,
+    add_catalog_argument,
     excluder,
     pick_kubevirt,
     prepare,
@@ -127,15 +128,7 @@ def add_parser(sub: Any) -> None:
         metavar="FILE|DIR|-",
         help="manifest file, folder (*.yaml, *.yml, *.json, recursively) or - for stdin; repeatable",
     )
-    parser.add_argument(
-        "--catalog",
-        action="append",
-        default=[],
-        metavar="FILE|DIR",
-        help="instancetypes, preferences (and a KubeVirt CR) the cluster holds already, such as a "
-        "'catalog snapshot' or common-instancetypes' release bundle; VMs use them where the inputs "
-        "hold none of the same kind, namespace and name; repeatable (the first copy of an object wins)",
-    )
+    add_catalog_argument(parser)
     parser.add_argument(
         "--exclude",
         action="append",
