@@ -39,6 +39,8 @@ class Release:
     preferences: int
     source: str
     license: str
+    instancetype_names: frozenset[str]
+    preference_names: frozenset[str]
 
     @property
     def label(self) -> str:
@@ -63,6 +65,8 @@ def releases() -> tuple[Release, ...]:
             preferences=int(r["preferences"]),
             source=str(index["source"]),
             license=str(index["license"]),
+            instancetype_names=frozenset(r["instancetypeNames"]),
+            preference_names=frozenset(r["preferenceNames"]),
         )
         for r in index["releases"]
     ]

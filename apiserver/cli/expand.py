@@ -39,15 +39,24 @@ from apiserver.cli.report import (
     ERROR,
     EXIT_REFUSED,
     EXIT_UNUSABLE,
+    MISSING,
     REFUSED,
     UNRESOLVED,
     VM_KIND,
     Result,
     Tally,
 )
+from apiserver.cli.suggest import Names
 from apiserver.documents.locate import Locator
 from apiserver.documents.manifests import Manifest, read_files
 from apiserver.render import Cause, ExpandError, ObjectIndex, ObjectRef, expand
+from apiserver.render.golang.gotext import go_lower
+from apiserver.render.instancetype.find import (
+    INSTANCETYPE_FAMILY,
+    PREFERENCE_FAMILY,
+    holds_object,
+    named_revision,
+)
 from apiserver.render.kubernetes.errors import (
     CAUSE_NOT_FOUND,
     MAX_MESSAGE,
@@ -129,6 +138,12 @@ def add_parser(sub: Any) -> None:
         help="manifest file, folder (*.yaml, *.yml, *.json, recursively) or - for stdin; repeatable",
     )
     add_catalog_argument(parser)
+    parser.add_argument(
+        "--catalog-complete",
+        action="store_true",
+        help="the inputs and --catalog hold every instancetype and preference the cluster has: a VM that "
+        "names one found in neither is Missing (exit 4), with the closest names, instead of unresolved",
+    )
     parser.add_argument(
         "--exclude",
         action="append",
@@ -296,11 +311,12 @@ def _run_reporting(args: argparse.Namespace, stack: contextlib.ExitStack) -> int
     for warning in prepared.warnings:
         writer.warning(warning)
     tally = Tally(files=len(files), skipped=prepared.skipped.total)
+    names = Names(prepared.index)
     # The text of each file, composed for its lines only when a result there needs them.
     locators = {file.source: Locator(file.data) for file in files if file.data is not None}
     for entry in prepared.entries:
         if isinstance(entry, Manifest):
-            result = _judge(entry, prepared.index, prepared.conflicts, kubevirt, args)
+            result = _judge(entry, prepared.index, prepared.conflicts, kubevirt, args, names)
         else:
             result = entry
         if result.outcome != ADMITTED or result.warnings:
@@ -319,11 +335,16 @@ def _run_reporting(args: argparse.Namespace, stack: contextlib.ExitStack) -> int
 
 def _unresolved_hint(count: int, catalog: Catalog | None) -> str:
     vms = "1 VM is unresolved: it names" if count == 1 else f"{count} VMs are unresolved: they name"
-    where = "the inputs or the catalog" if catalog is not None else "the inputs (no --catalog was given)"
+    where = (
+        "in the inputs nor in the catalog"
+        if catalog is not None
+        else "among the inputs (no --catalog was given)"
+    )
     return (
-        f"note: {vms} an instancetype, preference or ControllerRevision found neither in {where}; "
+        f"note: {vms} an instancetype, preference or ControllerRevision not found {where}; "
         "KubeVirt admits such a VM, but it cannot be rendered here: give the cluster's objects with "
-        "--catalog (kubevirt-expand catalog snapshot, or common-instancetypes' bundle)"
+        "--catalog (the bundled common-instancetypes: kubevirt-expand catalog list; or a kubevirt-expand "
+        "catalog snapshot), and --catalog-complete to make a name the catalog lacks an error"
     )
 
 
@@ -333,8 +354,10 @@ def _judge(
     conflicts: Mapping[ObjectRef, str],
     kubevirt: Mapping[str, Any] | None,
     args: argparse.Namespace,
+    names: Names,
 ) -> Result:
-    """The verdict on one VM: rendered (and validated), refused, or no verdict (a conflict, a bug)."""
+    """The verdict on one VM: rendered (and validated), refused, unresolved or missing (what it names
+    is not given), or no verdict (a conflict, a bug)."""
     vm = manifest.object
     meta = vm.get("metadata")
     name = meta.get("name") if isinstance(meta, Mapping) else None
@@ -361,6 +384,13 @@ def _judge(
     except ExpandError as err:
         result.outcome = ERROR if err.code >= 500 else UNRESOLVED if _unresolved(err, lookup) else REFUSED
         result.status = bound_status(err.status)
+        missing = _missing_names(vm, index)
+        if missing or result.outcome == UNRESOLVED:
+            namespace = result.namespace or DEFAULT_NAMESPACE
+            hinted = [(ref, where, names.hint(ref, namespace, bool(args.catalog))) for ref, where in missing]
+            result.status = bound_status(_name_first(result.status, hinted, lookup, names, namespace, args))
+            if missing and args.catalog_complete and result.outcome in (UNRESOLVED, REFUSED):
+                result.outcome = MISSING
     except Exception as err:  # a bug must not end the run for the other VMs, nor show a traceback
         message = f"Internal error occurred: {type(err).__name__}: {err}"
         result.outcome, result.status = ERROR, bound_status(status(500, "InternalError", message))
@@ -395,6 +425,77 @@ def _unresolved(err: ExpandError, lookup: WatchedLookup) -> bool:
         isinstance(c, Mapping) and c.get("reason") == CAUSE_NOT_FOUND and c.get("message") in missing
         for c in causes
     )
+
+
+def _missing_names(vm: Mapping[str, Any], index: ObjectIndex) -> list[tuple[ObjectRef, str]]:
+    """The instancetype and preference the VM names as live objects (no revision pinned) that the run
+    does not hold, each with its field: what a typo leaves behind, whatever else fails."""
+    meta = vm.get("metadata")
+    namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+    namespace = namespace if isinstance(namespace, str) else ""
+    spec = vm.get("spec")
+    found: list[tuple[ObjectRef, str]] = []
+    for family in (INSTANCETYPE_FAMILY, PREFERENCE_FAMILY):
+        matcher = spec.get(family.matcher) if isinstance(spec, Mapping) else None
+        name = matcher.get("name") if isinstance(matcher, Mapping) else None
+        if not isinstance(matcher, Mapping) or not isinstance(name, str) or not name:
+            continue
+        revision, _ = named_revision(family, vm)
+        pinned = index.get(ObjectRef(CONTROLLER_REVISION, namespace, revision)) if revision else None
+        if revision and (matcher.get("revisionName") or pinned is None or holds_object(pinned, name)):
+            continue  # the revision is what is read (a missing one is KubeVirt's own not-found)
+        kind = matcher.get("kind")
+        kind = kind if isinstance(kind, str) else ""
+        canonical = family.kinds.get(kind) or family.kinds.get(go_lower(kind))
+        if canonical is None:
+            continue  # an unknown kind: KubeVirt's own refusal says so
+        ref = ObjectRef(
+            canonical, "" if canonical in (CLUSTER_INSTANCETYPE, CLUSTER_PREFERENCE) else namespace, name
+        )
+        if index.get(ref) is None:
+            found.append((ref, family.name_field))
+    return found
+
+
+def _name_first(
+    body: Mapping[str, Any],
+    missing: list[tuple[ObjectRef, str, str]],
+    lookup: WatchedLookup,
+    names: Names,
+    namespace: str,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """The Status with each missing instancetype or preference named first, in the message and as the
+    first causes, with the closest names; the causes KubeVirt's code gave follow. Other not-found
+    causes (a pinned revision) get their suggestion in place."""
+    out = dict(body)
+    details = dict(out.get("details") or {})
+    causes = [c for c in details.get("causes") or [] if isinstance(c, Mapping)]
+    hints = {ref.not_found_message(): hint for ref, _, hint in missing}
+    for ref in lookup.missed:
+        hints.setdefault(ref.not_found_message(), names.hint(ref, namespace, bool(args.catalog)))
+    lead = [
+        {"reason": CAUSE_NOT_FOUND, "message": ref.not_found_message() + hint, "field": where}
+        for ref, where, hint in missing
+    ]
+    named = {ref.not_found_message() for ref, _, _ in missing}
+    rest = []
+    for cause in causes:
+        text = cause.get("message")
+        if cause.get("reason") == CAUSE_NOT_FOUND and text in named:
+            continue  # led with already
+        if cause.get("reason") == CAUSE_NOT_FOUND and isinstance(text, str) and hints.get(text):
+            cause = {**cause, "message": text + hints[text]}
+        rest.append(dict(cause))
+    message = str(out.get("message", ""))
+    parts = [str(c["message"]) for c in lead]
+    if message not in named:
+        parts.append(message + hints.get(message, ""))
+    out["message"] = "; ".join(parts)
+    if lead or rest:
+        details["causes"] = [*lead, *rest]
+        out["details"] = details
+    return out
 
 
 def _set_vm_namespace(vm: dict[str, Any], explicit: str | None) -> None:

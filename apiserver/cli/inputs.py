@@ -31,6 +31,7 @@ from typing import Any
 
 from apiserver.cli import bundled
 from apiserver.cli.report import ERROR, Result
+from apiserver.cli.suggest import unknown_kind
 from apiserver.documents.manifests import (
     Exclude,
     FileRead,
@@ -42,7 +43,7 @@ from apiserver.documents.manifests import (
     read_files,
 )
 from apiserver.render import ObjectIndex, ObjectRef
-from apiserver.render.kubernetes.errors import MAX_CAUSES, more_text, status
+from apiserver.render.kubernetes.errors import CAUSE_NOT_SUPPORTED, MAX_CAUSES, more_text, status
 from apiserver.render.kubernetes.fieldvalidation import STRICT, WARN
 from apiserver.render.objects import (
     CLUSTER_INSTANCETYPE,
@@ -369,6 +370,10 @@ def prepare(
             kind = obj["kind"]
             known = vm or (kind in KUBEVIRT_KINDS and kind != VIRTUAL_MACHINE) or kind in read_also
             if kind in skip or not known:
+                unknown = None if kind in skip else unknown_kind(obj)
+                if unknown is not None:  # kind: VirtualMachne in kubevirt.io/v1: a typo, not another's
+                    out.entries.append(_unknown_kind(manifest, explicit_namespace, *unknown))
+                    continue
                 if kind == VIRTUAL_MACHINE and not vm:  # another project's VirtualMachine
                     kind = f"{kind} ({str(obj.get('apiVersion')).partition('/')[0]})"
                 out.skipped.kinds[kind] = out.skipped.kinds.get(kind, 0) + 1
@@ -411,6 +416,23 @@ def prepare(
         objects = [o for o in catalog.objects if ref_of(o) not in given] + objects
     out.index = ObjectIndex(objects)
     return out
+
+
+def _unknown_kind(manifest: Manifest, explicit: str | None, message: str, group: str) -> Result:
+    """An object of a KubeVirt API group whose kind KubeVirt does not serve: an error at its ``kind``
+    (the line reports point at), as kube-apiserver would refuse to map it."""
+    obj = manifest.object
+    kind, name = str(obj["kind"]), _name(obj)
+    cause = {"reason": CAUSE_NOT_SUPPORTED, "message": message, "field": "kind"}
+    details = {"name": name or "", "group": group, "kind": kind, "causes": [cause]}
+    return Result.of(
+        manifest,
+        ERROR,
+        kind=kind,
+        namespace=vm_namespace(obj, explicit),
+        name=name,
+        status=status(400, "BadRequest", message, details=details),
+    )
 
 
 def _duplicate(manifest: Manifest, first: Manifest, key: Identity) -> Result:

@@ -13,11 +13,16 @@ Outcomes:
   ControllerRevision it names is neither among the inputs nor in a ``--catalog``. KubeVirt's webhook
   admits such a VM (it ignores what it cannot find); ``status`` is the not-found Status a server without
   that object would send.
+- ``Missing`` (``--catalog-complete`` only): it names an instancetype or preference that neither the
+  inputs nor the catalog, taken as all the cluster holds, have: a typo or an object never created, so
+  KubeVirt would admit a VM that never starts. ``status`` names what is missing first (with the
+  closest names), then anything else that refuses the VM.
 - ``Error``: no verdict could be reached: a file that cannot be read, an object defined twice, a VM that
   uses such an object, or a failure of ours (5xx). ``status`` says which.
 
 Exit codes: 2 when any result is an ``Error`` or no VM was found (the input, not a VM, needs fixing), else
-1 when any VM is refused, else 3 when any VM is unresolved, else 0. Usage errors (a bad flag) exit 2
+4 when any VM is ``Missing`` (a name to fix, ranked above refusals since it is often what makes the
+webhook refuse), else 1 when any VM is refused, else 3 when any VM is unresolved, else 0. Usage errors (a bad flag) exit 2
 before any result. Objects passed over (not KubeVirt's, excluded) are counted, never results.
 """
 
@@ -32,12 +37,14 @@ from apiserver.documents.manifests import Manifest
 ADMITTED: Final = "Admitted"
 REFUSED: Final = "Refused"
 UNRESOLVED: Final = "Unresolved"
+MISSING: Final = "Missing"
 ERROR: Final = "Error"
 
 EXIT_ADMITTED: Final = 0
 EXIT_REFUSED: Final = 1
 EXIT_UNUSABLE: Final = 2
 EXIT_UNRESOLVED: Final = 3
+EXIT_MISSING: Final = 4
 
 VM_KIND: Final = "VirtualMachine"
 
@@ -145,6 +152,7 @@ class Tally:
     refused: int = 0
     errors: int = 0
     unresolved: int = 0
+    missing: int = 0
     skipped: int = 0  # objects, documents and files passed over (see apiserver.cli.inputs.Skipped)
 
     def add(self, result: Result) -> None:
@@ -156,6 +164,8 @@ class Tally:
             self.refused += 1
         elif result.outcome == UNRESOLVED:
             self.unresolved += 1
+        elif result.outcome == MISSING:
+            self.missing += 1
         else:
             self.errors += 1
 
@@ -163,6 +173,7 @@ class Tally:
         """``summary: 3 VMs, 1 admitted, 1 refused, 2 errors, 4 files`` (errors: every ``Error`` result,
         VM or not); ``N unresolved`` after the refused and ``N skipped`` at the end when there are any."""
         unresolved = f", {self.unresolved} unresolved" if self.unresolved else ""
+        unresolved += f", {self.missing} missing" if self.missing else ""
         skipped = f", {self.skipped} skipped" if self.skipped else ""
         return (
             f"summary: {_count(self.vms, 'VM')}, {self.admitted} admitted, {self.refused} refused{unresolved}, "
@@ -172,6 +183,8 @@ class Tally:
     def exit_code(self) -> int:
         if self.errors or not self.vms:
             return EXIT_UNUSABLE
+        if self.missing:
+            return EXIT_MISSING
         if self.refused:
             return EXIT_REFUSED
         return EXIT_UNRESOLVED if self.unresolved else EXIT_ADMITTED

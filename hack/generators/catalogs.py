@@ -5,7 +5,8 @@ Reads ../shared/catalogs/common-instancetypes/ (each release's cluster instancet
 cluster holds them, built from common-instancetypes' source, Apache-2.0) and writes, per release, one
 multi-document YAML stream compressed with gzip (``v1.7.0.yaml.gz``: about 5 KB where the YAML is
 150 KB), written byte for byte the same on every run (no timestamp in the gzip header), with
-``index.json`` (each release's tag, date, commit and counts, for ``kubevirt-expand catalog list``),
+``index.json`` (each release's tag, date, commit, names and counts, for ``kubevirt-expand catalog list``
+and the names a run suggests),
 the project's licence and a README saying where the data came from. The product never reads ../shared;
 rerun this when the shared catalogs change:
 
@@ -67,15 +68,15 @@ def releases() -> list[dict[str, Any]]:
     return found
 
 
-def stream(version: str) -> tuple[bytes, dict[str, int]]:
-    """The release's two files as one stream (a ``---`` between them) and its counts by kind."""
+def stream(version: str) -> tuple[bytes, dict[str, list[str]]]:
+    """The release's two files as one stream (a ``---`` between them) and its names by kind."""
     parts = [(SHARED / version / name).read_text() for name in FILES]
     text = "---\n".join(p if p.endswith("\n") else p + "\n" for p in parts)
-    counts: dict[str, int] = {}
+    names: dict[str, list[str]] = {}
     for doc in yaml.safe_load_all(text):
         if doc:
-            counts[doc["kind"]] = counts.get(doc["kind"], 0) + 1
-    return text.encode(), counts
+            names.setdefault(doc["kind"], []).append(doc["metadata"]["name"])
+    return text.encode(), {kind: sorted(found) for kind, found in names.items()}
 
 
 def generate() -> dict[str, bytes]:
@@ -83,19 +84,24 @@ def generate() -> dict[str, bytes]:
     out: dict[str, bytes] = {}
     index = []
     for release in releases():
-        data, counts = stream(release["version"])
+        data, names = stream(release["version"])
         name = f"{release['version']}.yaml.gz"
         out[name] = gzip.compress(data, compresslevel=9, mtime=0)
+        instancetypes = names.get("VirtualMachineClusterInstancetype", [])
+        preferences = names.get("VirtualMachineClusterPreference", [])
         index.append(
             {
                 **release,
                 "file": name,
-                "instancetypes": counts.get("VirtualMachineClusterInstancetype", 0),
-                "preferences": counts.get("VirtualMachineClusterPreference", 0),
+                "instancetypes": len(instancetypes),
+                "preferences": len(preferences),
+                # for "did you mean" and "the bundled catalog holds it" without reading the release
+                "instancetypeNames": instancetypes,
+                "preferenceNames": preferences,
             }
         )
     meta = {"name": "common-instancetypes", "source": SOURCE, "license": "Apache-2.0", "releases": index}
-    out["index.json"] = (json.dumps(meta, indent=2) + "\n").encode()
+    out["index.json"] = (json.dumps(meta, indent=1) + "\n").encode()
     out["LICENSE"] = (SHARED / "LICENSE").read_bytes()
     rows = "\n".join(
         f"| `{r['file']}` | {r['version']} | {r['date']} | {r['commit']} | {r['instancetypes']} | "
