@@ -88,7 +88,7 @@ def findings(results: Sequence[Result]) -> Iterator[Finding]:
         if result.outcome != ADMITTED:
             # Unresolved: KubeVirt would admit the VM, what it names was not given (no refusal to report)
             level = "warning" if result.outcome == UNRESOLVED else "error"
-            message = str((result.status or {}).get("message", result.outcome))
+            message = result.message()
             if result.causes:
                 for cause in result.causes:
                     text = str(cause.get("message") or message)
@@ -124,7 +124,7 @@ def _case_name(result: Result) -> str:
 
 
 def _failure_text(result: Result) -> str:
-    lines = [str((result.status or {}).get("message", ""))]
+    lines = [result.message()]
     for cause in result.causes:
         at = f"{result.file}:{cause['line']}" if cause.get("line") else result.file
         lines.append(f"{at}: {cause.get('field') or '(no field)'}: {cause.get('message', '')}")
@@ -180,7 +180,7 @@ def junit(results: Sequence[Result]) -> str:
             problem = ElementTree.SubElement(
                 case,
                 tag,
-                message=_xml(str((result.status or {}).get("message", result.outcome))),
+                message=_xml(result.message()),
                 type=_xml(_status_reason(result)),
             )
             problem.text = _xml(_failure_text(result))

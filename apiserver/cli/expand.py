@@ -369,8 +369,10 @@ def _judge(
         name=name if isinstance(name, str) else None,
     )
     lookup = WatchedLookup(index, conflicts)
+    placed = False  # in its namespace: what it names can be looked for
     try:
         _set_vm_namespace(vm, args.namespace)
+        placed = True
         rendered = expand(
             vm,
             lookup,
@@ -384,11 +386,13 @@ def _judge(
     except ExpandError as err:
         result.outcome = ERROR if err.code >= 500 else UNRESOLVED if _unresolved(err, lookup) else REFUSED
         result.status = bound_status(err.status)
-        missing = _missing_names(vm, index)
+        missing = _missing_names(vm, index) if placed else []
         if missing or result.outcome == UNRESOLVED:
             namespace = result.namespace or DEFAULT_NAMESPACE
             hinted = [(ref, where, names.hint(ref, namespace, bool(args.catalog))) for ref, where in missing]
-            result.status = bound_status(_name_first(result.status, hinted, lookup, names, namespace, args))
+            result.headline, result.findings = _name_first(
+                result.status, hinted, lookup, names, namespace, args
+            )
             if missing and args.catalog_complete and result.outcome in (UNRESOLVED, REFUSED):
                 result.outcome = MISSING
     except Exception as err:  # a bug must not end the run for the other VMs, nor show a traceback
@@ -402,6 +406,7 @@ def _judge(
         message = f"{result.label()} uses {uses}"
         details = {"name": result.name or "", "kind": VM_KIND}
         result.outcome, result.object = ERROR, None
+        result.headline = result.findings = None
         result.status = bound_status(status(409, "Conflict", message, details=details))
     return result
 
@@ -464,13 +469,13 @@ def _name_first(
     names: Names,
     namespace: str,
     args: argparse.Namespace,
-) -> dict[str, Any]:
-    """The Status with each missing instancetype or preference named first, in the message and as the
-    first causes, with the closest names; the causes KubeVirt's code gave follow. Other not-found
-    causes (a pinned revision) get their suggestion in place."""
-    out = dict(body)
-    details = dict(out.get("details") or {})
-    causes = [c for c in details.get("causes") or [] if isinstance(c, Mapping)]
+) -> tuple[str, list[dict[str, Any]]]:
+    """What the reports say of a VM whose instancetype or preference is missing (the Status itself
+    stays the one KubeVirt's code answers): a first line naming each missing object first, with the
+    closest names, then the Status's message; and the causes to report, those not-found causes first,
+    then the Status's (another not-found cause, of a pinned revision, with its suggestion in place)."""
+    details = body.get("details")
+    causes = details.get("causes") if isinstance(details, Mapping) else None
     hints = {ref.not_found_message(): hint for ref, _, hint in missing}
     for ref in lookup.missed:
         hints.setdefault(ref.not_found_message(), names.hint(ref, namespace, bool(args.catalog)))
@@ -480,22 +485,20 @@ def _name_first(
     ]
     named = {ref.not_found_message() for ref, _, _ in missing}
     rest = []
-    for cause in causes:
+    for cause in causes if isinstance(causes, list) else []:
+        if not isinstance(cause, Mapping):
+            continue
         text = cause.get("message")
         if cause.get("reason") == CAUSE_NOT_FOUND and text in named:
             continue  # led with already
         if cause.get("reason") == CAUSE_NOT_FOUND and isinstance(text, str) and hints.get(text):
             cause = {**cause, "message": text + hints[text]}
         rest.append(dict(cause))
-    message = str(out.get("message", ""))
+    message = str(body.get("message", ""))
     parts = [str(c["message"]) for c in lead]
     if message not in named:
         parts.append(message + hints.get(message, ""))
-    out["message"] = "; ".join(parts)
-    if lead or rest:
-        details["causes"] = [*lead, *rest]
-        out["details"] = details
-    return out
+    return "; ".join(parts), [*lead, *rest]
 
 
 def _set_vm_namespace(vm: dict[str, Any], explicit: str | None) -> None:

@@ -235,7 +235,7 @@ class Writer:
                 self._vm(result.object)
         else:
             status = result.status or {}
-            message = str(status.get("message", "")).replace("\n", " ")
+            message = (result.headline or str(status.get("message", ""))).replace("\n", " ")
             verdict = {REFUSED: "refused", UNRESOLVED: "unresolved", MISSING: "missing"}.get(
                 result.outcome, "error"
             )

@@ -56,8 +56,8 @@ class Result:
     ``document`` is the 1-based YAML/JSON document of ``file`` (``None`` when the file as a whole could
     not be read), ``item`` the 0-based index in the ``items`` of a ``List`` document, ``line`` the line
     of a syntax error or a key given twice. ``causes`` are the Status's causes, each with the ``line`` of
-    the field it names, and ``start`` the object's first line (see :meth:`locate`; ``start`` is not in
-    the jsonl line). ``object`` is the expanded VM (``Admitted``, unless the run is ``--check``).
+    the field it names (``findings`` in place of the Status's when set), and ``start`` the object's
+    first line (see :meth:`locate`; ``start`` is not in the jsonl line). ``object`` is the expanded VM (``Admitted``, unless the run is ``--check``).
     """
 
     file: str
@@ -73,6 +73,11 @@ class Result:
     warnings: list[str] = field(default_factory=list)
     object: dict[str, Any] | None = None
     start: int | None = None
+    # What the reports say in place of the Status's message and causes, when the Status (KubeVirt's own
+    # answer, kept as it is) does not name first what to fix: a missing instancetype or preference, with
+    # the closest names (apiserver.cli.expand). Not jsonl members: ``causes`` carries ``findings``.
+    headline: str | None = None
+    findings: list[dict[str, Any]] | None = None
 
     @classmethod
     def of(cls, manifest: Manifest, outcome: str, **members: Any) -> Result:
@@ -105,6 +110,8 @@ class Result:
         none, or the text is gone: ``locator`` is ``None``), and the result its object's first line."""
         details = (self.status or {}).get("details")
         causes = details.get("causes") if isinstance(details, dict) else None
+        if self.findings is not None:
+            causes = self.findings
         placed: list[dict[str, Any]] = []
         for cause in causes if isinstance(causes, list) else []:
             where = cause.get("field")
@@ -115,6 +122,12 @@ class Result:
         self.causes = placed
         if locator is not None and self.document is not None:
             self.start = locator.start(self.document, self.item)
+
+    def message(self) -> str:
+        """The one line that says what is wrong: the headline, else the Status's message."""
+        if self.headline is not None:
+            return self.headline
+        return str((self.status or {}).get("message", self.outcome))
 
     def best_line(self) -> int | None:
         """Where a report points when it has nothing closer: the syntax error, else the object."""
