@@ -117,16 +117,20 @@ class Names:
         """`` (did you mean "u1.medium"?)``, or ``""`` when nothing is close."""
         if ref.kind == CONTROLLER_REVISION:
             return ""
-        close = closest(ref.name, self.of(ref.kind, ref.namespace))
-        if close:
-            return f" (did you mean {_quoted(close)}?)"
         other = _OTHER_SCOPE.get(ref.kind)
+        others: list[str] = []
         if other is not None:
             namespace = "" if other in (CLUSTER_INSTANCETYPE, CLUSTER_PREFERENCE) else vm_namespace
-            candidates = self.of(other, namespace)
-            close = [ref.name] if ref.name in candidates else closest(ref.name, candidates)
-            if close:
-                return f" (did you mean {other} {_quoted(close)}? set {_MATCHER[ref.kind]}.kind: {other})"
+            others = self.of(other, namespace)
+        # The same name in the other scope first: the kind, not the name, is what is wrong.
+        close = [ref.name] if ref.name in others else []
+        if not close:
+            same = closest(ref.name, self.of(ref.kind, ref.namespace))
+            if same:
+                return f" (did you mean {_quoted(same)}?)"
+            close = closest(ref.name, others)
+        if close and other is not None:
+            return f" (did you mean {other} {_quoted(close)}? set {_MATCHER[ref.kind]}.kind: {other})"
         if not catalog_given and ref.kind in (CLUSTER_INSTANCETYPE, CLUSTER_PREFERENCE):
             return _bundled_hint(ref)
         return ""

@@ -119,7 +119,7 @@ def summary(stderr: str) -> str:
 
 def _without_hints(text: str) -> str:
     """A failure line without the suggestions a run adds to a not-found name."""
-    return re.sub(r' \((?:did you mean|the bundled) [^)]*\)', "", text)
+    return re.sub(r" \((?:did you mean|the bundled) [^)]*\)", "", text)
 
 
 def check_case_result(case: Case, code: int, stdout: str, stderr: str, *, output: str = "json") -> None:
