@@ -146,6 +146,7 @@ def run_snapshot(args: argparse.Namespace) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
+    """``catalog list``: what ``--catalog NAME`` can name, newest first."""
     from apiserver.cli import bundled
 
     found = bundled.releases()
@@ -165,19 +166,22 @@ def run_list(args: argparse.Namespace) -> int:
             }
             for r in found
         ]
-        sys.stdout.write(json.dumps({"items": items}, indent=2) + "\n")
-        return EXIT_ADMITTED
-    rows = [("CATALOG", "RELEASED", "INSTANCETYPES", "PREFERENCES", "COMMIT")]
-    rows.extend((r.label, r.date, str(r.instancetypes), str(r.preferences), r.commit[:12]) for r in found)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        sys.stdout.write(
-            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() + "\n"
+        text = json.dumps({"items": items}, indent=2) + "\n"
+    else:
+        rows = [("CATALOG", "RELEASED", "INSTANCETYPES", "PREFERENCES", "COMMIT")]
+        rows.extend((r.label, r.date, str(r.instancetypes), str(r.preferences), r.commit[:12]) for r in found)
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+        newest = found[0]
+        lines.append(
+            f"--catalog {newest.name} is {newest.label}, the newest; {newest.license}, from {newest.source}"
         )
-    newest = found[0]
-    sys.stdout.write(
-        f"--catalog {newest.name} is {newest.label}, the newest; {newest.license}, from {newest.source}\n"
-    )
+        text = "\n".join(lines) + "\n"
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away (| head): quiet at exit too
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return EXIT_ADMITTED
 
 
