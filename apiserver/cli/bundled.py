@@ -6,20 +6,20 @@ a CI job with no network and no cluster still needs it to judge them. Its releas
 stream per release, ``index.json`` describing them, the licence and origin beside them), read here by
 name. A name without ``@VERSION`` is the newest release; an existing file or folder of the same name
 wins over a bundled catalog, so a ``--catalog`` that worked before keeps its meaning.
+
+Every ``expand`` run imports this module (``--catalog``'s help names the catalog) and most never read a
+catalog: what reading needs (json, gzip, difflib) is imported when first needed, to keep start-up short.
 """
 
 from __future__ import annotations
 
-import difflib
-import gzip
-import json
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 NAME = "common-instancetypes"
-_FOLDER = ("catalogs", NAME)
+FOLDER = Path(__file__).resolve().parents[1] / "catalogs" / NAME  # package data (pyproject.toml)
 
 
 class UnknownCatalog(LookupError):
@@ -51,9 +51,9 @@ class Release:
 @cache
 def releases() -> tuple[Release, ...]:
     """Every bundled release, newest first."""
-    index: dict[str, Any] = json.loads(
-        resources.files("apiserver").joinpath(*_FOLDER, "index.json").read_text()
-    )
+    import json
+
+    index: dict[str, Any] = json.loads((FOLDER / "index.json").read_text(encoding="utf-8"))
     found = [
         Release(
             name=str(index["name"]),
@@ -104,11 +104,14 @@ def find(value: str) -> Release | None:
 
 def read(release: Release) -> bytes:
     """The release's YAML stream: every VirtualMachineClusterInstancetype and -Preference."""
-    data = resources.files("apiserver").joinpath(*_FOLDER, release.file).read_bytes()
-    return gzip.decompress(data)
+    import gzip
+
+    return gzip.decompress((FOLDER / release.file).read_bytes())
 
 
 def suggestion(value: str) -> str | None:
     """The bundled name closest to ``value`` (a ``--catalog`` that is no file), if one is close."""
+    import difflib
+
     close = difflib.get_close_matches(value, names(), n=1, cutoff=0.75)
     return close[0] if close else None

@@ -14,7 +14,6 @@ error with the closest kind, not an object to pass over.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -86,6 +85,8 @@ def _quoted(names: Sequence[str]) -> str:
 
 def closest(word: str, candidates: Iterable[str], n: int = 1) -> list[str]:
     """The candidates closest to ``word``, best first; case is ignored in the comparison."""
+    import difflib  # only when something is not found (bundled's docstring: start-up)
+
     by_lower: dict[str, str] = {}
     for candidate in candidates:
         by_lower.setdefault(candidate.lower(), candidate)
