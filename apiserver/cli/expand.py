@@ -97,7 +97,12 @@ examples:
   # Gate CI: judge every VM of a folder, print verdicts only, keep a report of one JSON line per VM
   kubevirt-expand expand -f vms/ --validate --check -o jsonl > report.jsonl
 
-  # A GitOps repository against the cluster's instancetypes and preferences, charts' sources excluded
+  # A GitOps repository against common-instancetypes (shipped with the command: catalog list), a name
+  # it lacks refused with the closest one, charts' sources excluded
+  kubevirt-expand expand -f . --catalog common-instancetypes --catalog-complete \
+      --exclude 'charts/*/templates' --validate --check
+
+  # The same against a snapshot of the cluster's catalog
   kubevirt-expand catalog snapshot -n team-a -o catalog.yaml
   kubevirt-expand expand -f . --catalog catalog.yaml --exclude 'charts/*/templates' --validate --check
 
@@ -105,11 +110,15 @@ exit status:
   0  every VM admitted (rendered; with --validate, also passed the admission checks)
   1  some VM refused, the input otherwise sound (each refusal: a line and its Status on stderr)
   2  unusable input: a file or document that cannot be read (nothing from that file is used), an
-     object defined twice in the inputs, a VM that uses such an object, no VirtualMachine at all, or
-     a usage error; every other VM is still judged and reported
+     object defined twice in the inputs, a VM that uses such an object, a kind KubeVirt does not
+     serve in its own API groups (kind: VirtualMachne), no VirtualMachine at all, or a usage error;
+     every other VM is still judged and reported
   3  no VM refused and the input sound, but some VM unresolved: an instancetype, preference or
      ControllerRevision it names is neither among the inputs nor in a --catalog (KubeVirt admits
-     such a VM; it cannot be rendered from what was given)
+     such a VM; it cannot be rendered from what was given); its line gives the closest name
+  4  with --catalog-complete: some VM names an instancetype or preference that is neither among the
+     inputs nor in the catalog (a typo: KubeVirt would admit the VM, which never starts); codes rank
+     2, 4, 1, 3
 """
 
 
