@@ -99,7 +99,7 @@ examples:
 
   # A GitOps repository against common-instancetypes (shipped with the command: catalog list), a name
   # it lacks refused with the closest one, charts' sources excluded
-  kubevirt-expand expand -f . --catalog common-instancetypes --catalog-complete \
+  kubevirt-expand expand -f . --catalog common-instancetypes --catalog-complete \\
       --exclude 'charts/*/templates' --validate --check
 
   # The same against a snapshot of the cluster's catalog
