@@ -13,6 +13,7 @@ left out, so that a snapshot kept in git changes only when the catalog does.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -46,6 +47,16 @@ exit status:
   0  the snapshot was written
   2  it could not be: no cluster configuration, the cluster unreachable, no instancetype API, a list
      refused (each with one error line); nothing is written then
+"""
+
+LIST_EXAMPLES = """\
+examples:
+  # What is bundled
+  kubevirt-expand catalog list
+
+  # Judge VMs against the newest bundled common-instancetypes, or a given release
+  kubevirt-expand expand -f vms/ --catalog common-instancetypes --check
+  kubevirt-expand expand -f vms/ --catalog common-instancetypes@v1.6.0 --check
 """
 
 # (kind, plural) of what a snapshot holds, in the order it writes them.
@@ -99,6 +110,21 @@ def add_parser(sub: Any) -> None:
     )
     add_connection_flags(snapshot)
     snapshot.set_defaults(func=run_snapshot)
+    listing = actions.add_parser(
+        "list",
+        help="list the catalogs shipped with kubevirt-expand (for --catalog NAME, offline)",
+        description=(
+            "List the catalogs bundled with kubevirt-expand: common-instancetypes' releases (the cluster "
+            "instancetypes and preferences virt-operator deploys), each usable offline as "
+            "--catalog NAME@VERSION, the newest as --catalog NAME."
+        ),
+        epilog=LIST_EXAMPLES,
+        formatter_class=KubeHelpFormatter,
+    )
+    listing.add_argument(
+        "-o", "--output", choices=("text", "json"), default="text", help="text (a table) or json"
+    )
+    listing.set_defaults(func=run_list)
     from apiserver.cli import sizes
 
     sizes.add_parser(actions)
@@ -116,6 +142,46 @@ def run_snapshot(args: argparse.Namespace) -> int:
         print(note, file=sys.stderr)
     where = "stdout" if args.output == "-" else args.output
     print(f"catalog: wrote {describe(objects)} to {where}", file=sys.stderr)
+    return EXIT_ADMITTED
+
+
+def run_list(args: argparse.Namespace) -> int:
+    """``catalog list``: what ``--catalog NAME`` can name, newest first."""
+    from apiserver.cli import bundled
+
+    found = bundled.releases()
+    if args.output == "json":
+        items = [
+            {
+                "catalog": r.label,
+                "name": r.name,
+                "version": r.version,
+                "date": r.date,
+                "commit": r.commit,
+                "instancetypes": r.instancetypes,
+                "preferences": r.preferences,
+                "source": r.source,
+                "license": r.license,
+                "newest": r is found[0],
+            }
+            for r in found
+        ]
+        text = json.dumps({"items": items}, indent=2) + "\n"
+    else:
+        rows = [("CATALOG", "RELEASED", "INSTANCETYPES", "PREFERENCES", "COMMIT")]
+        rows.extend((r.label, r.date, str(r.instancetypes), str(r.preferences), r.commit[:12]) for r in found)
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+        newest = found[0]
+        lines.append(
+            f"--catalog {newest.name} is {newest.label}, the newest; {newest.license}, from {newest.source}"
+        )
+        text = "\n".join(lines) + "\n"
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away (| head): quiet at exit too
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return EXIT_ADMITTED
 
 

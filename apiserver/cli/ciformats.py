@@ -5,14 +5,14 @@ Written once at the end of the run, from the same :class:`~apiserver.cli.report.
 (:meth:`~apiserver.cli.report.Result.locate`):
 
 - **JUnit XML** (GitLab's ``artifacts:reports:junit``, Jenkins' ``junit`` step): a ``testsuite`` per input
-  file, a ``testcase`` per VM and per input problem; a refused VM is a ``failure``, an unresolved one
+  file, a ``testcase`` per VM and per input problem; a refused or missing VM is a ``failure``, an unresolved one
   (KubeVirt would admit it; what it names was not given) ``skipped``, an input problem an ``error``,
   each with the Status's message and its causes (field and line) as the text.
 - **SARIF 2.1.0** (GitHub code scanning's upload, kube-linter's format): one ``result`` per cause of each
   refusal or error (per Status when it has no causes) and per warning, each with a region at its line;
   the rule is the cause's reason (``FieldValueInvalid``...) or the Status's (``AlreadyExists``...).
 - **GitLab Code Quality**: a JSON array of issues with ``description``, ``check_name``, ``fingerprint``,
-  ``severity`` (``critical`` for input that cannot be judged, ``major`` for a refusal, ``minor`` for a
+  ``severity`` (``critical`` for input that cannot be judged, ``major`` for a refusal or a missing name, ``minor`` for a
   warning or an unresolved VM; SARIF's level is ``warning`` for those two) and ``location.path``/``location.lines.begin``.
 
 Admitted VMs appear in JUnit (passed test cases) only; the other two list what needs a look. The XML
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from apiserver.cli.report import ADMITTED, REFUSED, UNRESOLVED, Result
+from apiserver.cli.report import ADMITTED, MISSING, REFUSED, UNRESOLVED, Result
 from apiserver.documents.manifests import STDIN_SOURCE
 
 JUNIT, SARIF, CODEQUALITY = "junit", "sarif", "codequality"
@@ -89,7 +89,7 @@ def findings(results: Sequence[Result]) -> Iterator[Finding]:
         if result.outcome != ADMITTED:
             # Unresolved: KubeVirt would admit the VM, what it names was not given (no refusal to report)
             level = "warning" if result.outcome == UNRESOLVED else "error"
-            message = str((result.status or {}).get("message", result.outcome))
+            message = result.message()
             if result.causes:
                 for cause in result.causes:
                     text = str(cause.get("message") or message)
@@ -125,7 +125,7 @@ def _case_name(result: Result) -> str:
 
 
 def _failure_text(result: Result) -> str:
-    lines = [str((result.status or {}).get("message", ""))]
+    lines = [result.message()]
     for cause in result.causes:
         at = f"{result.file}:{cause['line']}" if cause.get("line") else result.file
         lines.append(f"{at}: {cause.get('field') or '(no field)'}: {cause.get('message', '')}")
@@ -144,9 +144,9 @@ def junit(results: Sequence[Result]) -> str:
     root = ElementTree.Element("testsuites", name=TOOL)
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for suite_name, members in suites.items():
-        failures = sum(1 for r in members if r.outcome == REFUSED)
+        failures = sum(1 for r in members if r.outcome in (REFUSED, MISSING))
         skipped = sum(1 for r in members if r.outcome == UNRESOLVED)
-        errors = sum(1 for r in members if r.outcome not in (ADMITTED, REFUSED, UNRESOLVED))
+        errors = sum(1 for r in members if r.outcome not in (ADMITTED, REFUSED, MISSING, UNRESOLVED))
         suite = ElementTree.SubElement(
             root,
             "testsuite",
@@ -178,11 +178,11 @@ def junit(results: Sequence[Result]) -> str:
                     out = ElementTree.SubElement(case, "system-out")
                     out.text = _xml("\n".join(f"warning: {w}" for w in result.warnings))
                 continue
-            tag = {REFUSED: "failure", UNRESOLVED: "skipped"}.get(result.outcome, "error")
+            tag = {REFUSED: "failure", MISSING: "failure", UNRESOLVED: "skipped"}.get(result.outcome, "error")
             problem = ElementTree.SubElement(
                 case,
                 tag,
-                message=_xml(str((result.status or {}).get("message", result.outcome))),
+                message=_xml(result.message()),
                 type=_xml(_status_reason(result)),
             )
             problem.text = _xml(_failure_text(result))
@@ -268,7 +268,7 @@ def _rule_text(rule: str) -> str:
 def _severity(finding: Finding) -> str:
     if finding.level == "warning":
         return "minor"
-    return "major" if finding.result.outcome == REFUSED else "critical"
+    return "major" if finding.result.outcome in (REFUSED, MISSING) else "critical"
 
 
 def codequality(results: Sequence[Result]) -> str:

@@ -27,6 +27,7 @@ from apiserver.cli.inputs import (
     Skipped,
     UsageError,
     WatchedLookup,
+    add_catalog_argument,
     excluder,
     find_config,
     pick_kubevirt,
@@ -43,15 +44,24 @@ from apiserver.cli.report import (
     EXIT_RANK,
     EXIT_REFUSED,
     EXIT_UNUSABLE,
+    MISSING,
     REFUSED,
     UNRESOLVED,
     VM_KIND,
     Result,
     Tally,
 )
+from apiserver.cli.suggest import Names
 from apiserver.documents.locate import Locator
 from apiserver.documents.manifests import FileRead, Manifest, read_files
 from apiserver.render import Cause, ExpandError, ObjectIndex, ObjectRef, expand
+from apiserver.render.golang.gotext import go_lower
+from apiserver.render.instancetype.find import (
+    INSTANCETYPE_FAMILY,
+    PREFERENCE_FAMILY,
+    holds_object,
+    named_revision,
+)
 from apiserver.render.kubernetes.errors import (
     CAUSE_NOT_FOUND,
     MAX_MESSAGE,
@@ -92,7 +102,12 @@ examples:
   # Gate CI: judge every VM of a folder, print verdicts only, keep a report of one JSON line per VM
   kubevirt-expand expand -f vms/ --validate --check -o jsonl > report.jsonl
 
-  # A GitOps repository against the cluster's instancetypes and preferences, charts' sources excluded
+  # A GitOps repository against common-instancetypes (shipped with the command: catalog list), a name
+  # it lacks refused with the closest one, charts' sources excluded
+  kubevirt-expand expand -f . --catalog common-instancetypes --catalog-complete \\
+      --exclude 'charts/*/templates' --validate --check
+
+  # The same against a snapshot of the cluster's catalog
   kubevirt-expand catalog snapshot -n team-a -o catalog.yaml
   kubevirt-expand expand -f . --catalog catalog.yaml --exclude 'charts/*/templates' --validate --check
 
@@ -103,11 +118,15 @@ exit status:
   0  every VM admitted (rendered; with --validate, also passed the admission checks)
   1  some VM refused, the input otherwise sound (each refusal: a line and its Status on stderr)
   2  unusable input: a file or document that cannot be read (nothing from that file is used), an
-     object defined twice in the inputs, a VM that uses such an object, no VirtualMachine at all, or
-     a usage error; every other VM is still judged and reported
+     object defined twice in the inputs, a VM that uses such an object, a kind KubeVirt does not
+     serve in its own API groups (kind: VirtualMachne), no VirtualMachine at all, or a usage error;
+     every other VM is still judged and reported
   3  no VM refused and the input sound, but some VM unresolved: an instancetype, preference or
      ControllerRevision it names is neither among the inputs nor in a --catalog (KubeVirt admits
-     such a VM; it cannot be rendered from what was given)
+     such a VM; it cannot be rendered from what was given); its line gives the closest name
+  4  with --catalog-complete: some VM names an instancetype or preference that is neither among the
+     inputs nor in the catalog (a typo: KubeVirt would admit the VM, which never starts); codes rank
+     2, 4, 1, 3
 """
 
 
@@ -142,13 +161,12 @@ def add_parser(sub: Any) -> None:
         f"without it, {CONFIG_FILENAME} in the current folder or above it up to the repository's root; "
         "flags override it",
     )
+    add_catalog_argument(parser)
     parser.add_argument(
-        "--catalog",
-        action="append",
-        metavar="FILE|DIR",
-        help="instancetypes, preferences (and a KubeVirt CR) the cluster holds already, such as a "
-        "'catalog snapshot' or common-instancetypes' release bundle; VMs use them where the inputs "
-        "hold none of the same kind, namespace and name; repeatable (the first copy of an object wins)",
+        "--catalog-complete",
+        action="store_true",
+        help="the inputs and --catalog hold every instancetype and preference the cluster has: a VM that "
+        "names one found in neither is Missing (exit 4), with the closest names, instead of unresolved",
     )
     parser.add_argument(
         "--exclude",
@@ -412,11 +430,12 @@ def _judge_run(run: _Run, writer: Writer) -> Tally:
     for warning in prepared.warnings:
         writer.warning(warning)
     tally = Tally(files=len(run.files), skipped=prepared.skipped.total)
+    names = Names(prepared.index)
     # The text of each file, composed for its lines only when a result there needs them.
     locators = {file.source: Locator(file.data) for file in run.files if file.data is not None}
     for entry in prepared.entries:
         if isinstance(entry, Manifest):
-            result = _judge(entry, prepared.index, prepared.conflicts, run.kubevirt, args)
+            result = _judge(entry, prepared.index, prepared.conflicts, run.kubevirt, args, names)
         else:
             result = entry
         result.cluster = run.cluster
@@ -435,11 +454,16 @@ def _judge_run(run: _Run, writer: Writer) -> Tally:
 
 def _unresolved_hint(count: int, catalog: Catalog | None) -> str:
     vms = "1 VM is unresolved: it names" if count == 1 else f"{count} VMs are unresolved: they name"
-    where = "the inputs or the catalog" if catalog is not None else "the inputs (no --catalog was given)"
+    where = (
+        "in the inputs nor in the catalog"
+        if catalog is not None
+        else "among the inputs (no --catalog was given)"
+    )
     return (
-        f"note: {vms} an instancetype, preference or ControllerRevision found neither in {where}; "
+        f"note: {vms} an instancetype, preference or ControllerRevision not found {where}; "
         "KubeVirt admits such a VM, but it cannot be rendered here: give the cluster's objects with "
-        "--catalog (kubevirt-expand catalog snapshot, or common-instancetypes' bundle)"
+        "--catalog (the bundled common-instancetypes: kubevirt-expand catalog list; or a kubevirt-expand "
+        "catalog snapshot), and --catalog-complete to make a name the catalog lacks an error"
     )
 
 
@@ -449,8 +473,10 @@ def _judge(
     conflicts: Mapping[ObjectRef, str],
     kubevirt: Mapping[str, Any] | None,
     args: argparse.Namespace,
+    names: Names,
 ) -> Result:
-    """The verdict on one VM: rendered (and validated), refused, or no verdict (a conflict, a bug)."""
+    """The verdict on one VM: rendered (and validated), refused, unresolved or missing (what it names
+    is not given), or no verdict (a conflict, a bug)."""
     vm = manifest.object
     meta = vm.get("metadata")
     name = meta.get("name") if isinstance(meta, Mapping) else None
@@ -462,8 +488,10 @@ def _judge(
         name=name if isinstance(name, str) else None,
     )
     lookup = WatchedLookup(index, conflicts)
+    placed = False  # in its namespace: what it names can be looked for
     try:
         _set_vm_namespace(vm, args.namespace)
+        placed = True
         rendered = expand(
             vm,
             lookup,
@@ -481,6 +509,16 @@ def _judge(
             from apiserver.cli.webhookfields import placed_causes  # for a refusal only
 
             result.causes = placed_causes(vm, result.status)
+        missing = _missing_names(vm, index) if placed else []
+        if missing or result.outcome == UNRESOLVED:
+            namespace = result.namespace or DEFAULT_NAMESPACE
+            hinted = [(ref, where, names.hint(ref, namespace, bool(args.catalog))) for ref, where in missing]
+            body = result.status
+            if result.causes:  # the webhook's field-less causes given their fields (webhookfields)
+                body = {**body, "details": {**(body.get("details") or {}), "causes": result.causes}}
+            result.headline, result.findings = _name_first(body, hinted, lookup, names, namespace, args)
+            if missing and args.catalog_complete and result.outcome in (UNRESOLVED, REFUSED):
+                result.outcome = MISSING
     except Exception as err:  # a bug must not end the run for the other VMs, nor show a traceback
         message = f"Internal error occurred: {type(err).__name__}: {err}"
         result.outcome, result.status = ERROR, bound_status(status(500, "InternalError", message))
@@ -492,6 +530,7 @@ def _judge(
         message = f"{result.label()} uses {uses}"
         details = {"name": result.name or "", "kind": VM_KIND}
         result.outcome, result.object = ERROR, None
+        result.headline = result.findings = None
         result.status = bound_status(status(409, "Conflict", message, details=details))
     return result
 
@@ -515,6 +554,75 @@ def _unresolved(err: ExpandError, lookup: WatchedLookup) -> bool:
         isinstance(c, Mapping) and c.get("reason") == CAUSE_NOT_FOUND and c.get("message") in missing
         for c in causes
     )
+
+
+def _missing_names(vm: Mapping[str, Any], index: ObjectIndex) -> list[tuple[ObjectRef, str]]:
+    """The instancetype and preference the VM names as live objects (no revision pinned) that the run
+    does not hold, each with its field: what a typo leaves behind, whatever else fails."""
+    meta = vm.get("metadata")
+    namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+    namespace = namespace if isinstance(namespace, str) else ""
+    spec = vm.get("spec")
+    found: list[tuple[ObjectRef, str]] = []
+    for family in (INSTANCETYPE_FAMILY, PREFERENCE_FAMILY):
+        matcher = spec.get(family.matcher) if isinstance(spec, Mapping) else None
+        name = matcher.get("name") if isinstance(matcher, Mapping) else None
+        if not isinstance(matcher, Mapping) or not isinstance(name, str) or not name:
+            continue
+        revision, _ = named_revision(family, vm)
+        pinned = index.get(ObjectRef(CONTROLLER_REVISION, namespace, revision)) if revision else None
+        if revision and (matcher.get("revisionName") or pinned is None or holds_object(pinned, name)):
+            continue  # the revision is what is read (a missing one is KubeVirt's own not-found)
+        kind = matcher.get("kind")
+        kind = kind if isinstance(kind, str) else ""
+        canonical = family.kinds.get(kind) or family.kinds.get(go_lower(kind))
+        if canonical is None:
+            continue  # an unknown kind: KubeVirt's own refusal says so
+        ref = ObjectRef(
+            canonical, "" if canonical in (CLUSTER_INSTANCETYPE, CLUSTER_PREFERENCE) else namespace, name
+        )
+        if index.get(ref) is None:
+            found.append((ref, family.name_field))
+    return found
+
+
+def _name_first(
+    body: Mapping[str, Any],
+    missing: list[tuple[ObjectRef, str, str]],
+    lookup: WatchedLookup,
+    names: Names,
+    namespace: str,
+    args: argparse.Namespace,
+) -> tuple[str, list[dict[str, Any]]]:
+    """What the reports say of a VM whose instancetype or preference is missing (the Status itself
+    stays the one KubeVirt's code answers): a first line naming each missing object first, with the
+    closest names, then the Status's message; and the causes to report, those not-found causes first,
+    then the Status's (another not-found cause, of a pinned revision, with its suggestion in place)."""
+    details = body.get("details")
+    causes = details.get("causes") if isinstance(details, Mapping) else None
+    hints = {ref.not_found_message(): hint for ref, _, hint in missing}
+    for ref in lookup.missed:
+        hints.setdefault(ref.not_found_message(), names.hint(ref, namespace, bool(args.catalog)))
+    lead = [
+        {"reason": CAUSE_NOT_FOUND, "message": ref.not_found_message() + hint, "field": where}
+        for ref, where, hint in missing
+    ]
+    named = {ref.not_found_message() for ref, _, _ in missing}
+    rest = []
+    for cause in causes if isinstance(causes, list) else []:
+        if not isinstance(cause, Mapping):
+            continue
+        text = cause.get("message")
+        if cause.get("reason") == CAUSE_NOT_FOUND and text in named:
+            continue  # led with already
+        if cause.get("reason") == CAUSE_NOT_FOUND and isinstance(text, str) and hints.get(text):
+            cause = {**cause, "message": text + hints[text]}
+        rest.append(dict(cause))
+    message = str(body.get("message", ""))
+    parts = [str(c["message"]) for c in lead]
+    if message not in named:
+        parts.append(message + hints.get(message, ""))
+    return "; ".join(parts), [*lead, *rest]
 
 
 def _set_vm_namespace(vm: dict[str, Any], explicit: str | None) -> None:

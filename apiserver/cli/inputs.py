@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from apiserver.cli import bundled
 from apiserver.cli.report import ERROR, Result
+from apiserver.cli.suggest import unknown_kind
 from apiserver.documents.manifests import (
     Exclude,
     FileRead,
@@ -38,10 +40,11 @@ from apiserver.documents.manifests import (
     Manifest,
     ManifestError,
     load_documents,
+    load_manifests,
     read_files,
 )
 from apiserver.render import ObjectIndex, ObjectRef
-from apiserver.render.kubernetes.errors import MAX_CAUSES, more_text, status
+from apiserver.render.kubernetes.errors import CAUSE_NOT_SUPPORTED, MAX_CAUSES, more_text, status
 from apiserver.render.kubernetes.fieldvalidation import STRICT, WARN
 from apiserver.render.objects import (
     CLUSTER_INSTANCETYPE,
@@ -174,46 +177,96 @@ class Catalog:
     kinds: dict[str, int] = field(default_factory=dict)
     files: int = 0
     ignored: int = 0
+    bundled: list[str] = field(
+        default_factory=list
+    )  # the bundled releases read (common-instancetypes@v1.7.0)
 
     def describe(self) -> str:
         """``catalog: 2 files: 45 VirtualMachineClusterInstancetype, 20 VirtualMachineClusterPreference,
-        1 KubeVirt``."""
+        1 KubeVirt``; a bundled release is named first (``catalog: common-instancetypes@v1.7.0 (bundled)
+        and 1 file: ...``)."""
         counts = dict(self.kinds)
         if self.kubevirts:
             counts[KUBEVIRT] = len(self.kubevirts)
         listed = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) or "nothing a VM uses"
-        files = f"{self.files} file" if self.files == 1 else f"{self.files} files"
+        parts = [f"{label} (bundled)" for label in self.bundled]
+        if self.files or not parts:
+            parts.append(f"{self.files} file" if self.files == 1 else f"{self.files} files")
         ignored = f" ({self.ignored} other objects ignored)" if self.ignored else ""
-        return f"catalog: {files}: {listed}{ignored}"
+        return f"catalog: {' and '.join(parts)}: {listed}{ignored}"
+
+
+def add_catalog_argument(parser: Any) -> None:
+    """``--catalog``, the same on every command that reads one."""
+    parser.add_argument(
+        "--catalog",
+        action="append",
+        default=[],
+        metavar="FILE|DIR|NAME",
+        help="instancetypes, preferences (and a KubeVirt CR) the cluster holds already: a 'catalog "
+        "snapshot', common-instancetypes' release bundle, or a bundled catalog by NAME "
+        f"('{bundled.NAME}' for its newest release, '{bundled.NAME}@v1.6.0'; 'catalog list'); VMs use "
+        "them where the inputs hold none of the same kind, namespace and name; repeatable (the first "
+        "copy of an object wins)",
+    )
 
 
 def read_catalog(paths: Sequence[str], *, namespace: str, stdin: Any = None) -> Catalog:
-    """The objects of ``--catalog`` files and folders (VMs and other kinds ignored, documents that are
-    no Kubernetes object passed over). The first copy of an object wins. Raises :class:`UsageError` for
-    a file that cannot be read: a catalog decides verdicts, so it must be whole."""
+    """The objects of ``--catalog`` files, folders and bundled releases (``common-instancetypes[@V]``,
+    :mod:`apiserver.cli.bundled`; a file or folder of that name wins), VMs and other kinds ignored,
+    documents that are no Kubernetes object passed over. The first copy of an object wins. Raises
+    :class:`UsageError` for a file that cannot be read: a catalog decides verdicts, so it must be whole."""
     catalog = Catalog()
     seen: set[ObjectRef] = set()
-    for file in read_files(paths, stdin=stdin, foreign=True):
+    for path in paths:
+        for manifests in _catalog_manifests(path, catalog, stdin):
+            _add_to_catalog(catalog, manifests, seen, namespace)
+    return catalog
+
+
+def _catalog_manifests(path: str, catalog: Catalog, stdin: Any) -> Iterator[Sequence[Manifest]]:
+    """The manifests of one ``--catalog``, file by file."""
+    if path != "-" and not os.path.lexists(path):
+        try:
+            release = bundled.find(path)
+        except bundled.UnknownCatalog as err:
+            raise UsageError(f"--catalog {err}") from None
+        if release is not None:
+            catalog.bundled.append(release.label)
+            yield load_manifests(bundled.read(release), release.label, foreign=[])
+            return
+        close = bundled.suggestion(path)
+        if close is not None:
+            raise UsageError(
+                f"--catalog {path}: no such file or directory, nor a bundled catalog; did you mean {close}? "
+                "(kubevirt-expand catalog list)"
+            )
+    for file in read_files([path], stdin=stdin, foreign=True):
         if file.error is not None:
             raise UsageError(f"--catalog {file.error}")
         catalog.files += 1
-        for manifest in file.manifests:
-            obj = manifest.object
-            kind = obj["kind"]
-            if kind == KUBEVIRT:
-                catalog.kubevirts.append((manifest.source, obj))
-                continue
-            if kind not in CATALOG_KINDS:
-                catalog.ignored += 1
-                continue
-            _default_namespace(obj, namespace)
-            ref = ref_of(obj)
-            if ref is None or ref in seen:
-                continue
-            seen.add(ref)
-            catalog.objects.append(obj)
-            catalog.kinds[kind] = catalog.kinds.get(kind, 0) + 1
-    return catalog
+        yield file.manifests
+
+
+def _add_to_catalog(
+    catalog: Catalog, manifests: Sequence[Manifest], seen: set[ObjectRef], namespace: str
+) -> None:
+    for manifest in manifests:
+        obj = manifest.object
+        kind = obj["kind"]
+        if kind == KUBEVIRT:
+            catalog.kubevirts.append((manifest.source, obj))
+            continue
+        if kind not in CATALOG_KINDS:
+            catalog.ignored += 1
+            continue
+        _default_namespace(obj, namespace)
+        ref = ref_of(obj)
+        if ref is None or ref in seen:
+            continue
+        seen.add(ref)
+        catalog.objects.append(obj)
+        catalog.kinds[kind] = catalog.kinds.get(kind, 0) + 1
 
 
 @dataclass(slots=True)
@@ -337,6 +390,10 @@ def prepare(
             kind = obj["kind"]
             known = vm or (kind in KUBEVIRT_KINDS and kind != VIRTUAL_MACHINE) or kind in read_also
             if kind in skip or not known:
+                unknown = None if kind in skip else unknown_kind(obj)
+                if unknown is not None:  # kind: VirtualMachne in kubevirt.io/v1: a typo, not another's
+                    out.entries.append(_unknown_kind(manifest, explicit_namespace, *unknown))
+                    continue
                 if kind == VIRTUAL_MACHINE and not vm:  # another project's VirtualMachine
                     kind = f"{kind} ({str(obj.get('apiVersion')).partition('/')[0]})"
                 out.skipped.kinds[kind] = out.skipped.kinds.get(kind, 0) + 1
@@ -379,6 +436,23 @@ def prepare(
         objects = [o for o in catalog.objects if ref_of(o) not in given] + objects
     out.index = ObjectIndex(objects)
     return out
+
+
+def _unknown_kind(manifest: Manifest, explicit: str | None, message: str, group: str) -> Result:
+    """An object of a KubeVirt API group whose kind KubeVirt does not serve: an error at its ``kind``
+    (the line reports point at), as kube-apiserver would refuse to map it."""
+    obj = manifest.object
+    kind, name = str(obj["kind"]), _name(obj)
+    cause = {"reason": CAUSE_NOT_SUPPORTED, "message": message, "field": "kind"}
+    details = {"name": name or "", "group": group, "kind": kind, "causes": [cause]}
+    return Result.of(
+        manifest,
+        ERROR,
+        kind=kind,
+        namespace=vm_namespace(obj, explicit),
+        name=name,
+        status=status(400, "BadRequest", message, details=details),
+    )
 
 
 def _duplicate(manifest: Manifest, first: Manifest, key: Identity) -> Result:

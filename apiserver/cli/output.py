@@ -35,7 +35,7 @@ from typing import Any, TextIO
 import yaml
 
 from apiserver.cli import ciformats
-from apiserver.cli.report import ADMITTED, REFUSED, UNRESOLVED, Result, Tally
+from apiserver.cli.report import ADMITTED, MISSING, REFUSED, UNRESOLVED, Result, Tally
 from apiserver.documents.reader import KubeDumper, reads_back_as_text
 
 YAML, JSON, JSONL = "yaml", "json", "jsonl"
@@ -237,8 +237,10 @@ class Writer:
                 self._vm(result.object)
         else:
             status = result.status or {}
-            message = str(status.get("message", "")).replace("\n", " ")
-            verdict = {REFUSED: "refused", UNRESOLVED: "unresolved"}.get(result.outcome, "error")
+            message = (result.headline or str(status.get("message", ""))).replace("\n", " ")
+            verdict = {REFUSED: "refused", UNRESOLVED: "unresolved", MISSING: "missing"}.get(
+                result.outcome, "error"
+            )
             named = bool(label) and message.startswith(label + " ")  # ours name the object first
             self.note(f"{verdict}: {where if named else prefix}: {message}")
             if not (self.quiet and self._reported):

@@ -12,6 +12,7 @@ instancetype changes no running VM unless ``--upgrade`` previews taking the new 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import sys
 import time
@@ -22,7 +23,15 @@ from typing import Any
 from apiserver.cli.catalogchange import report_flag
 from apiserver.cli.clusterread import ClusterReadError, add_connection_flags
 from apiserver.cli.helpformat import KubeHelpFormatter
-from apiserver.cli.inputs import DEFAULT_NAMESPACE, UsageError, is_vm, pick_kubevirt, read_kubevirt
+from apiserver.cli.inputs import (
+    DEFAULT_NAMESPACE,
+    UsageError,
+    add_catalog_argument,
+    is_vm,
+    pick_kubevirt,
+    read_catalog,
+    read_kubevirt,
+)
 from apiserver.cli.output import json_line, printable, to_yaml
 from apiserver.documents.manifests import ManifestError, read_manifest_paths
 from apiserver.render import ExpandError, ObjectIndex, expand
@@ -148,8 +157,10 @@ def add_parser(sub: Any) -> None:
         "--kubevirt",
         metavar="FILE",
         help="KubeVirt CR or KubeVirtConfiguration (its vmRolloutStrategy and live-update limits); "
-        "without it a KubeVirt CR among --after, else a freshly deployed KubeVirt's defaults",
+        "without it a KubeVirt CR among --after, else in --catalog, else a freshly deployed KubeVirt's "
+        "defaults",
     )
+    add_catalog_argument(parser)
     parser.add_argument(
         "-n",
         "--namespace",
@@ -204,6 +215,13 @@ def _read(paths: list[str], namespace: str) -> Side:
         else:
             side.objects.append(obj)
     return side
+
+
+def _under(side: Side, catalog: list[dict[str, Any]]) -> None:
+    """``--catalog``'s objects beneath the side's own: an object of the same kind, namespace and name in
+    the folder replaces the catalog's, as applying it would."""
+    given = {ref_of(o) for o in side.objects}
+    side.objects = [o for o in catalog if ref_of(o) not in given] + side.objects
 
 
 def _revision(namespace: str, obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -383,6 +401,13 @@ def run(args: argparse.Namespace) -> int:
         kubevirt = (
             read_kubevirt(args.kubevirt, sys.stdin) if args.kubevirt else pick_kubevirt(after.kubevirts)
         )
+        if args.catalog:
+            catalog = read_catalog(args.catalog, namespace=args.namespace, stdin=sys.stdin.buffer)
+            print(catalog.describe(), file=sys.stderr)
+            for side in (before, after):
+                _under(side, copy.deepcopy(catalog.objects))
+            if kubevirt is None:
+                kubevirt = pick_kubevirt(catalog.kubevirts)
     except ManifestError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_UNUSABLE

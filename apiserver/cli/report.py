@@ -13,11 +13,16 @@ Outcomes:
   ControllerRevision it names is neither among the inputs nor in a ``--catalog``. KubeVirt's webhook
   admits such a VM (it ignores what it cannot find); ``status`` is the not-found Status a server without
   that object would send.
+- ``Missing`` (``--catalog-complete`` only): it names an instancetype or preference that neither the
+  inputs nor the catalog, taken as all the cluster holds, have: a typo or an object never created, so
+  KubeVirt would admit a VM that never starts. ``status`` names what is missing first (with the
+  closest names), then anything else that refuses the VM.
 - ``Error``: no verdict could be reached: a file that cannot be read, an object defined twice, a VM that
   uses such an object, or a failure of ours (5xx). ``status`` says which.
 
 Exit codes: 2 when any result is an ``Error`` or no VM was found (the input, not a VM, needs fixing), else
-1 when any VM is refused, else 3 when any VM is unresolved, else 0. Usage errors (a bad flag) exit 2
+4 when any VM is ``Missing`` (a name to fix, ranked above refusals since it is often what makes the
+webhook refuse), else 1 when any VM is refused, else 3 when any VM is unresolved, else 0. Usage errors (a bad flag) exit 2
 before any result. Objects passed over (not KubeVirt's, excluded) are counted, never results.
 """
 
@@ -32,14 +37,16 @@ from apiserver.documents.manifests import Manifest
 ADMITTED: Final = "Admitted"
 REFUSED: Final = "Refused"
 UNRESOLVED: Final = "Unresolved"
+MISSING: Final = "Missing"
 ERROR: Final = "Error"
 
 EXIT_ADMITTED: Final = 0
 EXIT_REFUSED: Final = 1
 EXIT_UNUSABLE: Final = 2
 EXIT_UNRESOLVED: Final = 3
+EXIT_MISSING: Final = 4
 # From the least to the worst: the exit code of runs taken together (clusters) is the worst of theirs.
-EXIT_RANK: Final = (EXIT_ADMITTED, EXIT_UNRESOLVED, EXIT_REFUSED, EXIT_UNUSABLE)
+EXIT_RANK: Final = (EXIT_ADMITTED, EXIT_UNRESOLVED, EXIT_REFUSED, EXIT_MISSING, EXIT_UNUSABLE)
 
 VM_KIND: Final = "VirtualMachine"
 
@@ -51,10 +58,12 @@ class Result:
     ``document`` is the 1-based YAML/JSON document of ``file`` (``None`` when the file as a whole could
     not be read), ``item`` the 0-based index in the ``items`` of a ``List`` document, ``line`` the line
     of a syntax error or a key given twice. ``causes`` are the Status's causes, each with the ``line`` of
-    the field it names, and ``start`` the object's first line (see :meth:`locate`; ``start`` is not in
-    the jsonl line). ``cluster`` is the configuration file's cluster the result belongs to (``None``
-    without one). ``causes`` set before :meth:`locate` are the ones it places instead of the Status's
-    (:func:`apiserver.cli.webhookfields.placed_causes`: the webhook's field-less causes given fields). ``object`` is the expanded VM (``Admitted``, unless the run is ``--check``).
+    the field it names (``findings`` in place of them when set), and ``start`` the object's first line
+    (see :meth:`locate`; ``start`` is not in the jsonl line). ``cluster`` is the configuration file's
+    cluster the result belongs to (``None`` without one). ``causes`` set before :meth:`locate` are the
+    ones it places instead of the Status's (:func:`apiserver.cli.webhookfields.placed_causes`: the
+    webhook's field-less causes given fields). ``object`` is the expanded VM (``Admitted``, unless the
+    run is ``--check``).
     """
 
     file: str
@@ -71,6 +80,11 @@ class Result:
     object: dict[str, Any] | None = None
     start: int | None = None
     cluster: str | None = None
+    # What the reports say in place of the Status's message and causes, when the Status (KubeVirt's own
+    # answer, kept as it is) does not name first what to fix: a missing instancetype or preference, with
+    # the closest names (apiserver.cli.expand). Not jsonl members: ``causes`` carries ``findings``.
+    headline: str | None = None
+    findings: list[dict[str, Any]] | None = None
 
     @classmethod
     def of(cls, manifest: Manifest, outcome: str, **members: Any) -> Result:
@@ -104,6 +118,8 @@ class Result:
         the result its object's first line."""
         details = (self.status or {}).get("details")
         causes = self.causes or (details.get("causes") if isinstance(details, dict) else None)
+        if self.findings is not None:
+            causes = self.findings
         placed: list[dict[str, Any]] = []
         for cause in causes if isinstance(causes, list) else []:
             where = cause.get("field")
@@ -114,6 +130,12 @@ class Result:
         self.causes = placed
         if locator is not None and self.document is not None:
             self.start = locator.start(self.document, self.item)
+
+    def message(self) -> str:
+        """The one line that says what is wrong: the headline, else the Status's message."""
+        if self.headline is not None:
+            return self.headline
+        return str((self.status or {}).get("message", self.outcome))
 
     def best_line(self) -> int | None:
         """Where a report points when it has nothing closer: the syntax error, else the object."""
@@ -152,12 +174,13 @@ class Tally:
     refused: int = 0
     errors: int = 0
     unresolved: int = 0
+    missing: int = 0
     skipped: int = 0  # objects, documents and files passed over (see apiserver.cli.inputs.Skipped)
     clusters: int = 0  # the configuration file's clusters judged, when it names some
 
     def merge(self, other: Tally) -> None:
         """Count ``other``'s run (a cluster's) in this one."""
-        for name in ("files", "vms", "admitted", "refused", "errors", "unresolved", "skipped"):
+        for name in ("files", "vms", "admitted", "refused", "errors", "unresolved", "missing", "skipped"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def add(self, result: Result) -> None:
@@ -169,6 +192,8 @@ class Tally:
             self.refused += 1
         elif result.outcome == UNRESOLVED:
             self.unresolved += 1
+        elif result.outcome == MISSING:
+            self.missing += 1
         else:
             self.errors += 1
 
@@ -176,6 +201,7 @@ class Tally:
         """``summary: 3 VMs, 1 admitted, 1 refused, 2 errors, 4 files`` (errors: every ``Error`` result,
         VM or not); ``N unresolved`` after the refused and ``N skipped`` at the end when there are any."""
         unresolved = f", {self.unresolved} unresolved" if self.unresolved else ""
+        unresolved += f", {self.missing} missing" if self.missing else ""
         skipped = f", {self.skipped} skipped" if self.skipped else ""
         clusters = f", {_count(self.clusters, 'cluster')}" if self.clusters else ""
         return (
@@ -186,6 +212,8 @@ class Tally:
     def exit_code(self) -> int:
         if self.errors or not self.vms:
             return EXIT_UNUSABLE
+        if self.missing:
+            return EXIT_MISSING
         if self.refused:
             return EXIT_REFUSED
         return EXIT_UNRESOLVED if self.unresolved else EXIT_ADMITTED

@@ -40,8 +40,10 @@ from apiserver.cli.helpformat import KubeHelpFormatter
 from apiserver.cli.inputs import (
     DEFAULT_NAMESPACE,
     UsageError,
+    add_catalog_argument,
     pick_kubevirt,
     prepare,
+    read_catalog,
     read_kubevirt,
     vm_namespace,
 )
@@ -127,6 +129,7 @@ def add_parser(sub: Any) -> None:
         help="with --cluster: the VMs of every namespace",
     )
     parser.add_argument("--kubevirt", metavar="FILE", help="KubeVirt CR or KubeVirtConfiguration")
+    add_catalog_argument(parser)
     parser.add_argument(
         "-n",
         "--namespace",
@@ -400,13 +403,21 @@ def _run(args: argparse.Namespace) -> int:
         files, where = _from_cluster(args, explicit is None)
     else:
         files, where = read_files(args.filename, stdin=sys.stdin.buffer), ", ".join(args.filename)
+    catalog = None
+    if args.catalog:
+        namespace = args.namespace or DEFAULT_NAMESPACE
+        catalog = read_catalog(args.catalog, namespace=namespace, stdin=sys.stdin.buffer)
+        print(catalog.describe(), file=sys.stderr)
     prepared = prepare(
         files,
         explicit_namespace=args.namespace,
         field_validation="Ignore",
+        catalog=catalog,
         read_also=frozenset({"Namespace", "ResourceQuota", ARQ, AAQ_KIND, NAD}),
     )
     kubevirt = explicit if explicit is not None else pick_kubevirt(prepared.kubevirts)
+    if kubevirt is None and catalog is not None:
+        kubevirt = pick_kubevirt(catalog.kubevirts)
     aaq_crs = prepared.index.of_kind(AAQ_KIND, None)
     aaq_cr = aaq_crs[0] if aaq_crs else None
     calculator = args.aaq_calculator or calculator_of(aaq_cr)
