@@ -118,7 +118,8 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="read the VMs of a namespace of the current cluster (kubeconfig, as kubectl), with their "
         "instancetypes and preferences, the KubeVirt CR, the Namespace and its ResourceQuotas (their "
-        "live status.used), instead of files",
+        "live status.used), instead of files (needs the cluster extra: pip install "
+        "'kubevirt-expand-apiserver[cluster]')",
     )
     parser.add_argument(
         "-A",

@@ -79,7 +79,8 @@ def add_parser(actions: Any) -> None:
     parser.add_argument(
         "--cluster",
         action="store_true",
-        help="read the current cluster's instancetypes and KubeVirt CR (kubeconfig, as catalog snapshot)",
+        help="read the current cluster's instancetypes and KubeVirt CR (kubeconfig, as catalog snapshot; "
+        "needs the cluster extra)",
     )
     parser.add_argument(
         "-n",
