@@ -188,7 +188,8 @@ def add_parser(sub: Any) -> None:
         "-q",
         "--quiet",
         action="store_true",
-        help="on stderr, only the failures (no admitted VM, warning or summary); their Status JSON too "
+        help="on stderr, only the failures (no admitted VM, warning, catalog:, skipped: or note: line, or "
+        "summary); their Status JSON too "
         "unless stdout is a report (jsonl, junit, sarif, codequality)",
     )
     parser.add_argument(
@@ -299,7 +300,7 @@ def _run_reporting(args: argparse.Namespace, stack: contextlib.ExitStack) -> int
         reports=reports,
     )
     if catalog is not None:
-        writer.note(catalog.describe())
+        writer.remark(catalog.describe())
     for warning in prepared.warnings:
         writer.warning(warning)
     tally = Tally(files=len(files), skipped=prepared.skipped.total)
@@ -317,18 +318,22 @@ def _run_reporting(args: argparse.Namespace, stack: contextlib.ExitStack) -> int
     if not tally.vms and not tally.errors:
         writer.note(f"error: no VirtualMachine found in {', '.join(args.filename)}")
     if prepared.skipped.total:
-        writer.note(prepared.skipped.describe())
+        writer.remark(prepared.skipped.describe())
     if tally.unresolved:
-        writer.note(_unresolved_hint(tally.unresolved, catalog))
+        writer.remark(_unresolved_hint(tally.unresolved, catalog))
     writer.finish(tally)
     return tally.exit_code()
 
 
 def _unresolved_hint(count: int, catalog: Catalog | None) -> str:
     vms = "1 VM is unresolved: it names" if count == 1 else f"{count} VMs are unresolved: they name"
-    where = "the inputs or the catalog" if catalog is not None else "the inputs (no --catalog was given)"
+    where = (
+        "found in neither the inputs nor the catalog"
+        if catalog is not None
+        else "not found in the inputs (no --catalog was given)"
+    )
     return (
-        f"note: {vms} an instancetype, preference or ControllerRevision found neither in {where}; "
+        f"note: {vms} an instancetype, preference or ControllerRevision {where}; "
         "KubeVirt admits such a VM, but it cannot be rendered here: give the cluster's objects with "
         "--catalog (kubevirt-expand catalog snapshot, or common-instancetypes' bundle)"
     )

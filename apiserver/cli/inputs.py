@@ -162,7 +162,11 @@ class Catalog:
             counts[KUBEVIRT] = len(self.kubevirts)
         listed = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) or "nothing a VM uses"
         files = f"{self.files} file" if self.files == 1 else f"{self.files} files"
-        ignored = f" ({self.ignored} other objects ignored)" if self.ignored else ""
+        ignored = (
+            f" ({self.ignored} other {'object' if self.ignored == 1 else 'objects'} ignored)"
+            if self.ignored
+            else ""
+        )
         return f"catalog: {files}: {listed}{ignored}"
 
 

@@ -142,10 +142,14 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from None
     where = "stdout" if args.output == "-" else args.output
     print(
-        f"sizes: wrote ConfigMap {namespace}/{name} ({len(data) // 2} instancetypes) to {where}",
+        f"sizes: wrote ConfigMap {namespace}/{name} ({_instancetypes(len(data) // 2)}) to {where}",
         file=sys.stderr,
     )
     return EXIT_ADMITTED
+
+
+def _instancetypes(n: int) -> str:
+    return "1 instancetype" if n == 1 else f"{n} instancetypes"
 
 
 def minimal_vm(kind: str, name: str, namespace: str) -> dict[str, Any]:
