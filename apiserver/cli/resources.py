@@ -35,18 +35,19 @@ from apiserver.cli.clusterread import (
     list_objects,
     read_cluster,
 )
-from apiserver.cli.expand import _set_vm_namespace
+from apiserver.cli.expand import _set_vm_namespace, _unresolved
 from apiserver.cli.helpformat import KubeHelpFormatter
 from apiserver.cli.inputs import (
     DEFAULT_NAMESPACE,
     UsageError,
+    WatchedLookup,
     pick_kubevirt,
     prepare,
     read_kubevirt,
     vm_namespace,
 )
 from apiserver.cli.output import to_yaml
-from apiserver.cli.report import EXIT_ADMITTED, EXIT_REFUSED, EXIT_UNUSABLE
+from apiserver.cli.report import EXIT_ADMITTED, EXIT_REFUSED, EXIT_UNRESOLVED, EXIT_UNUSABLE
 from apiserver.documents.manifests import FileRead, Manifest, read_files
 from apiserver.render import ExpandError, ObjectIndex, expand
 from apiserver.render.aaq import CALCULATORS, DEFAULT_CALCULATOR, calculator_of, gates, launcher_usage
@@ -88,6 +89,8 @@ exit status:
   1  some VM does not render, or its pod would be refused at start by a quota (named, with the amounts)
   2  unusable input (a file that cannot be read, no VirtualMachine at all), a cluster that cannot be
      read, or a usage error
+  3  some VM is unresolved: it names an instancetype, preference or ControllerRevision that was not
+     given (as kubevirt-expand expand), and nothing else failed
 """
 
 
@@ -357,11 +360,18 @@ def _vm_report(
     out: dict[str, Any] = {"namespace": namespace, "name": name, "source": manifest.source}
     if running(vm):
         out["running"] = True
+    lookup = WatchedLookup(index, {})
     try:
         _set_vm_namespace(vm, args.namespace)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            rendered = expand(vm, index, kubevirt=kubevirt, exact_names=False)
+            try:
+                rendered = expand(vm, lookup, kubevirt=kubevirt, exact_names=False)
+            except ExpandError as err:
+                if _unresolved(err, lookup):
+                    # As expand says it: what it names was not given; no verdict on its cost.
+                    out["unresolved"] = True
+                raise
         arch = args.arch or cluster_config(kubevirt).default_architecture or "amd64"
         launched = launch(
             rendered.vm,
@@ -496,10 +506,23 @@ def _run(args: argparse.Namespace) -> int:
     for v in vms:
         v.pop("_vmi", None)
     _write(args.output, vms, list(namespaces.values()))
-    refused = any("status" in v or not v.get("fits", True) for v in vms)
+    unresolved = sum(1 for v in vms if v.get("unresolved"))
+    if unresolved:
+        print(_unresolved_note(unresolved, "the cluster" if args.cluster else "the inputs"), file=sys.stderr)
+    refused = any(("status" in v and not v.get("unresolved")) or not v.get("fits", True) for v in vms)
     if unusable:
         return EXIT_UNUSABLE
-    return EXIT_REFUSED if refused else EXIT_ADMITTED
+    if refused:
+        return EXIT_REFUSED
+    return EXIT_UNRESOLVED if unresolved else EXIT_ADMITTED
+
+
+def _unresolved_note(count: int, where: str) -> str:
+    vms = "1 VM is unresolved: it names" if count == 1 else f"{count} VMs are unresolved: they name"
+    return (
+        f"note: {vms} an instancetype, preference or ControllerRevision not found in {where}; its pod "
+        "cannot be computed until it is given (kubevirt-expand catalog snapshot writes the cluster's)"
+    )
 
 
 def _cell(resources: Mapping[str, str], name: str) -> str:
@@ -531,6 +554,7 @@ def _write(output: str, vms: list[dict[str, Any]], namespaces: list[dict[str, An
     for v in vms:
         shown = f"vmi/{v['name']}" if v.get("kind") == VIRTUAL_MACHINE_INSTANCE else v["name"]
         if "pod" not in v:
+            verdict = "unresolved: " if v.get("unresolved") else "no: "
             rows.append(
                 (
                     v["namespace"],
@@ -539,7 +563,7 @@ def _write(output: str, vms: list[dict[str, Any]], namespaces: list[dict[str, An
                     "-",
                     "-",
                     "-",
-                    "no: " + str(v["status"].get("message", ""))[:80],
+                    verdict + str(v["status"].get("message", ""))[:80],
                 )
             )
             continue
