@@ -53,7 +53,13 @@ from apiserver.render import ExpandError, ObjectIndex, expand
 from apiserver.render.aaq import CALCULATORS, DEFAULT_CALCULATOR, calculator_of, gates, launcher_usage
 from apiserver.render.instancetype.find import INSTANCETYPE_FAMILY, PREFERENCE_FAMILY, named_revision
 from apiserver.render.kubernetes.quantity import parse_quantity
-from apiserver.render.kubernetes.quantitymath import ResourceList, add, resource_list, resource_text
+from apiserver.render.kubernetes.quantitymath import (
+    ResourceList,
+    add,
+    readable_bytes,
+    resource_list,
+    resource_text,
+)
 from apiserver.render.kubernetes.quota import Pod, QuotaUse, admit
 from apiserver.render.launcher import ARCHITECTURES, cluster_inputs, launch, launch_vmi
 from apiserver.render.objects import CONTROLLER_REVISION, VIRTUAL_MACHINE, VIRTUAL_MACHINE_INSTANCE
@@ -526,7 +532,11 @@ def _unresolved_note(count: int, where: str) -> str:
 
 
 def _cell(resources: Mapping[str, str], name: str) -> str:
-    return resources.get(name, "-")
+    """A table's cell: memory in binary units as people read it (the reports keep Kubernetes' text)."""
+    got = resources.get(name)
+    if got is None:
+        return "-"
+    return readable_bytes(got) if name == "memory" else got
 
 
 def limited(pod: Mapping[str, Any], name: str) -> bool:

@@ -7,12 +7,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from apiserver.render.kubernetes.quantitymath import readable_bytes
 from apiserver.render.launcher import launch
 from apiserver.sources.cluster import ClusterSource
 from tests.support.fakekube import FakeKube
@@ -192,8 +194,9 @@ async def test_table(server: tuple[RunningServer, ClusterSource]) -> None:
     # the pod's requests: the template service's, for the VM as the collection rendered it
     item = (await srv.get(f"{BASE}/namespaces/ns2/expandedvirtualmachines/other")).json()
     pod = launch(item["virtualMachine"]).pod.to_json()["total"]["requests"]
-    assert rows["other"][5:7] == [pod["cpu"], pod["memory"]]
-    assert item["summary"]["launcherPod"]["total"]["requests"] == pod
+    assert rows["other"][5:7] == [pod["cpu"], readable_bytes(pod["memory"])]
+    assert re.fullmatch(r"[0-9]+(Ki|Mi|Gi)", rows["other"][6]), rows["other"][6]  # not raw bytes
+    assert item["summary"]["launcherPod"]["total"]["requests"] == pod  # the exact quantity
     # a VM that does not render has no pod: null cells
     assert rows["broken"][5:8] == [None, None, "Invalid"]
     # A typed column carries null where the VM does not render (kube-apiserver's Tables do; kubectl
