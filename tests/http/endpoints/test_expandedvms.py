@@ -281,6 +281,28 @@ async def test_discovery_and_openapi(server: tuple[RunningServer, ClusterSource]
     assert "io.kubevirt-expand.expand.v1.ExpandedVirtualMachine" in v3["components"]["schemas"]
 
 
+async def test_every_member_of_an_items_summary_is_in_the_schema(
+    server: tuple[RunningServer, ClusterSource],
+) -> None:
+    """``kubectl explain evm.summary.launcherPod`` and generated clients read the schema: each member the
+    items carry is declared (launcherPod as launch-spec's pod), in v2 and v3."""
+    srv, _ = server
+    items = (await srv.get(f"{BASE}/expandedvirtualmachines")).json()["items"]
+    members = {key for item in items for key in item["summary"]}
+    assert "launcherPod" in members
+    summary = "io.kubevirt-expand.expand.v1.Summary"
+    pod = "io.kubevirt-expand.expand.v1.LauncherPod"
+    v2 = (await srv.get("/openapi/v2")).json()["definitions"]
+    assert members <= set(v2[summary]["properties"])
+    assert v2[summary]["properties"]["launcherPod"]["$ref"] == f"#/definitions/{pod}"
+    assert {"containers", "initContainers", "total", "memoryOverhead"} <= set(v2[pod]["properties"])
+    v3 = (await srv.get("/openapi/v3/apis/expand.kubevirt-expand.io/v1")).json()["components"]["schemas"]
+    assert members <= set(v3[summary]["properties"])
+    declared = v3[summary]["properties"]["launcherPod"]
+    assert declared["allOf"] == [{"$ref": f"#/components/schemas/{pod}"}] and declared["description"]
+    assert pod in v3
+
+
 async def test_not_served_without_vm_cache(fake: FakeKube, tmp_path: Path) -> None:
     source = ClusterSource(kubeconfig=kubeconfig(fake, tmp_path / "kc"), **FAST)  # type: ignore[arg-type]
     async with running_server(source, tmp_path) as srv:
