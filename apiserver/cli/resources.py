@@ -286,9 +286,12 @@ def _charged(calculator: str, reports: Mapping[str, Mapping[str, Any]]) -> Calla
     return charged
 
 
-def _requests_limits(pod: Mapping[str, Any]) -> tuple[ResourceList, ResourceList]:
-    total = pod.get("total") or {}
-    return resource_list(total.get("requests")), resource_list(total.get("limits"))
+def _requests_limits(report: Mapping[str, Any]) -> tuple[ResourceList, ResourceList]:
+    """What quota admission charges: the pod's requests and ``PodLimits``' sum of the limits set (the
+    report's ``_limits``; the pod's ``total.limits`` leaves out a CPU or memory limit some container
+    lacks, as Kubernetes bounds the pod)."""
+    total = report["pod"].get("total") or {}
+    return resource_list(total.get("requests")), resource_list(report.get("_limits"))
 
 
 def _standalone_vmis(files: Sequence[FileRead]) -> list[Manifest]:
@@ -342,6 +345,7 @@ def _vmi_report(
         out["status"] = err.status
         return out
     out["pod"] = launched.pod.to_json()
+    out["_limits"] = resource_text(launched.pod.limits)  # what quota charges; not written
     out["_vmi"] = launched.vmi
     out["assumed"] = list(launched.assumed)
     return out
@@ -392,6 +396,7 @@ def _vm_report(
         out["status"] = err.status
         return out
     out["pod"] = launched.pod.to_json()
+    out["_limits"] = resource_text(launched.pod.limits)  # what quota charges; not written
     out["_vmi"] = launched.vmi  # for AAQ's calculators; not written
     out["assumed"] = list(launched.assumed)
     return out
@@ -439,7 +444,7 @@ def _run(args: argparse.Namespace) -> int:
         rendered = [v for v in vms if v["namespace"] == ns and "pod" in v]
         pods, to_admit = [], []
         for v in rendered:
-            requests, limits = _requests_limits(v["pod"])
+            requests, limits = _requests_limits(v)
             containers = [
                 (
                     c["name"],
@@ -479,10 +484,16 @@ def _run(args: argparse.Namespace) -> int:
                     v["gatedBy"] = verdict.reasons
         total_requests: ResourceList = {}
         total_limits: ResourceList = {}
-        for pod in pods:
-            for total, part in ((total_requests, pod.requests), (total_limits, pod.limits)):
+        for pod, v in zip(pods, rendered, strict=True):
+            # each pod's limits as Kubernetes bounds it: a namespace's total has a CPU or memory limit
+            # only where every pod has one
+            effective = resource_list(v["pod"]["total"].get("limits"))
+            for total, part in ((total_requests, pod.requests), (total_limits, effective)):
                 for key, q in part.items():
                     total[key] = add(total[key], q) if key in total else q
+        for name in ("cpu", "memory"):
+            if not all(limited(v["pod"], name) for v in rendered):
+                total_limits.pop(name, None)
         namespaces[ns] = {
             "namespace": ns,
             "vms": len([v for v in vms if v["namespace"] == ns]),
@@ -511,6 +522,7 @@ def _run(args: argparse.Namespace) -> int:
             }
     for v in vms:
         v.pop("_vmi", None)
+        v.pop("_limits", None)
     _write(args.output, vms, list(namespaces.values()))
     unresolved = sum(1 for v in vms if v.get("unresolved"))
     if unresolved:
