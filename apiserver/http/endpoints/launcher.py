@@ -26,7 +26,7 @@ Multus network is refused as virt-controller refuses a missing one. The answer i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aiohttp import web
@@ -82,8 +82,15 @@ class LauncherHandlers:
         self.reads = Reads(source)
 
     async def _answer(
-        self, request: web.Request, reads: ScopedReads, vm: Mapping[str, Any], *, get: bool
+        self,
+        request: web.Request,
+        reads: ScopedReads,
+        vm: Mapping[str, Any],
+        *,
+        get: bool,
+        warnings: Sequence[str] = (),
     ) -> web.Response:
+        """The launch of ``vm``; ``warnings`` (the body's field-validation findings) go out first."""
         media_type = negotiate(request)
         presets = query_flag(request, "presets")
         assume_pvcs = query_flag(request, "assumePVCs")
@@ -115,7 +122,7 @@ class LauncherHandlers:
             )
 
         launched = await self._evaluate(reads, work)
-        return self._respond(media_type, launched, quotas, known)
+        return self._respond(media_type, launched, quotas, known, warnings)
 
     async def _evaluate(self, reads: ScopedReads, work: Any) -> Launch:
         """Run the launch over the source: the claims it looks up are read through the caller's gate."""
@@ -130,7 +137,12 @@ class LauncherHandlers:
         return launched
 
     def _respond(
-        self, media_type: str, launched: Launch, quotas: list[Mapping[str, Any]], known: bool
+        self,
+        media_type: str,
+        launched: Launch,
+        quotas: list[Mapping[str, Any]],
+        known: bool,
+        warnings: Sequence[str] = (),
     ) -> web.Response:
         assumed = list(launched.assumed)
         if not known:
@@ -151,7 +163,9 @@ class LauncherHandlers:
             # status.used counting what already runs
             "quota": {"fits": verdict.fits, "refusedBy": verdict.reasons},
         }
-        headers = CIMultiDict([("Content-Type", media_type), *warning_headers(launched.warnings)])
+        headers = CIMultiDict(
+            [("Content-Type", media_type), *warning_headers([*warnings, *launched.warnings])]
+        )
         return web.Response(body=encode(doc, media_type), headers=headers)
 
     async def get(self, request: web.Request) -> web.Response:
@@ -175,8 +189,8 @@ class LauncherHandlers:
         scope = scope_of(request)
         data = await read_body(request, self.settings.max_body_bytes)
         body = parse(data)
-        vm, _warnings = check_vm(body, scope.namespace or "", field_validation(request))
-        return await self._answer(request, self.reads.within(scope), vm, get=False)
+        vm, warnings = check_vm(body, scope.namespace or "", field_validation(request))
+        return await self._answer(request, self.reads.within(scope), vm, get=False, warnings=warnings)
 
     async def put_vmi(self, request: web.Request) -> web.Response:
         """PUT launch-vmi-spec: the VirtualMachineInstance in the body, as virt-api's VMI webhook would
