@@ -96,8 +96,8 @@ REQUEST_DEFAULT = WARN
 def field_validation(request: web.Request) -> str:
     """``?fieldValidation=Strict|Warn|Ignore`` (kube-apiserver's names, exact case). Absent or empty:
     :data:`REQUEST_DEFAULT`, ``Warn``, as kube-apiserver defaults a write that names none (kubectl sends
-    ``Strict`` itself), so a client that sends a VM as virt-api takes it (``virtctl expand --file``, a
-    UI backend) gets the expansion with a ``Warning`` per unknown or case-mismatched member, not a 422.
+    ``Strict`` itself), so a client that names none (a UI backend) gets the expansion of the VM as Go
+    decodes it with a ``Warning`` per unknown or case-mismatched member, not a 422.
     Anything else is answered as kube-apiserver answers it: 422 naming the supported values."""
     if not request.query_string:
         return REQUEST_DEFAULT

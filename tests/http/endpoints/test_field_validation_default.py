@@ -1,7 +1,8 @@
 """A PUT that names no ``fieldValidation`` is judged at ``Warn``, kube-apiserver's default for a write that
-names none: a case-mismatched member (``dedicatedCPUPlacement``, as a UI backend or ``virtctl expand
---file`` may send it) and an unknown one go out as ``Warning`` headers in kube-apiserver's format, and the
-answer is the expansion virt-api gives (Go's decoder matches the member case-insensitively). kubectl's
+names none: a case-mismatched member (``dedicatedCPUPlacement``, as a UI backend may send it) and an
+unknown one go out as ``Warning`` headers in kube-apiserver's format, and the answer is the expansion of
+the VM as Go decodes it (the member matched case-insensitively, the typo dropped: what virt-api answers
+for the VM ``virtctl expand --file`` sends after its typed round trip). kubectl's
 ``?fieldValidation=Strict`` refuses, ``Ignore`` says nothing."""
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def _vm() -> dict[str, Any]:
     return vm
 
 
-async def test_put_without_field_validation_warns_and_answers_as_virt_api(tmp_path: Path) -> None:
+async def test_put_without_field_validation_warns_and_answers_the_decoded_vm(tmp_path: Path) -> None:
     source = MemorySource([o for _, o in read_manifest_paths([str(EXAMPLES)])])
     vm = _vm()
     async with running_server(source, tmp_path) as srv:
@@ -47,7 +48,7 @@ async def test_put_without_field_validation_warns_and_answers_as_virt_api(tmp_pa
     assert sorted(default.header_lists["warning"]) == WARNINGS
     assert sorted(empty.header_lists["warning"]) == WARNINGS
     assert "warning" not in ignored.header_lists
-    # The answer is Ignore's, what virt-api gives: the member matched as Go matches it, the typo dropped.
+    # The answer is Ignore's: the member matched as Go matches it, the typo dropped.
     assert default.json() == ignored.json()
     cpu = default.json()["spec"]["template"]["spec"]["domain"]["cpu"]
     assert cpu["dedicatedCpuPlacement"] is True and "dedicatedCPUPlacement" not in cpu
