@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 SERVE_HELP = "run the aggregated API server (expand-spec, expand-vm-spec)"
 SERVER_EXTRA = "kubevirt-expand-apiserver[server]"
+CLUSTER_EXTRA = "kubevirt-expand-apiserver[cluster]"  # what reading a cluster needs (in SERVER_EXTRA too)
 
 
 def _command(argv: Sequence[str]) -> str | None:

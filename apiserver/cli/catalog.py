@@ -89,7 +89,8 @@ def add_parser(sub: Any) -> None:
             "Read the cluster's VirtualMachineClusterInstancetypes and VirtualMachineClusterPreferences, "
             "the VirtualMachineInstancetypes and VirtualMachinePreferences of each -n namespace, and the "
             "KubeVirt CR, through the current kubeconfig, and write them as multi-document YAML, server-"
-            "set fields (uid, resourceVersion, managedFields, status) left out, in a stable order."
+            "set fields (uid, resourceVersion, managedFields, status) left out, in a stable order. "
+            "Needs the cluster extra: pip install 'kubevirt-expand-apiserver[cluster]'."
         ),
         epilog=EXAMPLES,
         formatter_class=KubeHelpFormatter,

@@ -40,7 +40,8 @@ REPORT_FORMATS = (JUNIT, SARIF, CODEQUALITY)
 
 TOOL = "kubevirt-expand"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-INFORMATION_URI = "https://github.com/kubevirt/kubevirt"  # the behaviour the verdicts follow
+# Project-URL labels of the distribution's metadata, in the order one is taken as the tool's page.
+_INFORMATION_LABELS = ("documentation", "homepage", "source", "repository")
 WARNING_RULE = "Warning"
 
 # Characters XML 1.0 cannot hold (names and messages come from the input).
@@ -232,10 +233,11 @@ def sarif(results: Sequence[Result], version: str) -> str:
         if finding.result.cluster is not None:
             entry["properties"] = {"cluster": finding.result.cluster}
         sarif_results.append(entry)
-    driver = {
-        "name": TOOL,
-        "version": version,
-        "informationUri": INFORMATION_URI,
+    driver: dict[str, Any] = {"name": TOOL, "version": version}
+    uri = information_uri()
+    if uri:
+        driver["informationUri"] = uri
+    driver |= {
         "rules": [
             {
                 "id": rule,
@@ -252,6 +254,25 @@ def sarif(results: Sequence[Result], version: str) -> str:
         "runs": [{"tool": {"driver": driver}, "results": sarif_results}],
     }
     return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+
+
+def information_uri() -> str:
+    """This tool's documentation, from the installed distribution's ``Project-URL`` (pyproject's
+    ``[project.urls]``); "" when it declares none (SARIF's ``informationUri`` is optional). Never
+    KubeVirt's: a reader of the report follows it to learn what the tool is and how to run it."""
+    from importlib.metadata import PackageNotFoundError, metadata
+
+    from apiserver.version import PACKAGE
+
+    try:
+        meta = metadata(PACKAGE)
+    except PackageNotFoundError:
+        return ""
+    urls: dict[str, str] = {}
+    for entry in meta.get_all("Project-URL") or ():
+        label, _, url = entry.partition(",")
+        urls.setdefault(label.strip().lower(), url.strip())
+    return next((urls[label] for label in _INFORMATION_LABELS if urls.get(label)), "")
 
 
 def _rule_text(rule: str) -> str:

@@ -2,8 +2,9 @@
 ``$KUBECONFIG``, else ``~/.kube/config``, else the pod's service account), its context, the caller's own
 rights. Shared by ``catalog snapshot`` and ``resources --cluster``.
 
-The cluster client's dependencies (the ``server`` extra) are imported only when a cluster is read: the
-base install runs every other command without them, and says which extra to install when one is needed.
+The cluster client's dependencies (aiohttp and kubernetes-asyncio: the ``cluster`` extra, which the
+``server`` extra holds too) are imported only when a cluster is read: the base install runs every other
+command without them, and says which extra to install when one is needed.
 """
 
 from __future__ import annotations
@@ -52,6 +53,17 @@ def exits_unusable(work: Callable[[argparse.Namespace], int]) -> Callable[[argpa
 
 class ClusterReadError(Exception):
     """The cluster cannot be read; ``str()`` is the one line to print."""
+
+
+def missing_cluster_extra(module: str) -> str:
+    """The line for a base install asked to read a cluster: which module is missing and which extra
+    (``cluster``, the client alone; ``server`` holds it too) to install."""
+    from apiserver.cli import CLUSTER_EXTRA
+
+    return (
+        f"reading a cluster needs the cluster client (no module {module!r}); "
+        f"install it with: pip install '{CLUSTER_EXTRA}' (the server extra includes it)"
+    )
 
 
 def add_connection_flags(parser: argparse.ArgumentParser) -> None:
@@ -116,12 +128,7 @@ async def _connected(args: argparse.Namespace, path: str | None, reader: Callabl
         from apiserver.sources.base import SourceUnavailable
         from apiserver.sources.cluster.client import ApiError, KubeClient, load_configuration
     except ModuleNotFoundError as err:
-        from apiserver.cli import SERVER_EXTRA
-
-        raise ClusterReadError(
-            f"reading a cluster needs the server's dependencies (no module {err.name!r}); "
-            f"install them with: pip install '{SERVER_EXTRA}'"
-        ) from None
+        raise ClusterReadError(missing_cluster_extra(err.name or str(err))) from None
 
     try:
         config = await load_configuration(path, context=args.context)

@@ -218,7 +218,8 @@ def add_parser(sub: Any) -> None:
         "-q",
         "--quiet",
         action="store_true",
-        help="on stderr, only the failures (no admitted VM, warning or summary); their Status JSON too "
+        help="on stderr, only the failures (no admitted VM, warning, catalog:, skipped: or note: line, or "
+        "summary); their Status JSON too "
         "unless stdout is a report (jsonl, junit, sarif, codequality)",
     )
     parser.add_argument(
@@ -426,7 +427,7 @@ def _judge_run(run: _Run, writer: Writer) -> Tally:
     if run.cluster is not None and not args.quiet:
         writer.note(f"cluster {run.cluster}: {', '.join(args.filename)}")
     if catalog is not None:
-        writer.note(catalog.describe())
+        writer.remark(catalog.describe())
     for warning in prepared.warnings:
         writer.warning(warning)
     tally = Tally(files=len(run.files), skipped=prepared.skipped.total)
@@ -446,21 +447,21 @@ def _judge_run(run: _Run, writer: Writer) -> Tally:
     if not tally.vms and not tally.errors:
         writer.note(f"error: no VirtualMachine found in {', '.join(args.filename)}")
     if prepared.skipped.total:
-        writer.note(prepared.skipped.describe())
+        writer.remark(prepared.skipped.describe())
     if tally.unresolved:
-        writer.note(_unresolved_hint(tally.unresolved, catalog))
+        writer.remark(_unresolved_hint(tally.unresolved, catalog))
     return tally
 
 
 def _unresolved_hint(count: int, catalog: Catalog | None) -> str:
     vms = "1 VM is unresolved: it names" if count == 1 else f"{count} VMs are unresolved: they name"
     where = (
-        "in the inputs nor in the catalog"
+        "found in neither the inputs nor the catalog"
         if catalog is not None
-        else "among the inputs (no --catalog was given)"
+        else "not found in the inputs (no --catalog was given)"
     )
     return (
-        f"note: {vms} an instancetype, preference or ControllerRevision not found {where}; "
+        f"note: {vms} an instancetype, preference or ControllerRevision {where}; "
         "KubeVirt admits such a VM, but it cannot be rendered here: give the cluster's objects with "
         "--catalog (the bundled common-instancetypes: kubevirt-expand catalog list; or a kubevirt-expand "
         "catalog snapshot), and --catalog-complete to make a name the catalog lacks an error"

@@ -192,7 +192,11 @@ class Catalog:
         parts = [f"{label} (bundled)" for label in self.bundled]
         if self.files or not parts:
             parts.append(f"{self.files} file" if self.files == 1 else f"{self.files} files")
-        ignored = f" ({self.ignored} other objects ignored)" if self.ignored else ""
+        ignored = (
+            f" ({self.ignored} other {'object' if self.ignored == 1 else 'objects'} ignored)"
+            if self.ignored
+            else ""
+        )
         return f"catalog: {' and '.join(parts)}: {listed}{ignored}"
 
 

@@ -15,7 +15,8 @@ summary line last).
 ``--check`` prints no VM (a jsonl line's ``object`` is null) and names each admitted VM on stderr.
 ``--quiet`` keeps stderr to the failures: each ``refused:``/``error:`` line, and its Status as JSON only
 when no report holds it already (``-o`` or ``--report`` of ``jsonl`` or a CI format); no ``admitted:``
-line, warning, progress or summary. A run where every VM is admitted says nothing on stderr.
+line, warning, ``catalog:``, ``skipped:`` or ``note:`` line, progress or summary. A run where every VM is
+admitted says nothing on stderr.
 
 When stderr is a terminal and the run takes more than a second, a progress line (``judged 1200/5000
 VMs``) is kept at the bottom of it, redrawn at most ten times a second and erased before anything else
@@ -207,6 +208,12 @@ class Writer:
     def note(self, line: str) -> None:
         self._erase_progress()
         print(printable(line), file=self.stderr)
+
+    def remark(self, line: str) -> None:
+        """A line about the run, not a finding (``catalog:``, ``skipped:``, ``note:``): not under
+        ``--quiet``, whose stderr is the findings alone."""
+        if not self.quiet:
+            self.note(line)
 
     def _erase_progress(self) -> None:
         """Before any other line on stderr."""

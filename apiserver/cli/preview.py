@@ -428,6 +428,7 @@ def run(args: argparse.Namespace) -> int:
         counts[_verdict_of(entry)] = counts.get(_verdict_of(entry), 0) + 1
     summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
     seconds = time.perf_counter() - started
-    print(f"{len(entries)} VMs: {summary} ({seconds:.2f} s)", file=sys.stderr)
+    vms = "1 VM" if len(entries) == 1 else f"{len(entries)} VMs"
+    print(f"{vms}: {summary} ({seconds:.2f} s)", file=sys.stderr)
     failing = counts.get(RESTART, 0) + counts.get(REFUSED, 0) + counts.get(ERROR, 0)
     return EXIT_RESTART if failing else EXIT_OK

@@ -35,11 +35,12 @@ from apiserver.cli.clusterread import (
     list_objects,
     read_cluster,
 )
-from apiserver.cli.expand import _set_vm_namespace
+from apiserver.cli.expand import _set_vm_namespace, _unresolved
 from apiserver.cli.helpformat import KubeHelpFormatter
 from apiserver.cli.inputs import (
     DEFAULT_NAMESPACE,
     UsageError,
+    WatchedLookup,
     add_catalog_argument,
     pick_kubevirt,
     prepare,
@@ -48,13 +49,19 @@ from apiserver.cli.inputs import (
     vm_namespace,
 )
 from apiserver.cli.output import to_yaml
-from apiserver.cli.report import EXIT_ADMITTED, EXIT_REFUSED, EXIT_UNUSABLE
+from apiserver.cli.report import EXIT_ADMITTED, EXIT_REFUSED, EXIT_UNRESOLVED, EXIT_UNUSABLE
 from apiserver.documents.manifests import FileRead, Manifest, read_files
 from apiserver.render import ExpandError, ObjectIndex, expand
 from apiserver.render.aaq import CALCULATORS, DEFAULT_CALCULATOR, calculator_of, gates, launcher_usage
 from apiserver.render.instancetype.find import INSTANCETYPE_FAMILY, PREFERENCE_FAMILY, named_revision
 from apiserver.render.kubernetes.quantity import parse_quantity
-from apiserver.render.kubernetes.quantitymath import ResourceList, add, resource_list, resource_text
+from apiserver.render.kubernetes.quantitymath import (
+    ResourceList,
+    add,
+    readable_bytes,
+    resource_list,
+    resource_text,
+)
 from apiserver.render.kubernetes.quota import Pod, QuotaUse, admit
 from apiserver.render.launcher import ARCHITECTURES, cluster_inputs, launch, launch_vmi
 from apiserver.render.objects import CONTROLLER_REVISION, VIRTUAL_MACHINE, VIRTUAL_MACHINE_INSTANCE
@@ -90,6 +97,8 @@ exit status:
   1  some VM does not render, or its pod would be refused at start by a quota (named, with the amounts)
   2  unusable input (a file that cannot be read, no VirtualMachine at all), a cluster that cannot be
      read, or a usage error
+  3  some VM is unresolved: it names an instancetype, preference or ControllerRevision that was not
+     given (as kubevirt-expand expand), and nothing else failed
 """
 
 
@@ -120,7 +129,8 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="read the VMs of a namespace of the current cluster (kubeconfig, as kubectl), with their "
         "instancetypes and preferences, the KubeVirt CR, the Namespace and its ResourceQuotas (their "
-        "live status.used), instead of files",
+        "live status.used), instead of files (needs the cluster extra: pip install "
+        "'kubevirt-expand-apiserver[cluster]')",
     )
     parser.add_argument(
         "-A",
@@ -283,9 +293,12 @@ def _charged(calculator: str, reports: Mapping[str, Mapping[str, Any]]) -> Calla
     return charged
 
 
-def _requests_limits(pod: Mapping[str, Any]) -> tuple[ResourceList, ResourceList]:
-    total = pod.get("total") or {}
-    return resource_list(total.get("requests")), resource_list(total.get("limits"))
+def _requests_limits(report: Mapping[str, Any]) -> tuple[ResourceList, ResourceList]:
+    """What quota admission charges: the pod's requests and ``PodLimits``' sum of the limits set (the
+    report's ``_limits``; the pod's ``total.limits`` leaves out a CPU or memory limit some container
+    lacks, as Kubernetes bounds the pod)."""
+    total = report["pod"].get("total") or {}
+    return resource_list(total.get("requests")), resource_list(report.get("_limits"))
 
 
 def _standalone_vmis(files: Sequence[FileRead]) -> list[Manifest]:
@@ -339,6 +352,7 @@ def _vmi_report(
         out["status"] = err.status
         return out
     out["pod"] = launched.pod.to_json()
+    out["_limits"] = resource_text(launched.pod.limits)  # what quota charges; not written
     out["_vmi"] = launched.vmi
     out["assumed"] = list(launched.assumed)
     return out
@@ -363,11 +377,18 @@ def _vm_report(
     out: dict[str, Any] = {"namespace": namespace, "name": name, "source": manifest.source}
     if running(vm):
         out["running"] = True
+    lookup = WatchedLookup(index, {})
     try:
         _set_vm_namespace(vm, args.namespace)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            rendered = expand(vm, index, kubevirt=kubevirt, exact_names=False)
+            try:
+                rendered = expand(vm, lookup, kubevirt=kubevirt, exact_names=False)
+            except ExpandError as err:
+                if _unresolved(err, lookup):
+                    # As expand says it: what it names was not given; no verdict on its cost.
+                    out["unresolved"] = True
+                raise
         arch = args.arch or cluster_config(kubevirt).default_architecture or "amd64"
         launched = launch(
             rendered.vm,
@@ -382,6 +403,7 @@ def _vm_report(
         out["status"] = err.status
         return out
     out["pod"] = launched.pod.to_json()
+    out["_limits"] = resource_text(launched.pod.limits)  # what quota charges; not written
     out["_vmi"] = launched.vmi  # for AAQ's calculators; not written
     out["assumed"] = list(launched.assumed)
     return out
@@ -437,7 +459,7 @@ def _run(args: argparse.Namespace) -> int:
         rendered = [v for v in vms if v["namespace"] == ns and "pod" in v]
         pods, to_admit = [], []
         for v in rendered:
-            requests, limits = _requests_limits(v["pod"])
+            requests, limits = _requests_limits(v)
             containers = [
                 (
                     c["name"],
@@ -477,10 +499,16 @@ def _run(args: argparse.Namespace) -> int:
                     v["gatedBy"] = verdict.reasons
         total_requests: ResourceList = {}
         total_limits: ResourceList = {}
-        for pod in pods:
-            for total, part in ((total_requests, pod.requests), (total_limits, pod.limits)):
+        for pod, v in zip(pods, rendered, strict=True):
+            # each pod's limits as Kubernetes bounds it: a namespace's total has a CPU or memory limit
+            # only where every pod has one
+            effective = resource_list(v["pod"]["total"].get("limits"))
+            for total, part in ((total_requests, pod.requests), (total_limits, effective)):
                 for key, q in part.items():
                     total[key] = add(total[key], q) if key in total else q
+        for name in ("cpu", "memory"):
+            if not all(limited(v["pod"], name) for v in rendered):
+                total_limits.pop(name, None)
         namespaces[ns] = {
             "namespace": ns,
             "vms": len([v for v in vms if v["namespace"] == ns]),
@@ -509,15 +537,33 @@ def _run(args: argparse.Namespace) -> int:
             }
     for v in vms:
         v.pop("_vmi", None)
+        v.pop("_limits", None)
     _write(args.output, vms, list(namespaces.values()))
-    refused = any("status" in v or not v.get("fits", True) for v in vms)
+    unresolved = sum(1 for v in vms if v.get("unresolved"))
+    if unresolved:
+        print(_unresolved_note(unresolved, "the cluster" if args.cluster else "the inputs"), file=sys.stderr)
+    refused = any(("status" in v and not v.get("unresolved")) or not v.get("fits", True) for v in vms)
     if unusable:
         return EXIT_UNUSABLE
-    return EXIT_REFUSED if refused else EXIT_ADMITTED
+    if refused:
+        return EXIT_REFUSED
+    return EXIT_UNRESOLVED if unresolved else EXIT_ADMITTED
+
+
+def _unresolved_note(count: int, where: str) -> str:
+    vms = "1 VM is unresolved: it names" if count == 1 else f"{count} VMs are unresolved: they name"
+    return (
+        f"note: {vms} an instancetype, preference or ControllerRevision not found in {where}; its pod "
+        "cannot be computed until it is given (kubevirt-expand catalog snapshot writes the cluster's)"
+    )
 
 
 def _cell(resources: Mapping[str, str], name: str) -> str:
-    return resources.get(name, "-")
+    """A table's cell: memory in binary units as people read it (the reports keep Kubernetes' text)."""
+    got = resources.get(name)
+    if got is None:
+        return "-"
+    return readable_bytes(got) if name == "memory" else got
 
 
 def limited(pod: Mapping[str, Any], name: str) -> bool:
@@ -545,6 +591,7 @@ def _write(output: str, vms: list[dict[str, Any]], namespaces: list[dict[str, An
     for v in vms:
         shown = f"vmi/{v['name']}" if v.get("kind") == VIRTUAL_MACHINE_INSTANCE else v["name"]
         if "pod" not in v:
+            verdict = "unresolved: " if v.get("unresolved") else "no: "
             rows.append(
                 (
                     v["namespace"],
@@ -553,7 +600,7 @@ def _write(output: str, vms: list[dict[str, Any]], namespaces: list[dict[str, An
                     "-",
                     "-",
                     "-",
-                    "no: " + str(v["status"].get("message", ""))[:80],
+                    verdict + str(v["status"].get("message", ""))[:80],
                 )
             )
             continue

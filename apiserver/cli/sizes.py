@@ -9,10 +9,14 @@ ResourceQuotas, on the KubeVirt CR's default architecture. A real VM's devices, 
 preference change its pod's overhead (most add to it; no graphics device takes 32Mi from it): the
 figures are the pod of that minimal VM, not a bound.
 
-The data's keys, all ``[-._a-zA-Z0-9]`` as ConfigMap keys must be: ``cluster.<name>.memory`` and
-``cluster.<name>.cpu`` for a VirtualMachineClusterInstancetype, ``ns.<namespace>.<name>.memory`` and
-``.cpu`` for a VirtualMachineInstancetype (namespace names hold no dot, so the two never meet); memory in
-bytes, CPU in millicores, as integers (CEL in kube-apiserver v1.28 has no quantity type).
+The data's keys, all ``[-._a-zA-Z0-9]`` as ConfigMap keys must be: ``cluster.<name>.<resource>`` for a
+VirtualMachineClusterInstancetype, ``ns.<namespace>.<name>.<resource>`` for a VirtualMachineInstancetype
+(namespace names hold no dot, so the two never meet), for each of :data:`RESOURCES`: ``memory`` (the
+pod's memory request, bytes), ``hugepages`` (its ``hugepages-<size>`` requests summed, bytes: an
+instancetype with ``spec.memory.hugepages`` takes its guest memory as hugepages, beside a memory request
+of the overhead alone, so a cap on memory must add them) and ``cpu`` (millicores); integers, as CEL in
+kube-apiserver v1.28 has no quantity type. The pod's other resources (ephemeral storage, device plugins'
+``devices.kubevirt.io/*``, GPUs and host devices) are not given.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ from apiserver.render.launcher import ARCHITECTURES, launch
 from apiserver.render.objects import CLUSTER_INSTANCETYPE, INSTANCETYPE
 from apiserver.render.virtconfig import cluster_config
 
+HUGEPAGES_PREFIX = "hugepages-"  # Kubernetes' resource name of each page size: hugepages-2Mi, hugepages-1Gi
+
 EXAMPLES = """\
 examples:
   # The current cluster's instancetypes (and team-a's own) as ConfigMap kubevirt-expand/vm-sizes
@@ -51,6 +57,17 @@ exit status:
 """
 
 ASSUMPTION_ANNOTATION = "kubevirt-expand.io/assumption"
+RESOURCES_ANNOTATION = "kubevirt-expand.io/resources"
+# Each key's resource and what its figure is; the ConfigMap's annotation says the same.
+RESOURCES = {
+    "memory": "the pod's memory request (bytes)",
+    "hugepages": "its hugepages-<size> requests summed (bytes)",
+    "cpu": "its CPU request (millicores)",
+}
+RESOURCES_TEXT = (
+    "; ".join(f"{key}: {what}" for key, what in RESOURCES.items())
+    + "; not given: ephemeral storage and device-plugin resources (devices.kubevirt.io/*, GPUs, host devices)"
+)
 ASSUMPTION = (
     "each figure is the virt-launcher pod of a minimal VM naming the instancetype and nothing else (no "
     "preference, no devices of its own, the default pod network interface), in a namespace without "
@@ -64,9 +81,10 @@ def add_parser(actions: Any) -> None:
         help="write a ConfigMap of each instancetype's virt-launcher pod requests (for admission policies)",
         description=(
             "Render a minimal VM for each instancetype of a catalog (a file, or the current cluster) and "
-            "write a ConfigMap whose data gives its virt-launcher pod's memory request (bytes) and CPU "
-            "request (millicores): cluster.<name>.memory, cluster.<name>.cpu, ns.<namespace>.<name>.memory, "
-            "ns.<namespace>.<name>.cpu. A ValidatingAdmissionPolicy reads it as its parameter "
+            "write a ConfigMap whose data gives its virt-launcher pod's memory request (bytes), hugepages "
+            "requests summed (bytes) and CPU request (millicores): cluster.<name>.memory, "
+            "cluster.<name>.hugepages, cluster.<name>.cpu, and ns.<namespace>.<name>.<the same> for a "
+            "namespaced instancetype. A ValidatingAdmissionPolicy reads it as its parameter "
             "(docs/cost.md)."
         ),
         epilog=EXAMPLES,
@@ -79,7 +97,8 @@ def add_parser(actions: Any) -> None:
     parser.add_argument(
         "--cluster",
         action="store_true",
-        help="read the current cluster's instancetypes and KubeVirt CR (kubeconfig, as catalog snapshot)",
+        help="read the current cluster's instancetypes and KubeVirt CR (kubeconfig, as catalog snapshot; "
+        "needs the cluster extra)",
     )
     parser.add_argument(
         "-n",
@@ -141,10 +160,15 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from None
     where = "stdout" if args.output == "-" else args.output
     print(
-        f"sizes: wrote ConfigMap {namespace}/{name} ({len(data) // 2} instancetypes) to {where}",
+        f"sizes: wrote ConfigMap {namespace}/{name} ({_instancetypes(len(data) // len(RESOURCES))}: "
+        f"{', '.join(RESOURCES)} requests) to {where}",
         file=sys.stderr,
     )
     return EXIT_ADMITTED
+
+
+def _instancetypes(n: int) -> str:
+    return "1 instancetype" if n == 1 else f"{n} instancetypes"
 
 
 def minimal_vm(kind: str, name: str, namespace: str) -> dict[str, Any]:
@@ -199,6 +223,10 @@ def sizes(
         requests = launched.pod.to_json()["total"]["requests"]
         prefix = key_prefix(kind, name, namespace)
         data[f"{prefix}.memory"] = str(parse_quantity(requests.get("memory", "0")).value_ceil())
+        hugepages = sum(
+            parse_quantity(q).value_ceil() for r, q in requests.items() if r.startswith(HUGEPAGES_PREFIX)
+        )
+        data[f"{prefix}.hugepages"] = str(hugepages)
         cpu = parse_quantity(requests.get("cpu", "0"))
         data[f"{prefix}.cpu"] = str(cpu.milli_value_ceil())
     return data, problems
@@ -211,7 +239,7 @@ def render(namespace: str, name: str, data: Mapping[str, str]) -> str:
         "metadata": {
             "name": name,
             "namespace": namespace,
-            "annotations": {ASSUMPTION_ANNOTATION: ASSUMPTION},
+            "annotations": {ASSUMPTION_ANNOTATION: ASSUMPTION, RESOURCES_ANNOTATION: RESOURCES_TEXT},
         },
         "data": dict(data),
     }

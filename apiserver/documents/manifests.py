@@ -12,6 +12,7 @@ kubectl's strict field validation does. :func:`read_files` reads every input eve
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -59,6 +60,10 @@ class Manifest:
         return f"{self.source}: document {self.document}{item}"
 
 
+# A Go template action (Helm, kustomize's helmCharts input, gomplate): ``{{ .Values.x }}``, ``{{- if ...``.
+_TEMPLATE_ACTION = re.compile(r"\{\{-?\s*[-.$/\w(\"][^\n]*?\}\}")
+
+
 def _documents(data: bytes | str, source: str) -> list[tuple[int, Any, tuple[Duplicate, ...]]]:
     try:
         docs = read_documents(data)
@@ -66,8 +71,25 @@ def _documents(data: bytes | str, source: str) -> list[tuple[int, Any, tuple[Dup
         problem = f"{err.path}: {err.problem}" if err.path else err.problem
         if err.syntax == "JSON":
             problem = f"not valid JSON: {problem}"
+        template = _unrendered_template(data)
+        if template:
+            # What the parser says of `{{ .Values.x }}` (a flow mapping, JSON's brace) hides the cause.
+            problem = (
+                f"this looks like an unrendered template ({template}): render it first (helm template, "
+                f"or the tool that fills it in) and check its output; {problem}"
+            )
         raise ManifestError(problem, source=source, document=err.document, line=err.line) from None
     return [(doc.number, doc.value, doc.duplicates) for doc in docs]
+
+
+def _unrendered_template(data: bytes | str) -> str:
+    """The first template action of a file that does not parse, shortened; "" when it holds none."""
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    found = _TEMPLATE_ACTION.search(text)
+    if found is None:
+        return ""
+    action = found.group(0)
+    return action if len(action) <= 40 else action[:37] + "..."
 
 
 _TYPE_NAMES = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean"}

@@ -40,7 +40,7 @@ def test_a_catalog_resolves_what_the_inputs_lack(tmp_path: Path) -> None:
     assert got["spec"]["template"]["spec"]["domain"]["cpu"]["sockets"] == 3
     # The catalog's VM is not judged; the run says what the catalog gave.
     assert human_lines(proc.stderr) == [
-        "catalog: 1 file: 1 VirtualMachineInstancetype (1 other objects ignored)",
+        "catalog: 1 file: 1 VirtualMachineInstancetype (1 other object ignored)",
         "summary: 1 VM, 1 admitted, 0 refused, 0 errors, 1 file",
     ]
     # The same as giving the object beside the VM.

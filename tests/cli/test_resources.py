@@ -15,6 +15,7 @@ import yaml
 
 from apiserver.cli import main
 from apiserver.render.kubernetes.quantity import parse_quantity
+from apiserver.render.kubernetes.quantitymath import readable_bytes
 from tests.support.launcher import stored_pod
 
 REPO = Path(__file__).parents[2]
@@ -80,8 +81,9 @@ def test_the_table_names_every_vm_and_the_namespace_total(capsys: pytest.Capture
     ]
     for row in rows[1:]:
         requests = ANSWERS[row[1]]["total"]["requests"]
-        # the compute container sets no CPU or memory limit: the pod has none
-        assert row[2:] == [requests["cpu"], requests["memory"], "none", "none", "yes"]
+        # the compute container sets no CPU or memory limit: the pod has none; memory in binary units
+        assert row[2:] == [requests["cpu"], readable_bytes(requests["memory"]), "none", "none", "yes"]
+    assert [row[3] for row in rows[1:]] == ["1346Mi", "2378Mi", "1346Mi"]  # 1410731712 bytes, ...
     assert ns_table.splitlines()[1].split()[:2] == ["default", "3"]
 
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from apiserver.cli import main
-from apiserver.cli.sizes import ASSUMPTION, ASSUMPTION_ANNOTATION, minimal_vm
+from apiserver.cli.sizes import ASSUMPTION, ASSUMPTION_ANNOTATION, RESOURCES_ANNOTATION, minimal_vm
 from apiserver.render.kubernetes.quantity import parse_quantity
 
 REPO = Path(__file__).parents[2]
@@ -51,7 +51,7 @@ def test_each_instancetype_gets_its_minimal_vms_pod(
         for d in yaml.safe_load_all(f.read_text())
         if d and d["kind"] in ("VirtualMachineInstancetype", "VirtualMachineClusterInstancetype")
     ]
-    assert len(data) == 2 * len(catalog) > 0
+    assert len(data) == 3 * len(catalog) > 0
     # Each figure is what `resources` renders for the minimal VM, next to the same catalog.
     for it in catalog:
         kind, name = it["kind"], it["metadata"]["name"]
@@ -65,8 +65,10 @@ def test_each_instancetype_gets_its_minimal_vms_pod(
         requests = pod_requests(capsys, folder, minimal_vm(kind, name, namespace))
         assert int(data[f"{key}.memory"]) == parse_quantity(requests["memory"]).value
         assert int(data[f"{key}.cpu"]) == parse_quantity(requests["cpu"]).value * 1000
+        assert data[f"{key}.hugepages"] == "0"
     assert err.splitlines()[-1] == (
-        f"sizes: wrote ConfigMap kubevirt-expand/vm-sizes ({len(catalog)} instancetypes) to stdout"
+        f"sizes: wrote ConfigMap kubevirt-expand/vm-sizes ({len(catalog)} instancetypes: memory, hugepages, "
+        "cpu requests) to stdout"
     )
 
 
@@ -86,8 +88,46 @@ def test_an_instancetype_that_does_not_render_is_left_out(
         capsys, "-f", str(tmp_path / "its.yaml"), "--configmap", "a/b", "-o", str(out_file)
     )
     assert code == 0 and out == ""
-    assert set(yaml.safe_load(out_file.read_text())["data"]) == {"cluster.ok.memory", "cluster.ok.cpu"}
+    assert set(yaml.safe_load(out_file.read_text())["data"]) == {
+        "cluster.ok.memory",
+        "cluster.ok.hugepages",
+        "cluster.ok.cpu",
+    }
     assert "Warning: VirtualMachineClusterInstancetype broken: left out: " in err
+
+
+def test_hugepages_are_counted_and_the_resources_named(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """common-instancetypes' cx1.2xlarge (v1.7.0): 16Gi of guest memory in 2Mi pages, so its pod's memory
+    request is the overhead alone; the ConfigMap gives the hugepages beside it."""
+    cx = {
+        "apiVersion": "instancetype.kubevirt.io/v1beta1",
+        "kind": "VirtualMachineClusterInstancetype",
+        "metadata": {"name": "cx1.2xlarge"},
+        "spec": {
+            "cpu": {
+                "guest": 8,
+                "dedicatedCPUPlacement": True,
+                "isolateEmulatorThread": True,
+                "numa": {"guestMappingPassthrough": {}},
+            },
+            "ioThreadsPolicy": "auto",
+            "memory": {"guest": "16Gi", "hugepages": {"pageSize": "2Mi"}},
+        },
+    }
+    (tmp_path / "cx.yaml").write_text(yaml.safe_dump(cx))
+    code, out, err = sizes(capsys, "-f", str(tmp_path / "cx.yaml"), "--configmap", "kubevirt-expand/vm-sizes")
+    assert code == 0, err
+    doc = yaml.safe_load(out)
+    data = doc["data"]
+    assert data["cluster.cx1.2xlarge.hugepages"] == str(16 * 1024**3)
+    assert int(data["cluster.cx1.2xlarge.memory"]) < 4 * 1024**3  # the overhead alone: under a 4Gi cap
+    assert int(data["cluster.cx1.2xlarge.memory"]) + int(data["cluster.cx1.2xlarge.hugepages"]) > 16 * 1024**3
+    assert doc["metadata"]["annotations"][RESOURCES_ANNOTATION].startswith(
+        "memory: the pod's memory request (bytes); hugepages: its hugepages-<size> requests summed (bytes); "
+        "cpu: its CPU request (millicores); not given: "
+    )
 
 
 @pytest.mark.parametrize(

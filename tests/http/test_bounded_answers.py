@@ -110,7 +110,8 @@ def _rss_kib(pid: int) -> int:
 
 def _put(port: int, ca: Path, body: bytes) -> tuple[bytes, bytes]:
     head = (
-        f"PUT {put_path()} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        # Strict: every finding a cause (the default, Warn, makes them Warning headers, bounded alike)
+        f"PUT {put_path()}?fieldValidation=Strict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
     ).encode()
     with (

@@ -78,11 +78,12 @@ async def test_schema_invalid_body_is_422_with_field_causes(tmp_path: Path) -> N
         "metadata": {"name": "vm1", "labels": []},
         "spec": {"running": "yes", "template": {"spec": {"domain": {"devices": {}}}}, "bogusField": 1},
     }
+    strict = put_path() + "?fieldValidation=Strict"
     async with running_server(MemorySource(), tmp_path) as srv:
-        body = assert_status(await srv.put(put_path(), json_body=vm), 422, "Invalid")
-        no_spec = assert_status(
-            await srv.put(put_path(), json_body={"metadata": {"name": "x"}}), 422, "Invalid"
-        )
+        body = assert_status(await srv.put(strict, json_body=vm), 422, "Invalid")
+        no_spec = assert_status(await srv.put(strict, json_body={"metadata": {"name": "x"}}), 422, "Invalid")
+        # no spec is refused at every level, the default (Warn) too
+        assert_status(await srv.put(put_path(), json_body={"metadata": {"name": "x"}}), 422, "Invalid")
     causes = {c["field"]: c for c in body["details"]["causes"]}
     assert set(causes) == {"metadata.labels", "spec.running", "spec.bogusField"}
     assert causes["spec.bogusField"]["reason"] == "FieldValueUnknownField"

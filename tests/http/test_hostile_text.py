@@ -47,7 +47,7 @@ async def test_a_control_character_in_a_field_name_is_a_clean_warning(tmp_path: 
     vm["spec"]["template"]["spec"]["domain"]["x\x00\x1b[2J"] = 1
     async with running_server(source, tmp_path) as server:
         warned = await server.put(put_path() + "?fieldValidation=Warn", json_body=vm)
-        refused = await server.put(put_path(), json_body=vm)
+        refused = await server.put(put_path() + "?fieldValidation=Strict", json_body=vm)
     assert warned.status == 200
     assert warned.header_lists["warning"] == [
         r'299 - "unknown field \"spec.template.spec.domain.x\x00\x1b[2J\""'

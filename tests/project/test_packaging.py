@@ -394,7 +394,7 @@ def test_the_command_line_alone_installs_and_runs_without_the_server(
     assert same.returncode == 0 and "Traceback" not in same.stderr, same.stderr
     snapshot = run("catalog", "snapshot", "-o", str(tmp_path / "catalog.yaml"))
     assert snapshot.returncode == 2 and "Traceback" not in snapshot.stderr
-    assert f"pip install '{DISTRIBUTION}[server]'" in snapshot.stderr
+    assert f"pip install '{DISTRIBUTION}[cluster]'" in snapshot.stderr
     serve = run("serve", "--manifests", str(ROOT / "examples"))
     assert serve.returncode == 2
     assert f"pip install '{DISTRIBUTION}[server]'" in serve.stderr and "Traceback" not in serve.stderr

@@ -67,7 +67,8 @@ IN_A_VENV = sys.prefix != sys.base_prefix
 
 # What some recipes must print, beyond exiting 0 (a part of the command -> text on stdout or stderr).
 EXPECTED = {
-    "fieldValidation=Warn": 'Warning: unknown field "spec.runStrategyy"',
+    # a typo sent with no fieldValidation: Warn, the default, and kubectl prints the Warning
+    "runStrategyy:": 'Warning: unknown field "spec.runStrategyy"',
     "kubectl version": "Server Version: v",
     "If-None-Match": "HTTP/1.1 304",
     'presets=true" -i': "Warning: 299 - ",

@@ -9,6 +9,7 @@ import subprocess
 import time
 from typing import Any
 
+from apiserver.render.kubernetes.quantitymath import readable_bytes
 from hack.oracle import launcher_corpus as CORPUS
 from tests.realk8s.controlplane import KUBECTL, ControlPlane, poll
 from tests.realk8s.deployed import DeployedServer
@@ -217,8 +218,8 @@ def test_rbac_refused_then_granted(
 def test_kubectl_get_shows_the_examples_pod_requests_as_kubevirt_computes_them(
     deployed: DeployedServer, control_plane: ControlPlane, namespace: str
 ) -> None:
-    """The examples' VMs through kubectl: CPU-REQUEST and MEMORY-REQUEST are the virt-launcher pod's
-    requests KubeVirt's own template service gave for them (``expand-launcher``, committed as
+    """The examples' VMs through kubectl: CPU-REQUEST and MEMORY-REQUEST (in binary units) are the
+    virt-launcher pod's requests KubeVirt's own template service gave for them (``expand-launcher``, committed as
     tests/render/launcher/cases/examples.jsonl)."""
     vms, objects, _ = CORPUS.example_objects()
     moved = []
@@ -244,4 +245,5 @@ def test_kubectl_get_shows_the_examples_pod_requests_as_kubevirt_computes_them(
     shown = {r[0]: r[5:7] for r in table[1:]}
     assert set(shown) == set(answers) == {vm["metadata"]["name"] for vm in vms}
     for name, requests in answers.items():
-        assert shown[name] == [requests["cpu"], requests["memory"]], name
+        # memory in binary units, as people read it (1346Mi for 1410731712 bytes, rounded up)
+        assert shown[name] == [requests["cpu"], readable_bytes(requests["memory"])], name

@@ -23,12 +23,13 @@ CAP = 4 * 1024**3  # the recipe's cap: 4Gi
 POLICY = "vm-pod-memory-cap"
 
 
-def cluster_instancetype(name: str, memory: str) -> dict[str, Any]:
+def cluster_instancetype(name: str, memory: str, hugepages: str = "") -> dict[str, Any]:
+    paged = {"hugepages": {"pageSize": hugepages}} if hugepages else {}
     return {
         "apiVersion": "instancetype.kubevirt.io/v1beta1",
         "kind": "VirtualMachineClusterInstancetype",
         "metadata": {"name": name},
-        "spec": {"cpu": {"guest": 1}, "memory": {"guest": memory}},
+        "spec": {"cpu": {"guest": 1}, "memory": {"guest": memory, **paged}},
     }
 
 
@@ -61,6 +62,7 @@ def test_the_recipe_refuses_a_vm_whose_pod_exceeds_the_cap(
         cluster_instancetype("small", "1Gi"),
         cluster_instancetype("exact", "4Gi"),
         cluster_instancetype("large", "8Gi"),
+        cluster_instancetype("paged", "8Gi", hugepages="2Mi"),
         {
             "apiVersion": "instancetype.kubevirt.io/v1beta1",
             "kind": "VirtualMachineInstancetype",
@@ -92,8 +94,14 @@ def test_the_recipe_refuses_a_vm_whose_pod_exceeds_the_cap(
     data = configmap["data"]
     assert set(data) == {
         f"{prefix}.{resource}"
-        for prefix in ("cluster.small", "cluster.exact", "cluster.large", f"ns.{team}.team-small")
-        for resource in ("memory", "cpu")
+        for prefix in (
+            "cluster.small",
+            "cluster.exact",
+            "cluster.large",
+            "cluster.paged",
+            f"ns.{team}.team-small",
+        )
+        for resource in ("memory", "hugepages", "cpu")
     }
     # The pod asks for the guest's memory and KubeVirt's overhead on top.
     assert int(data["cluster.exact.memory"]) > CAP
@@ -119,12 +127,18 @@ def test_the_recipe_refuses_a_vm_whose_pod_exceeds_the_cap(
     assert f"ValidatingAdmissionPolicy '{POLICY}'" in refused.stderr
     assert (
         f"the virt-launcher pod of instancetype large requests {data['cluster.large.memory']} bytes of "
-        f"memory, more than the cap of 4Gi ({CAP})"
+        f"memory and hugepages, more than the cap of 4Gi ({CAP})"
     ) in refused.stderr
 
     # 4Gi of guest memory is refused too: the pod's request passes the cap by the overhead.
     exact = create(cluster, vm(team, "exact", {"kind": "VirtualMachineClusterInstancetype", "name": "exact"}))
     assert exact.returncode != 0 and f"requests {data['cluster.exact.memory']} bytes" in exact.stderr
+
+    # Guest memory in hugepages counts: the pod's memory request (the overhead) alone is under the cap.
+    assert int(data["cluster.paged.memory"]) < CAP and data["cluster.paged.hugepages"] == str(8 * 1024**3)
+    paged = create(cluster, vm(team, "paged", {"name": "paged"}))
+    total = int(data["cluster.paged.memory"]) + int(data["cluster.paged.hugepages"])
+    assert paged.returncode != 0 and f"requests {total} bytes of memory and hugepages" in paged.stderr
 
     # An instancetype the ConfigMap does not know is refused, naming the fix.
     unknown = create(cluster, vm(team, "unknown", {"name": "absent"}))

@@ -42,6 +42,7 @@ from apiserver.render.kubernetes.fieldvalidation import (
     DEFAULT,
     IGNORE,
     LEVELS,
+    WARN,
     FieldValidationError,
     admit,
     invalid_message,
@@ -88,17 +89,24 @@ def body_format(request: web.Request) -> str:
     raise unsupported_media_type(media_type, ACCEPTED)
 
 
+# kube-apiserver's level for a write that names none (the command line and the Python API keep Strict).
+REQUEST_DEFAULT = WARN
+
+
 def field_validation(request: web.Request) -> str:
-    """``?fieldValidation=Strict|Warn|Ignore`` (kube-apiserver's names, exact case; absent or empty:
-    Strict). Anything else is answered as kube-apiserver answers it: 422 naming the supported values."""
+    """``?fieldValidation=Strict|Warn|Ignore`` (kube-apiserver's names, exact case). Absent or empty:
+    :data:`REQUEST_DEFAULT`, ``Warn``, as kube-apiserver defaults a write that names none (kubectl sends
+    ``Strict`` itself), so a client that names none (a UI backend) gets the expansion of the VM as Go
+    decodes it with a ``Warning`` per unknown or case-mismatched member, not a 422.
+    Anything else is answered as kube-apiserver answers it: 422 naming the supported values."""
     if not request.query_string:
-        return DEFAULT
+        return REQUEST_DEFAULT
     values = request.query.getall("fieldValidation", [])
     if not values:
-        return DEFAULT
+        return REQUEST_DEFAULT
     value = values[0]
     if value == "":
-        return DEFAULT
+        return REQUEST_DEFAULT
     if value in LEVELS:
         return value
     supported = ", ".join(f'"{v}"' for v in ("", *sorted(LEVELS)))

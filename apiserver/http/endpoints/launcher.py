@@ -26,7 +26,7 @@ Multus network is refused as virt-controller refuses a missing one. The answer i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -94,7 +94,9 @@ class LauncherHandlers:
         *,
         get: bool,
         ticket: Ticket | None = None,
+        warnings: Sequence[str] = (),
     ) -> web.Response:
+        """The launch of ``vm``; ``warnings`` (the body's field-validation findings) go out first."""
         media_type = negotiate(request)
         presets = query_flag(request, "presets")
         assume_pvcs = query_flag(request, "assumePVCs")
@@ -127,7 +129,7 @@ class LauncherHandlers:
             )
 
         launched = await self._evaluate(reads, work, ticket)
-        return await ticket.run(partial(self._respond, media_type, launched, quotas, known))
+        return await ticket.run(partial(self._respond, media_type, launched, quotas, known, warnings))
 
     async def _evaluate(self, reads: ScopedReads, work: Any, ticket: Ticket) -> Launch:
         """Run the launch over the source: the claims it looks up are read through the caller's gate."""
@@ -142,7 +144,12 @@ class LauncherHandlers:
         return launched
 
     def _respond(
-        self, media_type: str, launched: Launch, quotas: list[Mapping[str, Any]], known: bool
+        self,
+        media_type: str,
+        launched: Launch,
+        quotas: list[Mapping[str, Any]],
+        known: bool,
+        warnings: Sequence[str] = (),
     ) -> web.Response:
         assumed = list(launched.assumed)
         if not known:
@@ -163,7 +170,9 @@ class LauncherHandlers:
             # status.used counting what already runs
             "quota": {"fits": verdict.fits, "refusedBy": verdict.reasons},
         }
-        headers = CIMultiDict([("Content-Type", media_type), *warning_headers(launched.warnings)])
+        headers = CIMultiDict(
+            [("Content-Type", media_type), *warning_headers([*warnings, *launched.warnings])]
+        )
         return web.Response(body=encode(doc, media_type), headers=headers)
 
     async def get(self, request: web.Request) -> web.Response:
@@ -188,8 +197,10 @@ class LauncherHandlers:
         data = await read_body(request, self.settings.max_body_bytes)
         level = field_validation(request)
         ticket = self.seats.ticket(person_of(request))
-        vm, _warnings = await ticket.run(lambda: check_vm(parse(data), scope.namespace or "", level))
-        return await self._answer(request, self.reads.within(scope), vm, get=False, ticket=ticket)
+        vm, warnings = await ticket.run(lambda: check_vm(parse(data), scope.namespace or "", level))
+        return await self._answer(
+            request, self.reads.within(scope), vm, get=False, ticket=ticket, warnings=warnings
+        )
 
     async def put_vmi(self, request: web.Request) -> web.Response:
         """PUT launch-vmi-spec: the VirtualMachineInstance in the body, as virt-api's VMI webhook would

@@ -50,10 +50,11 @@ PRETTY_HELP = (
 FIELD_VALIDATION_HELP = (
     "fieldValidation instructs the server on how to handle objects in the request (POST/PUT/PATCH) "
     "containing unknown or duplicate fields, as kube-apiserver does. Valid values are: - Ignore: expand "
-    "as KubeVirt does, dropping unknown fields and keeping the last of duplicate fields. - Warn: the "
-    "same, with a Warning response header for each unknown, case-mismatched, duplicate or missing "
-    "required field. - Strict (the default): refuse such a VM with 422 Invalid, one cause per field. "
-    "Any other value is 422 naming the supported ones."
+    "as KubeVirt does, dropping unknown fields and keeping the last of duplicate fields. - Warn (the "
+    "default when none is named, as kube-apiserver's): the same, with a Warning response header for "
+    "each unknown, case-mismatched, duplicate or missing required field. - Strict (what kubectl sends): "
+    "refuse such a VM with 422 Invalid, one cause per field. Any other value is 422 naming the "
+    "supported ones."
 )
 
 # Error responses each operation can give (every one is a Status).

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from apiserver.http.endpoints import openapi_launcher as launcher_api
 from apiserver.sources.rendered import items as evm
 from apiserver.sources.rendered.selectors import ITEM_FIELDS, ITEM_PATHS
 
@@ -114,6 +115,15 @@ def definitions() -> dict[str, Any]:
                     ),
                 },
                 "upgrade": _ref(PREFIX + "Upgrade"),
+                "launcherPod": {
+                    **_ref(launcher_api.POD),
+                    "description": (
+                        "The resources of the virt-launcher pod KubeVirt would create for the rendered VM "
+                        "(as launch-spec's pod; no namespace labels or quotas assumed, the claims its "
+                        "volumes name taken as existing); absent where the VM does not render or "
+                        "KubeVirt would create no pod."
+                    ),
+                },
             },
         },
         PREFIX + "Matcher": matcher,

@@ -157,8 +157,9 @@ FIELD_VALIDATION = {
     "type": "string",
     "uniqueItems": True,
     "description": (
-        "How to treat members of the VirtualMachineChangePreview this server does not know: Strict (the "
-        "default) refuses them with 422, Warn answers with a Warning header each, Ignore drops them."
+        "How to treat members of the VirtualMachineChangePreview this server does not know: Strict (what "
+        "kubectl sends) refuses them with 422, Warn (the default when none is named, as kube-apiserver's) "
+        "answers with a Warning header each, Ignore drops them."
     ),
 }
 

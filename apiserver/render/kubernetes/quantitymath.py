@@ -29,6 +29,7 @@ __all__ = [
     "must_parse",
     "new_quantity",
     "new_scaled",
+    "readable_bytes",
     "resource_list",
     "resource_text",
     "sub",
@@ -150,3 +151,34 @@ def resource_list(raw: object) -> ResourceList:
 def resource_text(resources: ResourceList) -> dict[str, str]:
     """The JSON a ``ResourceList`` encodes to: keys sorted as Go's encoder sorts map keys."""
     return {name: resources[name].canonical() for name in sorted(resources)}
+
+
+_BINARY_UNITS = (
+    ("Ei", 1 << 60),
+    ("Pi", 1 << 50),
+    ("Ti", 1 << 40),
+    ("Gi", 1 << 30),
+    ("Mi", 1 << 20),
+    ("Ki", 1 << 10),
+)
+
+
+def readable_bytes(text: str) -> str:
+    """A memory quantity as people read one, for a table: the largest binary unit it is a whole number
+    of (``4Gi``, ``444Mi``), else rounded up to whole ``Mi`` (``1410731712`` -> ``1346Mi``), below one Mi
+    to whole ``Ki``. Kubernetes' own text (``1410731712``, the overhead added to a BinarySI request) stays
+    in the JSON; a text that is no quantity is given back as it is."""
+    try:
+        value = parse_quantity(text).value_ceil()
+    except ValueError:
+        return text
+    if value <= 0:
+        return str(value)
+    for unit, size in _BINARY_UNITS:
+        if value % size == 0:
+            return f"{value // size}{unit}"
+    if value >= 1 << 20:
+        return f"{-(-value // (1 << 20))}Mi"
+    if value >= 1 << 10:
+        return f"{-(-value // (1 << 10))}Ki"
+    return str(value)

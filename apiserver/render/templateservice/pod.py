@@ -7,7 +7,10 @@ requirements (``newResourceRenderer``), the other containers', and the claims th
 (``withVMIVolumes``: a missing one fails the render, :mod:`.volumes`). The pod's total is what Kubernetes
 schedules and charges quota by (``k8s.io/component-helpers/resource.PodRequests`` and ``PodLimits``): the
 containers and the init containers that keep running summed, each other init container taken when it
-asks for more (with the running ones started before it), plus ``spec.overhead`` (none is set here).
+asks for more (with the running ones started before it), plus ``spec.overhead`` (none is set here). The
+limits the JSON gives are the pod's effective ones (:meth:`PodResources.effective_limits`): a CPU or
+memory limit only where every container and init container declares one, as kubelet bounds the pod
+(``ResourceConfigForPod``); :attr:`PodResources.limits` keeps ``PodLimits``' sum, which quota charges.
 :func:`as_stored` is that pod as kube-apiserver stores it (``SetDefaults_Pod``'s requests from limits), which
 is what the totals, quota and QoS class are computed from.
 """
@@ -30,6 +33,8 @@ from apiserver.render.templateservice.volumes import Claim, PVCLookup, volume_cl
 JSON = dict[str, Any]
 
 NAD_RESOURCE_ANNOTATION = "k8s.v1.cni.cncf.io/resourceName"
+# A container without a limit of these may take what the node has: the pod is then not bounded by them.
+UNBOUNDED_WITHOUT_LIMIT = ("cpu", "memory")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,12 +50,27 @@ class PodResources:
     overhead: Overhead
     pvcs: tuple[Claim, ...] = ()
 
+    def effective_limits(self) -> ResourceList:
+        """The pod's limits as Kubernetes bounds the pod: ``PodLimits``' figures, but no CPU or memory
+        limit where some container or init container declares none (nonzero), since that container may
+        use what the node has (kubelet's ``ResourceConfigForPod`` then sets no pod cgroup limit). Other
+        resources keep the sum: hugepages and extended resources are bounded by what is requested."""
+        out = dict(self.limits)
+        everyone = (*self.containers, *self.init_containers)
+        for name in UNBOUNDED_WITHOUT_LIMIT:
+            if not all(name in c.limits and not c.limits[name].is_zero() for c in everyone):
+                out.pop(name, None)
+        return out
+
     def to_json(self) -> JSON:
-        """As the oracle and the HTTP API give it."""
+        """As the HTTP API gives it (the oracle's totals under :meth:`effective_limits`' rule)."""
         return {
             "containers": [_container_json(c) for c in self.containers],
             "initContainers": [_container_json(c) for c in self.init_containers],
-            "total": {"requests": resource_text(self.requests), "limits": resource_text(self.limits)},
+            "total": {
+                "requests": resource_text(self.requests),
+                "limits": resource_text(self.effective_limits()),
+            },
             "memoryOverhead": self.overhead.total.canonical(),
             "memoryOverheadParts": [{"name": n, "memory": q.canonical()} for n, q in self.overhead.parts],
         }

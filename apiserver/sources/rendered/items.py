@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from apiserver.render import ExpandError
+from apiserver.render.kubernetes.quantitymath import readable_bytes
 from apiserver.render.launcher import launch
 from apiserver.render.objects import ObjectRef
 from apiserver.render.summary import summarize
@@ -112,7 +113,14 @@ TABLE_COLUMNS: tuple[tuple[str, str, str, str, int], ...] = (
     ("CPU", "integer", "", "vCPUs of the rendered VM (sockets x cores x threads)", 0),
     ("Memory", "string", "", "Guest memory of the rendered VM", 0),
     ("CPU-Request", "string", "", "CPU the VM's virt-launcher pod requests (KubeVirt's template service)", 0),
-    ("Memory-Request", "string", "", "Memory the VM's virt-launcher pod requests, its overhead included", 0),
+    (
+        "Memory-Request",
+        "string",
+        "",
+        "Memory the VM's virt-launcher pod requests, its overhead included, in binary units (rounded up to "
+        "a whole Mi where it is none; summary.launcherPod has the exact quantity)",
+        0,
+    ),
     ("Status", "string", "", "Rendered, or the reason the rendering failed", 0),
     (
         "Stale",
@@ -166,7 +174,7 @@ def table_cells(summary: Mapping[str, Any], condition: Mapping[str, Any]) -> tup
         _source_cell(summary.get("preference")),
         "" if ok else str(condition.get("message") or ""),
         _request_cell(summary, "cpu"),
-        _request_cell(summary, "memory"),
+        _readable(_request_cell(summary, "memory")),
         _stale_cell(summary),
         _upgrade_cell(summary),
     )
@@ -181,6 +189,10 @@ def _stale_cell(summary: Mapping[str, Any]) -> bool | None:
 def _upgrade_cell(summary: Mapping[str, Any]) -> str | None:
     upgrade = summary.get("upgrade")
     return str(upgrade.get("verdict")) if isinstance(upgrade, Mapping) else None
+
+
+def _readable(memory: str | None) -> str | None:
+    return readable_bytes(memory) if memory is not None else None
 
 
 def _request_cell(summary: Mapping[str, Any], name: str) -> str | None:

@@ -7,12 +7,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from apiserver.render.kubernetes.quantitymath import readable_bytes
 from apiserver.render.launcher import launch
 from apiserver.sources.cluster import ClusterSource
 from tests.support.fakekube import FakeKube
@@ -192,8 +194,9 @@ async def test_table(server: tuple[RunningServer, ClusterSource]) -> None:
     # the pod's requests: the template service's, for the VM as the collection rendered it
     item = (await srv.get(f"{BASE}/namespaces/ns2/expandedvirtualmachines/other")).json()
     pod = launch(item["virtualMachine"]).pod.to_json()["total"]["requests"]
-    assert rows["other"][5:7] == [pod["cpu"], pod["memory"]]
-    assert item["summary"]["launcherPod"]["total"]["requests"] == pod
+    assert rows["other"][5:7] == [pod["cpu"], readable_bytes(pod["memory"])]
+    assert re.fullmatch(r"[0-9]+(Ki|Mi|Gi)", rows["other"][6]), rows["other"][6]  # not raw bytes
+    assert item["summary"]["launcherPod"]["total"]["requests"] == pod  # the exact quantity
     # a VM that does not render has no pod: null cells
     assert rows["broken"][5:8] == [None, None, "Invalid"]
     # A typed column carries null where the VM does not render (kube-apiserver's Tables do; kubectl
@@ -276,6 +279,28 @@ async def test_discovery_and_openapi(server: tuple[RunningServer, ClusterSource]
     assert groups == ["subresources.kubevirt.io", "expand.kubevirt-expand.io"]
     v3 = (await srv.get("/openapi/v3/apis/expand.kubevirt-expand.io/v1")).json()
     assert "io.kubevirt-expand.expand.v1.ExpandedVirtualMachine" in v3["components"]["schemas"]
+
+
+async def test_every_member_of_an_items_summary_is_in_the_schema(
+    server: tuple[RunningServer, ClusterSource],
+) -> None:
+    """``kubectl explain evm.summary.launcherPod`` and generated clients read the schema: each member the
+    items carry is declared (launcherPod as launch-spec's pod), in v2 and v3."""
+    srv, _ = server
+    items = (await srv.get(f"{BASE}/expandedvirtualmachines")).json()["items"]
+    members = {key for item in items for key in item["summary"]}
+    assert "launcherPod" in members
+    summary = "io.kubevirt-expand.expand.v1.Summary"
+    pod = "io.kubevirt-expand.expand.v1.LauncherPod"
+    v2 = (await srv.get("/openapi/v2")).json()["definitions"]
+    assert members <= set(v2[summary]["properties"])
+    assert v2[summary]["properties"]["launcherPod"]["$ref"] == f"#/definitions/{pod}"
+    assert {"containers", "initContainers", "total", "memoryOverhead"} <= set(v2[pod]["properties"])
+    v3 = (await srv.get("/openapi/v3/apis/expand.kubevirt-expand.io/v1")).json()["components"]["schemas"]
+    assert members <= set(v3[summary]["properties"])
+    declared = v3[summary]["properties"]["launcherPod"]
+    assert declared["allOf"] == [{"$ref": f"#/components/schemas/{pod}"}] and declared["description"]
+    assert pod in v3
 
 
 async def test_not_served_without_vm_cache(fake: FakeKube, tmp_path: Path) -> None:

@@ -137,7 +137,8 @@ LONE_DEVICES = {
 }
 LONE_TOTAL = {
     "requests": {"cpu": "205m", "ephemeral-storage": "50M", "memory": "2492862144", **LONE_DEVICES},
-    "limits": {"cpu": "15m", **LONE_DEVICES, "memory": "60M"},
+    # no CPU or memory limit: the compute container sets none (the sidecar's 15m and 60M are no pod limit)
+    "limits": LONE_DEVICES,
 }
 NO_PVC = "virt-controller would not create the virt-launcher pod: didn't find PVC data"
 

@@ -116,7 +116,7 @@ def causes_of(status: dict[str, Any]) -> list[tuple[str, str]]:
     return [(c["field"], c["reason"]) for c in status.get("details", {}).get("causes", [])]
 
 
-# --- Strict (the default) ----------------------------------------------------------------------------
+# --- Strict (the command line's and the Python API's default; the server's PUTs default to Warn) ------
 
 
 @pytest.mark.parametrize("name", sorted(FINDINGS))
@@ -125,7 +125,7 @@ async def test_strict_refuses_with_the_same_status_everywhere(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, level: str | None
 ) -> None:
     vm, causes, _ = FINDINGS[name]
-    server = await via_server(tmp_path, json.dumps(vm).encode(), level)
+    server = await via_server(tmp_path, json.dumps(vm).encode(), "Strict")
     assert server.status == 422
     from_server = server.json()
     code, out, err = via_cli(tmp_path, yaml.dump(vm, Dumper=KubeDumper), level, capsys)
@@ -280,8 +280,14 @@ async def test_an_unsupported_level_is_answered_as_kube_apiserver_does(tmp_path:
     ]
 
 
-async def test_an_empty_level_is_the_default(tmp_path: Path) -> None:
-    assert (await via_server(tmp_path, json.dumps(TYPO).encode(), "")).status == 422
+@pytest.mark.parametrize("level", ["", None], ids=["empty", "absent"])
+async def test_the_servers_default_is_warn_as_kube_apiservers(tmp_path: Path, level: str | None) -> None:
+    body = json.dumps(TYPO).encode()
+    default = await via_server(tmp_path, body, level)
+    warned = await via_server(tmp_path, body, "Warn")
+    assert default.status == warned.status != 422
+    assert default.header_lists.get("warning") == warned.header_lists.get("warning")
+    assert default.header_lists.get("warning")
 
 
 def test_an_unsupported_level_elsewhere(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

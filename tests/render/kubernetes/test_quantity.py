@@ -18,6 +18,7 @@ from apiserver.render.kubernetes.quantity import (
     format_int,
     parse_quantity,
 )
+from apiserver.render.kubernetes.quantitymath import readable_bytes
 from tests.support import shared
 from tests.support.conformance import case_files
 
@@ -341,3 +342,21 @@ def test_more_significant_digits_than_we_hold_is_a_quantity_error(value: str | i
 def test_an_exponent_beyond_int64_is_refused_without_converting_it() -> None:
     with pytest.raises(QuantityError, match="suffix"):
         parse_quantity("1e" + "9" * 5000)
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("4Gi", "4Gi"),
+        ("4294967296", "4Gi"),
+        ("444Mi", "444Mi"),
+        ("1410731712", "1346Mi"),  # 1345.375Mi, rounded up
+        ("1G", "954Mi"),
+        ("1500", "2Ki"),
+        ("512", "512"),
+        ("0", "0"),
+        ("not a quantity", "not a quantity"),
+    ],
+)
+def test_readable_bytes_is_a_binary_unit_rounded_up(text: str, shown: str) -> None:
+    assert readable_bytes(text) == shown
