@@ -13,18 +13,25 @@ a caller's behalf belong here, behind the same scope.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from apiserver.render import ExpandResult
+from apiserver.render import ExpandError, ExpandResult, expand
 from apiserver.render.catalogchange import used_objects
 from apiserver.render.kubernetes.errors import VM_GROUP, status
 from apiserver.render.objects import CONTROLLER_REVISION, VIRTUAL_MACHINE_INSTANCE, ObjectLookup, ObjectRef
 from apiserver.render.vmcontroller.revision import is_start_revision_of, revision_name
 from apiserver.sources.access import AccessRefused, Read
 from apiserver.sources.base import MISSING, HoldsFleet, Missing, Source, SourceUnavailable
-from apiserver.sources.gather import Rendered, evaluate_with_source, peekable, render_and_record
+from apiserver.sources.gather import (
+    Rendered,
+    evaluate_and_record,
+    evaluate_with_source,
+    peekable,
+    render_and_record,
+)
 from apiserver.sources.scope import Scope
 
 T = TypeVar("T")
@@ -67,6 +74,7 @@ def start_revision_name(vm: Mapping[str, Any], vmi: Mapping[str, Any]) -> str | 
 
 
 VMS_READ = ("kubevirt.io", "virtualmachines")
+VOLUME_KINDS = frozenset({"PersistentVolumeClaim", "DataVolume", "DataSource", "VolumeSnapshot"})
 
 
 def list_vms(namespace: str) -> Read:
@@ -229,6 +237,28 @@ class ScopedReads:
             or ns in readable
         ]
         return LiveFleet(dict(sorted(vms.items())), live, readable, tuple(hidden))
+
+    async def inferred_from(
+        self, vm: Mapping[str, Any], kubevirt: Mapping[str, Any] | None
+    ) -> list[Mapping[str, Any]]:
+        """The volumes (PVCs, DataVolumes, DataSources, VolumeSnapshots) a VM of the fleet that infers its
+        instancetype or preference reads, each reviewed (``get``) before it is read, as for any
+        rendering; a refusal leaves them out, so the VM's answer is that of a missing volume (refused
+        and missing look the same)."""
+        namespace = str((vm.get("metadata") or {}).get("namespace") or "")
+        if self.scope.namespace is not None and not self.scope.covers(namespace):
+            raise OutOfScope(self.scope, namespace, "")
+
+        def work(lookup: ObjectLookup, cr: Mapping[str, Any] | None) -> None:
+            # what was read up to a failure is what the engine will read too
+            with contextlib.suppress(ExpandError):
+                expand(vm, lookup, kubevirt=cr, exact_names=True)
+
+        try:
+            _, read = await evaluate_and_record(self._source, work, gate=self.scope.gate, kubevirt=kubevirt)
+        except AccessRefused:
+            return []
+        return [obj for ref, obj in read.items() if obj is not None and ref.kind in VOLUME_KINDS]
 
     async def quotas(self, namespace: str) -> Sequence[Mapping[str, Any]] | None:
         """The ResourceQuotas of ``namespace`` when the caller may list them (reviewed quietly before

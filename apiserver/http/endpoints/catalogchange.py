@@ -434,23 +434,23 @@ class CatalogChangeHandler:
         if causes:
             raise _invalid(causes)
         touched = set(changed_objects(before, after))
-        objects: list[Mapping[str, Any]] = []
-        for namespace in sorted({ns for (ns, _), vm in fleet.vms.items() if _may_change(vm, ns, touched)}):
-            quotas = await reads.quotas(namespace)
-            objects += quotas or ()
         kubevirt = await reads.kubevirt()
+        objects: list[Mapping[str, Any]] = []
+        changing: set[str] = set()
+        for (namespace, _), vm in fleet.vms.items():
+            used = used_objects(vm, namespace)
+            if used is None:  # inferred from a volume: read it (the caller's review) to know
+                objects += await reads.inferred_from(vm, kubevirt)
+            if used is None or used & touched:
+                changing.add(namespace)
+        for namespace in sorted(changing):
+            objects += await reads.quotas(namespace) or ()
 
         def work() -> dict[str, Any]:
             change = preview_catalog_change(fleet.vms, objects, before, after, kubevirt)
             return answer_status(change, fleet, asked)
 
         return await offload(work)
-
-
-def _may_change(vm: Mapping[str, Any], namespace: str, touched: set[ObjectRef]) -> bool:
-    """Whether the change can touch ``vm``: it names a changed object, or infers one from a volume."""
-    used = used_objects(vm, namespace)
-    return used is None or bool(used & touched)
 
 
 def add_routes(app: web.Application, settings: Settings, source: Source) -> None:

@@ -371,3 +371,52 @@ async def test_not_served_without_the_vm_cache(tmp_path: Path) -> None:
             assert reply.status == 404
             doc = (await srv.get("/apis/expand.kubevirt-expand.io/v1")).json()
             assert "catalogchangepreviews" not in [r["name"] for r in doc["resources"]]
+
+
+INFERRING = {
+    "apiVersion": "kubevirt.io/v1",
+    "kind": "VirtualMachine",
+    "metadata": {"name": "vm-infer", "namespace": A},
+    "spec": {
+        "running": False,
+        "instancetype": {"inferFromVolume": "root"},
+        "template": {
+            "spec": {
+                "domain": {"devices": {}},
+                "volumes": [{"name": "root", "persistentVolumeClaim": {"claimName": "disk"}}],
+            }
+        },
+    },
+}
+DISK = {
+    "apiVersion": "v1",
+    "kind": "PersistentVolumeClaim",
+    "metadata": {
+        "name": "disk",
+        "namespace": A,
+        "labels": {"instancetype.kubevirt.io/default-instancetype": "u1.small"},
+    },
+    "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+}
+
+
+async def test_a_vm_inferring_its_instancetype_reads_its_volume_as_the_caller(tmp_path: Path) -> None:
+    """The volume is read through the caller's review, as for any rendering: with the right, the VM is
+    previewed with what its volume names; without it, as with a volume that does not exist."""
+    source = _folder(tmp_path)
+    (tmp_path / "cluster" / "infer.yaml").write_text(yaml.safe_dump_all([INFERRING, DISK]))
+    async with auth_env(tmp_path, source=source) as env:
+        env.reviews.allow(user=TENANT, resource="catalogchangepreviews", verb="create")
+        env.reviews.allow(user=TENANT, resource="virtualmachines", verb="list", namespace=A)
+        code, doc = await as_user(env, preview(objects=[SMALL_2GI]))
+        assert code == 201, doc
+        item = next(i for i in doc["status"]["items"] if i["name"] == "vm-infer")
+        assert item["verdict"] == "error" and "u1.small" not in json.dumps(item)
+        assert ("get", "persistentvolumeclaims", A) in _asked(env)
+        env.reviews.allow(user="bob", resource="catalogchangepreviews", verb="create")
+        env.reviews.allow(user="bob", resource="virtualmachines", verb="list", namespace=A)
+        env.reviews.allow(user="bob", resource="persistentvolumeclaims", verb="get", namespace=A)
+        code, doc = await as_user(env, preview(objects=[SMALL_2GI]), user="bob")
+        item = next(i for i in doc["status"]["items"] if i["name"] == "vm-infer")
+        # rendered with what the volume names (the engine's verdict for a VM that captured nothing)
+        assert item["verdict"] not in ("error", "refused") and "refusal" not in item, item
