@@ -22,9 +22,9 @@ from typing import Any
 
 import yaml
 
-from apiserver.render.catalogchange import UNAFFECTED, changed_objects, preview_catalog_change, versioned
 from apiserver.cli.preview import Side, preview_folders
 from apiserver.render import ExpandError, ObjectIndex, expand
+from apiserver.render.catalogchange import UNAFFECTED, changed_objects, preview_catalog_change, versioned
 
 CATALOGS = Path(__file__).resolve().parents[2].parent / "shared" / "catalogs" / "common-instancetypes"
 SERIES = ("u1", "cx1", "o1", "n1")
