@@ -216,7 +216,8 @@ def _collection_v2(paths: dict[str, Any]) -> None:
 def _preview_v2(paths: dict[str, Any], api: Any = preview_api) -> None:
     op = api.operation()
     responses: dict[str, Any] = {"201": {"description": "Created", "schema": _ref2(op["response"])}}
-    responses.update({c: {"description": _ERRORS[c], "schema": _ref2(STATUS)} for c in api.ERRORS})
+    said = {**_ERRORS, **getattr(api, "DESCRIPTIONS", {})}
+    responses.update({c: {"description": said[c], "schema": _ref2(STATUS)} for c in api.ERRORS})
     paths[op["path"]] = {
         "post": {
             "description": op["description"],
@@ -241,8 +242,9 @@ def _preview_v3(paths: dict[str, Any], api: Any = preview_api) -> None:
     responses: dict[str, Any] = {
         "201": {"description": "Created", "content": _content(op["response"], MEDIA_TYPES)}
     }
+    said = {**_ERRORS, **getattr(api, "DESCRIPTIONS", {})}
     for code in api.ERRORS:
-        responses[code] = {"description": _ERRORS[code], "content": _content(STATUS, [JSON])}
+        responses[code] = {"description": said[code], "content": _content(STATUS, [JSON])}
     paths[op["path"]] = {
         "post": {
             "description": op["description"],

@@ -17,6 +17,12 @@ REF = PREFIX + "CatalogObjectRef"
 OBJECT_META = "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 GVK = {"group": evm.GROUP, "version": evm.VERSION, "kind": CATALOG_KIND}
 ERRORS = ("400", "401", "403", "406", "413", "415", "422", "500", "503", "504")
+# Where the shared descriptions speak of one VM.
+DESCRIPTIONS = {
+    "403": "Forbidden: the caller may not create previews, or may not list the VirtualMachines of a namespace "
+    "the request names",
+    "422": "Invalid: the request (causes name the fields, spec.objects[N]... for a proposed object)",
+}
 VERDICTS = ["unaffected", "unchanged", "live", "restart", "stopped", "refused", "error"]
 
 
