@@ -278,7 +278,7 @@ def run_matrix(
     docs, groups = _documents(cluster, server)
     ops = m.operations(docs)
     if only is not None:
-        ops = [op for op in ops if op.method == "GET" and op.template.endswith(tuple(only))]
+        ops = [op for op in ops if op.template.endswith(tuple(only))]
     tokens, version = _tokens_and_version(cluster, t)
     requests = list(m.requests(ops, t, callers, tokens=tokens, version=version))
     if only is None:
@@ -348,15 +348,41 @@ _scope.Scope.narrowed = lambda self, namespace: self.namespace if namespace is N
 """
 
 
+SABOTAGE_CATALOG = """
+# Neutralizes the catalog change preview's reviews (tests/realk8s/test_tenancy_matrix.py): the fleet is
+# read as if the caller could list the VMs of every namespace.
+from apiserver.sources import reads as _reads
+
+_fleet = _reads.ScopedReads.fleet
+
+
+async def _every_namespace(self, namespaces=None, *, named=()):
+    scope = self.scope
+    self.scope = scope._replace(gate=None)
+    try:
+        return await _fleet(self, namespaces, named=named)
+    finally:
+        self.scope = scope
+
+
+_reads.ScopedReads.fleet = _every_namespace
+"""
+
+
 @pytest.fixture
 def sabotaged(
-    control_plane: ControlPlane, deployed: DeployedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    request: pytest.FixtureRequest,
+    control_plane: ControlPlane,
+    deployed: DeployedServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[DeployedServer]:
-    """A second server like the deployed one whose scope checks always pass, registered in its place for
-    the test (the deployed one is registered again after)."""
+    """A second server like the deployed one whose scope checks always pass (or what the test's
+    parameter neutralizes instead), registered in its place for the test (the deployed one is registered
+    again after)."""
     hook = tmp_path / "hook"
     hook.mkdir()
-    (hook / "sitecustomize.py").write_text(SABOTAGE)
+    (hook / "sitecustomize.py").write_text(getattr(request, "param", SABOTAGE))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")])))
     server = DeployedServer(control_plane, tmp_path / "sabotaged")
     server.install()
@@ -386,6 +412,21 @@ def test_the_matrix_finds_what_the_scope_checks_prevent(
     theirs = set(t.marks[t.b].values())
     assert all(any(mk in f.what for mk in theirs) for f in findings)
     print(f"\nwith the scope checks neutralized: {len(findings)} findings, e.g. {findings[0]}")
+
+
+@pytest.mark.parametrize("sabotaged", [SABOTAGE_CATALOG], indirect=True)
+def test_the_matrix_finds_what_the_catalog_previews_reviews_prevent(
+    control_plane: ControlPlane, sabotaged: DeployedServer, matrix_setup: tuple[m.Tenants, list[m.Caller]]
+) -> None:
+    """With the catalog change preview reading the fleet as if its caller could list every namespace's
+    VMs, a tenant's preview names the other namespace (its VMs, its summary), and the matrix says so."""
+    t, callers = matrix_setup
+    tenants = [c for c in callers if c.name is not None and c.name.startswith("tenant-a")]
+    _, findings, _, _ = run_matrix(control_plane, sabotaged, t, tenants, only={m.CATALOG_PREVIEWS})
+    assert findings and all(f"names namespace {t.b}" in f.what or t.b in f.what for f in findings), findings[
+        :5
+    ]
+    print(f"\nwith the catalog preview's reviews neutralized: {len(findings)} findings, e.g. {findings[0]}")
 
 
 # -- hidden edits (issue 37, finding 1) ---------------------------------------------------------------------

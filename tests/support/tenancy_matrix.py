@@ -409,7 +409,20 @@ def judge(request: Request, answer: Answer, t: Tenants) -> list[Finding]:
             found.append(Finding(request, f"body carries {mark}"))
         if mark in headers:
             found.append(Finding(request, f"headers carry {mark}"))
+    if request.operation.endswith(CATALOG_PREVIEWS) and answer.status == 201:
+        found += _judge_catalog(request, answer, t)
     return found
+
+
+def _judge_catalog(request: Request, answer: Answer, t: Tenants) -> list[Finding]:
+    """A catalog change preview names only VMs and namespaces of the namespaces whose objects its caller
+    may read (VM names are the same in both namespaces, so marks alone would not tell)."""
+    readable = {ns for ns in (t.a, t.b) if t.marks[ns]["password"] in request.caller.reads}
+    status = json.loads(answer.body).get("status") or {}
+    named = {i.get("namespace") for i in status.get("items") or ()}
+    named |= {n.get("namespace") for n in status.get("namespaces") or ()}
+    named |= {c.get("namespace") for c in status.get("changedObjects") or () if c.get("namespace")}
+    return [Finding(request, f"names namespace {ns}") for ns in sorted(named - readable, key=str)]
 
 
 def judge_log(lines: Iterable[str], t: Tenants) -> list[str]:
