@@ -209,7 +209,7 @@ def held(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return {**{k: v for k, v in obj.items() if k not in ("metadata", "status")}, "metadata": kept}
 
 
-class Request:
+class Proposal:
     """A checked request: the proposed objects by ref, the refs removed, the namespaces asked for, the
     page."""
 
@@ -257,7 +257,7 @@ def _read_token(token: str, digest: str, causes: list[Cause]) -> tuple[str, str]
     return after[0], after[1]
 
 
-def check_request(doc: Any, level: str = STRICT) -> tuple[str, Mapping[str, Any], Request, list[str]]:
+def check_request(doc: Any, level: str = STRICT) -> tuple[str, Mapping[str, Any], Proposal, list[str]]:
     """The request's name, spec, what it asks and its warnings; 400 for another kind, 422 naming every
     field at fault (``level``: kube-apiserver's fieldValidation for members this server does not know)."""
     if not isinstance(doc, Mapping):
@@ -285,7 +285,7 @@ def check_request(doc: Any, level: str = STRICT) -> tuple[str, Mapping[str, Any]
         message = "Required value" if spec is None else "Invalid value: must be an object"
         causes.append(Cause("spec", message, CAUSE_REQUIRED if spec is None else CAUSE_INVALID))
         raise _invalid(causes, name)
-    request = Request()
+    request = Proposal()
     for n, value in enumerate(_list(spec.get("objects"), "spec.objects", causes)):
         obj = _proposed(value, n, causes)
         ref = ref_of(obj) if obj is not None else None
@@ -347,7 +347,7 @@ def _named(ref: ObjectRef) -> str:
 
 
 def after_change(
-    live: Sequence[Mapping[str, Any]], request: Request
+    live: Sequence[Mapping[str, Any]], request: Proposal
 ) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]], list[Cause]]:
     """The live catalog (in the compared form) and the catalog once the request is applied; a cause for
     each object removed that does not exist."""
@@ -366,7 +366,7 @@ def after_change(
     return list(before.values()), list(after.values()), causes
 
 
-def answer_status(change: FleetChange, fleet: LiveFleet, request: Request) -> dict[str, Any]:
+def answer_status(change: FleetChange, fleet: LiveFleet, request: Proposal) -> dict[str, Any]:
     """The status of one page: everything but ``items`` is the whole answer's."""
     counts = change.counts()
     affected = [e for e in change.entries if e["verdict"] != UNAFFECTED]
@@ -428,7 +428,7 @@ class CatalogChangeHandler:
             status=201, body=encode(answer, media_type), content_type=media_type, headers=headers
         )
 
-    async def _preview(self, reads: ScopedReads, asked: Request) -> dict[str, Any]:
+    async def _preview(self, reads: ScopedReads, asked: Proposal) -> dict[str, Any]:
         fleet = await reads.fleet(asked.namespaces, named=asked.named_namespaces())
         before, after, causes = after_change(fleet.catalog, asked)
         if causes:
