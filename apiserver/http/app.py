@@ -11,6 +11,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from apiserver.http.endpoints import (
+    catalogchange,
     discovery,
     expand,
     expandedvms,
@@ -32,7 +33,7 @@ from apiserver.http.state import ChecksFn, ServerState
 from apiserver.http.transport.deadlines import Deadlines
 from apiserver.http.transport.seats import Seats, export_seats
 from apiserver.http.transport.shares import Shares, export_shares
-from apiserver.sources.base import Check, Source
+from apiserver.sources.base import Check, HoldsFleet, Source
 
 _log = logging.getLogger(__name__)
 
@@ -99,10 +100,15 @@ def build_app(
     export_shares(metrics, "watches", watches)
     expandedvms.add_routes(app, expandedvms.ExpandedVMHandlers(store, metrics, watches, seats))
     preview.add_routes(app, settings, source, seats)
+    # The catalog change preview reads the whole fleet: served where the source holds it (the cluster
+    # source with its VM cache, as the collection).
+    fleet = isinstance(source, HoldsFleet) and source.holds_fleet()
+    if fleet:
+        catalogchange.add_routes(app, settings, source)  # its work runs off the loop (offload)
     launcher.add_routes(app, settings, source, seats)
     expand_api = {resource.canonical for resource in app.router.resources()}
-    discovery.add_routes(app, settings, collection=store is not None)
-    openapi.add_routes(app, settings, collection=store is not None)
+    discovery.add_routes(app, settings, collection=store is not None, catalog=fleet)
+    openapi.add_routes(app, settings, collection=store is not None, catalog=fleet)
     version.add_routes(app)
     extra_checks = tuple(checks)  # readiness beyond the source's (authentication's trust settings)
 

@@ -86,6 +86,26 @@ class Source(Protocol):
         """Readiness checks (caches synced, folder read once without errors, ...)."""
 
 
+@runtime_checkable
+class HoldsFleet(Protocol):
+    """Optional for a source: the whole fleet and catalog as it holds them now, for a catalog change
+    preview (:meth:`apiserver.sources.reads.ScopedReads.fleet`, which keeps a caller to what they may
+    read). A source that cannot list every VM without a request (the cluster source without its VM
+    cache) answers None."""
+
+    def holds_fleet(self) -> bool:
+        """Whether the fleet can be read at all (the cluster source: only with its VM cache)."""
+
+    def fleet_vms(self) -> Mapping[tuple[str, str], Mapping[str, Any]] | None:
+        """Every VirtualMachine by namespace and name, or None when the source does not hold them."""
+
+    def catalog_objects(self) -> Sequence[Mapping[str, Any]] | None:
+        """Every instancetype and preference (the four kinds), or None when not known yet."""
+
+    async def quotas(self, namespace: str) -> Sequence[Mapping[str, Any]]:
+        """The ResourceQuotas of a namespace (read only after the caller's review)."""
+
+
 class Missing:
     """The answer of a ``peek`` that the source cannot give without I/O."""
 

@@ -29,6 +29,12 @@ from apiserver.sources.base import CacheStats, Check
 _log = logging.getLogger(__name__)
 
 CHECK_NAME = "manifests"
+_CATALOG_KINDS = (
+    "VirtualMachineInstancetype",
+    "VirtualMachineClusterInstancetype",
+    "VirtualMachinePreference",
+    "VirtualMachineClusterPreference",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +258,21 @@ class FolderSource:
         the ResourceQuotas of ``namespace`` (apiserver.render.launcher)."""
         objects = self._snapshot.objects
         return objects.get(ObjectRef("Namespace", "", namespace)), objects.of_kind("ResourceQuota", namespace)
+
+    # HoldsFleet: the snapshot holds every object.
+
+    def holds_fleet(self) -> bool:
+        return True
+
+    def fleet_vms(self) -> Mapping[tuple[str, str], Mapping[str, Any]]:
+        return dict(self._snapshot.vms)
+
+    def catalog_objects(self) -> Sequence[Mapping[str, Any]]:
+        objects = self._snapshot.objects
+        return [o for kind in _CATALOG_KINDS for o in objects.of_kind(kind, None)]
+
+    async def quotas(self, namespace: str) -> Sequence[Mapping[str, Any]]:
+        return self._snapshot.objects.of_kind("ResourceQuota", namespace)
 
     # Peekable: the snapshot answers everything synchronously, absence included.
 

@@ -5,23 +5,33 @@ The server reads the cluster with its own account, which sees every namespace; a
 request's scope: the VM it names, and renderings of VMs of its namespace through the caller's tenancy
 gate (which reviews every namespaced object outside the scope, whatever its kind); a VM as it runs
 (:meth:`ScopedReads.running_vm`: the VM, its VMI and its start revision) and any pure evaluation over the
-source (:meth:`ScopedReads.evaluate`, the change preview's). The next readers of the cluster on a
-caller's behalf (quotas) belong here, behind the same scope.
+source (:meth:`ScopedReads.evaluate`, the change preview's); the fleet as the caller may read it
+(:meth:`ScopedReads.fleet`, the catalog change preview's: the VMs of the namespaces where they may list
+VMs, and a count of the others' that no namespace can be told from). The next readers of the cluster on
+a caller's behalf belong here, behind the same scope.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+import contextlib
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from apiserver.render import ExpandResult
+from apiserver.render import ExpandError, ExpandResult, expand
+from apiserver.render.catalogchange import used_objects
 from apiserver.render.kubernetes.errors import VM_GROUP, status
 from apiserver.render.objects import CONTROLLER_REVISION, VIRTUAL_MACHINE_INSTANCE, ObjectLookup, ObjectRef
 from apiserver.render.vmcontroller.revision import is_start_revision_of, revision_name
 from apiserver.sources.access import AccessRefused, Read
-from apiserver.sources.base import MISSING, Missing, Source
-from apiserver.sources.gather import Rendered, evaluate_with_source, peekable, render_and_record
+from apiserver.sources.base import MISSING, HoldsFleet, Missing, Source, SourceUnavailable
+from apiserver.sources.gather import (
+    Rendered,
+    evaluate_and_record,
+    evaluate_with_source,
+    peekable,
+    render_and_record,
+)
 from apiserver.sources.scope import Scope
 
 T = TypeVar("T")
@@ -61,6 +71,34 @@ def start_revision_name(vm: Mapping[str, Any], vmi: Mapping[str, Any]) -> str | 
     if isinstance(generation, str) and generation.isdigit() and isinstance(uid, str) and uid:
         return revision_name(uid, int(generation))
     return None
+
+
+VMS_READ = ("kubevirt.io", "virtualmachines")
+VOLUME_KINDS = frozenset({"PersistentVolumeClaim", "DataVolume", "DataSource", "VolumeSnapshot"})
+
+
+def list_vms(namespace: str) -> Read:
+    """The review that decides whether a caller reads the VMs of ``namespace`` ("": every namespace)."""
+    return Read("list", *VMS_READ, namespace)
+
+
+@dataclass(frozen=True, slots=True)
+class LiveFleet:
+    """The fleet as one caller may read it: ``vms`` of the namespaces ``readable`` (None: every one),
+    the live ``catalog`` (the cluster kinds, and the namespaced kinds of those namespaces only), and of
+    the other namespaces only what :meth:`hidden` counts."""
+
+    vms: dict[tuple[str, str], Mapping[str, Any]]
+    catalog: list[Mapping[str, Any]]
+    readable: frozenset[str] | None
+    # For each VM the caller may not read: the cluster-wide objects it names (no VM, no namespace).
+    _hidden_uses: tuple[frozenset[ObjectRef], ...] = field(default=(), repr=False)
+
+    def hidden(self, touched: Collection[ObjectRef]) -> int:
+        """How many VMs of the namespaces the caller may not read name one of the cluster-wide objects
+        ``touched``: one total, from names alone (nothing of them is rendered or read for the caller)."""
+        wide = {ref for ref in touched if not ref.namespace}
+        return sum(1 for uses in self._hidden_uses if uses & wide)
 
 
 class ScopedReads:
@@ -157,6 +195,90 @@ class ScopedReads:
         """Run the pure ``work`` over the source, every object it reads read through the caller's gate
         (each pass through ``run`` when given)."""
         return await evaluate_with_source(self._source, work, gate=self.scope.gate, run=run)
+
+    async def fleet(self, namespaces: Sequence[str] | None = None, *, named: Iterable[str] = ()) -> LiveFleet:
+        """The fleet for a request of the cluster scope (a catalog change preview). ``namespaces``: only
+        those, each reviewed (``list virtualmachines`` there) before anything is read, a refusal being
+        the whole answer; otherwise every namespace that holds a VM, each reviewed quietly, those refused
+        left out (counted by :meth:`LiveFleet.hidden` only). ``named``: namespaces whose instancetypes
+        and preferences the request names, each reviewed the same way (refused: the whole answer)."""
+        scope = self.scope
+        if scope.namespace is not None:
+            raise OutOfScope(scope, scope.namespace, "")
+        source = self._source
+        if not isinstance(source, HoldsFleet):
+            raise SourceUnavailable("this server does not hold the fleet (run it with --vm-cache)")
+        every, catalog = source.fleet_vms(), source.catalog_objects()
+        if every is None or catalog is None:
+            raise SourceUnavailable("the fleet is not read yet (the VM and instancetype caches)")
+        gate = scope.gate
+        for namespace in (*(namespaces or ()), *named):
+            if gate is not None:
+                await gate.review(list_vms(namespace))
+        readable: frozenset[str] | None
+        if namespaces is not None:
+            readable = frozenset(namespaces)
+        elif gate is None or await gate.allows([list_vms("")]):
+            readable = None
+        else:
+            allowed = set(named)
+            for namespace in sorted({ns for ns, _ in every}):
+                if namespace not in allowed and await gate.allows([list_vms(namespace)]):
+                    allowed.add(namespace)
+            readable = frozenset(allowed)
+        vms: dict[tuple[str, str], Mapping[str, Any]] = {}
+        hidden: list[frozenset[ObjectRef]] = []
+        for key, vm in every.items():
+            if readable is None or key[0] in readable:
+                vms[key] = vm
+            elif namespaces is None:
+                uses = used_objects(vm, key[0]) or set()
+                hidden.append(frozenset(ref for ref in uses if not ref.namespace))
+        live = [
+            obj
+            for obj in catalog
+            if readable is None
+            or not (ns := str((obj.get("metadata") or {}).get("namespace") or ""))
+            or ns in readable
+        ]
+        return LiveFleet(dict(sorted(vms.items())), live, readable, tuple(hidden))
+
+    async def inferred_from(
+        self, vm: Mapping[str, Any], kubevirt: Mapping[str, Any] | None
+    ) -> list[Mapping[str, Any]]:
+        """The volumes (PVCs, DataVolumes, DataSources, VolumeSnapshots) a VM of the fleet that infers its
+        instancetype or preference reads, each reviewed (``get``) before it is read, as for any
+        rendering; a refusal leaves them out, so the VM's answer is that of a missing volume (refused
+        and missing look the same)."""
+        namespace = str((vm.get("metadata") or {}).get("namespace") or "")
+        if self.scope.namespace is not None and not self.scope.covers(namespace):
+            raise OutOfScope(self.scope, namespace, "")
+
+        def work(lookup: ObjectLookup, cr: Mapping[str, Any] | None) -> None:
+            # what was read up to a failure is what the engine will read too
+            with contextlib.suppress(ExpandError):
+                expand(vm, lookup, kubevirt=cr, exact_names=True)
+
+        try:
+            _, read = await evaluate_and_record(self._source, work, gate=self.scope.gate, kubevirt=kubevirt)
+        except AccessRefused:
+            return []
+        return [obj for ref, obj in read.items() if obj is not None and ref.kind in VOLUME_KINDS]
+
+    async def quotas(self, namespace: str) -> Sequence[Mapping[str, Any]] | None:
+        """The ResourceQuotas of ``namespace`` when the caller may list them (reviewed quietly before
+        the read; None: they may not, and nothing is read)."""
+        gate = self.scope.gate
+        if gate is not None and not await gate.allows([Read("list", "", "resourcequotas", namespace)]):
+            return None
+        source = self._source
+        if not isinstance(source, HoldsFleet):
+            return None
+        return list(await source.quotas(namespace))
+
+    async def kubevirt(self) -> Mapping[str, Any] | None:
+        """The KubeVirt CR (the cluster's configuration, as every rendering reads it)."""
+        return await self._source.kubevirt()
 
     async def launch_objects(self) -> tuple[Mapping[str, Any] | None, list[Mapping[str, Any]], bool]:
         """The scope's Namespace and its ResourceQuotas, read through the caller's gate (``get

@@ -63,6 +63,12 @@ TENANT_RULES = [
     {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["get"]},
     {"apiGroups": ["kubevirt.io"], "resources": ["virtualmachineinstancepresets"], "verbs": ["get", "list"]},
     {"apiGroups": ["apps"], "resources": ["controllerrevisions"], "verbs": ["get"]},
+    # The catalog change preview reads the VMs of the namespaces where its caller may list them.
+    {"apiGroups": ["kubevirt.io"], "resources": ["virtualmachines"], "verbs": ["list"]},
+]
+# A cluster-scoped resource: granted by a ClusterRoleBinding (a RoleBinding grants nothing of it).
+CATALOG_RULES = [
+    {"apiGroups": [COLLECTION_GROUP], "resources": ["catalogchangepreviews"], "verbs": ["create"]}
 ]
 
 
@@ -82,6 +88,25 @@ def matrix_setup(
         _bind(t.b, "collection", "ClusterRole", ROLE, users["tenant-b"]),
         _role(t.a, "expand", EXPAND_RULES),
         _bind(t.a, "expand", "Role", "expand", users["expand-a"]),
+    ]
+    catalog_role = f"matrix-catalog-previews-{suffix}"
+    rbac += [
+        {
+            "apiVersion": f"{RBAC}/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": catalog_role},
+            "rules": CATALOG_RULES,
+        },
+        {
+            "apiVersion": f"{RBAC}/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": catalog_role},
+            "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": catalog_role},
+            "subjects": [
+                {"apiGroup": RBAC, "kind": "User", "name": users[who]}
+                for who in ("tenant-a", "tenant-b", "expand-a")
+            ],
+        },
     ]
     control_plane.apply(*m.objects(t), *rbac)
     for ns in (t.a, t.b):
@@ -116,7 +141,11 @@ def matrix_setup(
         m.Caller(users["nobody"], frozenset()),
         m.Caller(None, frozenset(), direct_only=True),
     ]
-    yield t, callers
+    try:
+        yield t, callers
+    finally:
+        for kind in ("clusterrolebinding", "clusterrole"):
+            control_plane.kubectl("delete", kind, catalog_role, "--ignore-not-found", check=False)
 
 
 class Sender:
@@ -249,7 +278,7 @@ def run_matrix(
     docs, groups = _documents(cluster, server)
     ops = m.operations(docs)
     if only is not None:
-        ops = [op for op in ops if op.method == "GET" and op.template.endswith(tuple(only))]
+        ops = [op for op in ops if op.template.endswith(tuple(only))]
     tokens, version = _tokens_and_version(cluster, t)
     requests = list(m.requests(ops, t, callers, tokens=tokens, version=version))
     if only is None:
@@ -258,11 +287,13 @@ def run_matrix(
     log_start = server.log_size()
     findings: list[m.Finding] = []
     codes: dict[str, int] = {}
+    statuses: dict[tuple[str, str | None], set[int]] = {}  # (operation, caller) -> the codes answered
     seen: dict[str | None, set[str]] = {c.name: set() for c in callers}  # marks each read, as it may
     with Churn(cluster, t), ThreadPoolExecutor(THREADS) as pool:
         for request, answer in zip(requests, pool.map(sender.send, requests), strict=True):
             findings += m.judge(request, answer, t)
             codes[str(answer.status)] = codes.get(str(answer.status), 0) + 1
+            statuses.setdefault((request.operation, request.caller.name), set()).add(answer.status)
             text = answer.body.decode(errors="replace")
             seen[request.caller.name].update(mark for mark in request.caller.reads if mark in text)
     # Every line logged for the requests answered (a watch's access line comes before its end is sent).
@@ -274,8 +305,9 @@ def run_matrix(
         "requests": len(requests),
         "watches": sum(r.stream for r in requests),
         "seen": seen,
+        "statuses": statuses,
     }
-    shown = {k: v for k, v in size.items() if k != "seen"}
+    shown = {k: v for k, v in size.items() if k not in ("seen", "statuses")}
     print(f"\nmatrix: {shown}; answers by status: {dict(sorted(codes.items()))}")
     return requests, findings, bad_lines, size
 
@@ -297,6 +329,14 @@ def test_no_answer_event_header_or_log_line_carries_a_mark_its_caller_may_not_re
     ops = {r.operation for r in requests}
     assert any("expand-spec" in o for o in ops) and any("expand-vm-spec" in o for o in ops)
     assert any(o.endswith(RESOURCE) for o in ops) and any(o.endswith("{name}") and RESOURCE in o for o in ops)
+    # The catalog change preview ran for all five callers: each tenant got its own namespace's answer
+    # (201) and 403 for the other's; the expand-only user lists no VMs (403 for each namespace named).
+    (catalog,) = [o for o in ops if o.endswith(m.CATALOG_PREVIEWS)]
+    answered = {c.name: size["statuses"][(catalog, c.name)] for c in callers}
+    assert 201 in answered[callers[0].name] and 403 in answered[callers[0].name], answered
+    assert 201 in answered[callers[1].name] and 403 in answered[callers[1].name], answered
+    assert answered[callers[2].name] == {403} and answered[callers[3].name] == {403}, answered
+    assert 201 not in answered[None], answered
 
 
 SABOTAGE = """
@@ -308,15 +348,41 @@ _scope.Scope.narrowed = lambda self, namespace: self.namespace if namespace is N
 """
 
 
+SABOTAGE_CATALOG = """
+# Neutralizes the catalog change preview's reviews (tests/realk8s/test_tenancy_matrix.py): the fleet is
+# read as if the caller could list the VMs of every namespace.
+from apiserver.sources import reads as _reads
+
+_fleet = _reads.ScopedReads.fleet
+
+
+async def _every_namespace(self, namespaces=None, *, named=()):
+    scope = self.scope
+    self.scope = scope._replace(gate=None)
+    try:
+        return await _fleet(self, namespaces, named=named)
+    finally:
+        self.scope = scope
+
+
+_reads.ScopedReads.fleet = _every_namespace
+"""
+
+
 @pytest.fixture
 def sabotaged(
-    control_plane: ControlPlane, deployed: DeployedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    request: pytest.FixtureRequest,
+    control_plane: ControlPlane,
+    deployed: DeployedServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[DeployedServer]:
-    """A second server like the deployed one whose scope checks always pass, registered in its place for
-    the test (the deployed one is registered again after)."""
+    """A second server like the deployed one whose scope checks always pass (or what the test's
+    parameter neutralizes instead), registered in its place for the test (the deployed one is registered
+    again after)."""
     hook = tmp_path / "hook"
     hook.mkdir()
-    (hook / "sitecustomize.py").write_text(SABOTAGE)
+    (hook / "sitecustomize.py").write_text(getattr(request, "param", SABOTAGE))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")])))
     server = DeployedServer(control_plane, tmp_path / "sabotaged")
     server.install()
@@ -346,6 +412,21 @@ def test_the_matrix_finds_what_the_scope_checks_prevent(
     theirs = set(t.marks[t.b].values())
     assert all(any(mk in f.what for mk in theirs) for f in findings)
     print(f"\nwith the scope checks neutralized: {len(findings)} findings, e.g. {findings[0]}")
+
+
+@pytest.mark.parametrize("sabotaged", [SABOTAGE_CATALOG], indirect=True)
+def test_the_matrix_finds_what_the_catalog_previews_reviews_prevent(
+    control_plane: ControlPlane, sabotaged: DeployedServer, matrix_setup: tuple[m.Tenants, list[m.Caller]]
+) -> None:
+    """With the catalog change preview reading the fleet as if its caller could list every namespace's
+    VMs, a tenant's preview names the other namespace (its VMs, its summary), and the matrix says so."""
+    t, callers = matrix_setup
+    tenants = [c for c in callers if c.name is not None and c.name.startswith("tenant-a")]
+    _, findings, _, _ = run_matrix(control_plane, sabotaged, t, tenants, only={m.CATALOG_PREVIEWS})
+    assert findings and all(f"names namespace {t.b}" in f.what or t.b in f.what for f in findings), findings[
+        :5
+    ]
+    print(f"\nwith the catalog preview's reviews neutralized: {len(findings)} findings, e.g. {findings[0]}")
 
 
 # -- hidden edits (issue 37, finding 1) ---------------------------------------------------------------------

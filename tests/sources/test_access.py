@@ -471,3 +471,45 @@ async def test_launch_reads_the_namespace_and_its_quotas_only_after_their_review
         assert access.asked == [Read("get", "", "namespaces", NS, NS), Read("list", "", "resourcequotas", NS)]
     finally:
         await source.close()
+
+
+async def test_the_fleet_is_read_per_namespace_the_caller_may_list_vms_in(tmp_path: Path) -> None:
+    """ScopedReads.fleet (the catalog change preview's): each namespace holding a VM is reviewed (``list
+    virtualmachines``); the VMs and namespaced instancetypes of the others are not handed out, only a
+    count of their VMs that name a cluster-wide object the change touches. A namespace asked for by name
+    is reviewed first and its refusal is the answer; only the cluster scope reads the fleet."""
+    cluster_vm = vm(instancetype={"kind": "VirtualMachineClusterInstancetype", "name": "cit"})
+    theirs = {**cluster_vm, "metadata": {"name": "theirs", "namespace": OTHER}}
+    their_it = obj("VirtualMachineInstancetype", "it-b", ns=OTHER, spec={"cpu": {"guest": 1}})
+    (tmp_path / "fleet.yaml").write_text(yaml.safe_dump_all([cluster_vm, theirs, IT, CIT, their_it]))
+    source = FolderSource(tmp_path, watch=False)
+    await source.start()
+    try:
+        access = Access({"virtualmachines": [NS]})
+        scope = grant(
+            verb="create",
+            group="expand.kubevirt-expand.io",
+            resource="catalogchangepreviews",
+            namespace="",
+            name="",
+            access=access,
+        )
+        fleet = await Reads(source).within(scope).fleet()
+        assert list(fleet.vms) == [(NS, "vm")] and fleet.readable == frozenset({NS})
+        assert sorted(o["metadata"]["name"] for o in fleet.catalog) == ["cit", "it-a"]
+        assert fleet.hidden([ObjectRef("VirtualMachineClusterInstancetype", "", "cit")]) == 1
+        assert fleet.hidden([ObjectRef("VirtualMachineInstancetype", OTHER, "it-b")]) == 0
+        assert access.asked == [
+            Read("list", "kubevirt.io", "virtualmachines", ""),
+            Read("list", "kubevirt.io", "virtualmachines", NS),
+            Read("list", "kubevirt.io", "virtualmachines", OTHER),
+        ]
+        for asked in ({"namespaces": [OTHER]}, {"named": [OTHER]}):
+            with pytest.raises(AccessRefused) as refused:
+                await Reads(source).within(scope).fleet(**asked)  # type: ignore[arg-type]
+            assert refused.value.read == Read("list", "kubevirt.io", "virtualmachines", OTHER)
+        with pytest.raises(OutOfScope):
+            await Reads(source).within(scope_of_request("catalogchangepreviews", access=access)).fleet()
+        assert await Reads(source).within(scope).quotas(NS) is None  # list resourcequotas refused: unread
+    finally:
+        await source.close()

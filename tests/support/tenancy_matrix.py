@@ -250,6 +250,41 @@ def values(
     return [v for v in table.get(parameter, ["x"]) if v]
 
 
+CATALOG_PREVIEWS = "catalogchangepreviews"
+
+
+def catalog_bodies(t: Tenants, here: str) -> list[bytes]:
+    """Bodies of a catalog change preview (cluster-scoped, so ``here`` is the first tenant's): the
+    namespaced instancetype ``it`` edited in each namespace, and an edit of ``here``'s asked for the other
+    namespace's VMs. A caller sees the VMs of the namespaces where they may list VMs and a count of the
+    others'; a namespace they may not read, named, is a 403 for that read."""
+    there = t.other(here)
+
+    def it(ns: str) -> dict[str, Any]:
+        spec = {"cpu": {"guest": 4}, "memory": {"guest": "2Gi"}}
+        meta = {"name": "it", "namespace": ns}
+        return {
+            "apiVersion": "instancetype.kubevirt.io/v1beta1",
+            "kind": "VirtualMachineInstancetype",
+            "metadata": meta,
+            "spec": spec,
+        }
+
+    def body(**spec: Any) -> bytes:
+        doc = {"apiVersion": "expand.kubevirt-expand.io/v1", "kind": "CatalogChangePreview", "spec": spec}
+        return json.dumps(doc).encode()
+
+    return [
+        body(objects=[it(here)]),
+        body(objects=[it(there)]),
+        body(objects=[it(here)], namespaces=[there]),
+        body(
+            objects=[it(here)],
+            removed=[{"kind": "VirtualMachineInstancetype", "name": "it", "namespace": there}],
+        ),
+    ]
+
+
 def _fill(template: str, namespace: str | None, name: str) -> str:
     path = template.replace("{name}", name)
     if namespace is not None:
@@ -283,7 +318,9 @@ def requests(
         for ns in namespaces:
             here = ns or t.a
             bodies: list[bytes | None] = [None]
-            if op.body:
+            if op.body and op.template.endswith(CATALOG_PREVIEWS):
+                bodies = list(catalog_bodies(t, here))
+            elif op.body:
                 it = {"kind": "VirtualMachineInstancetype", "name": "it"}
                 bodies = [
                     json.dumps(vm(None, "probe", None, instancetype=it)).encode(),
@@ -372,7 +409,20 @@ def judge(request: Request, answer: Answer, t: Tenants) -> list[Finding]:
             found.append(Finding(request, f"body carries {mark}"))
         if mark in headers:
             found.append(Finding(request, f"headers carry {mark}"))
+    if request.operation.endswith(CATALOG_PREVIEWS) and answer.status == 201:
+        found += _judge_catalog(request, answer, t)
     return found
+
+
+def _judge_catalog(request: Request, answer: Answer, t: Tenants) -> list[Finding]:
+    """A catalog change preview names only VMs and namespaces of the namespaces whose objects its caller
+    may read (VM names are the same in both namespaces, so marks alone would not tell)."""
+    readable = {ns for ns in (t.a, t.b) if t.marks[ns]["password"] in request.caller.reads}
+    status = json.loads(answer.body).get("status") or {}
+    named = {i.get("namespace") for i in status.get("items") or ()}
+    named |= {n.get("namespace") for n in status.get("namespaces") or ()}
+    named |= {c.get("namespace") for c in status.get("changedObjects") or () if c.get("namespace")}
+    return [Finding(request, f"names namespace {ns}") for ns in sorted(named - readable, key=str)]
 
 
 def judge_log(lines: Iterable[str], t: Tenants) -> list[str]:

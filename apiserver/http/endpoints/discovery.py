@@ -30,6 +30,9 @@ COLLECTION_VERBS = ["get", "list", "watch"]
 PREVIEW_KIND = "VirtualMachineChangePreview"
 PREVIEW_PLURAL = "virtualmachinechangepreviews"
 PREVIEW_SINGULAR = "virtualmachinechangepreview"
+CATALOG_KIND = "CatalogChangePreview"
+CATALOG_PLURAL = "catalogchangepreviews"
+CATALOG_SINGULAR = "catalogchangepreview"
 
 
 def _groups(settings: Settings, with_collection: bool) -> dict[str, tuple[str, ...]]:
@@ -67,14 +70,31 @@ def _preview_resource() -> dict[str, Any]:
     }
 
 
+def _catalog_resource() -> dict[str, Any]:
+    """The catalog change preview, cluster-scoped and created only (apiserver.http.endpoints.catalogchange)."""
+    return {
+        "name": CATALOG_PLURAL,
+        "singularName": CATALOG_SINGULAR,
+        "namespaced": False,
+        "kind": CATALOG_KIND,
+        "verbs": ["create"],
+    }
+
+
 def api_resource_list(
-    settings: Settings, version: str, group: str = "", with_collection: bool = False
+    settings: Settings,
+    version: str,
+    group: str = "",
+    with_collection: bool = False,
+    with_catalog: bool = False,
 ) -> dict[str, Any]:
     group = group or settings.api_group
     common = {"singularName": "", "namespaced": True, **VM_GVK}
     resources: list[dict[str, Any]] = []
     if with_collection and group == evm.GROUP and version == evm.VERSION:
         resources.append(_collection_resource())
+    if with_catalog and group == evm.GROUP and version == evm.VERSION:
+        resources.append(_catalog_resource())
     if group == evm.GROUP and version == evm.VERSION:
         resources.append(_preview_resource())
     if group == settings.api_group and version in settings.api_versions:
@@ -112,7 +132,9 @@ def api_group_list(settings: Settings, with_collection: bool = False) -> dict[st
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 
-def aggregated(settings: Settings, discovery_version: str, with_collection: bool = False) -> dict[str, Any]:
+def aggregated(
+    settings: Settings, discovery_version: str, with_collection: bool = False, with_catalog: bool = False
+) -> dict[str, Any]:
     """The ``APIGroupDiscoveryList`` of our groups: subresources nest under their parent resource."""
     items = []
     for group, served in _groups(settings, with_collection).items():
@@ -128,6 +150,16 @@ def aggregated(settings: Settings, discovery_version: str, with_collection: bool
                         "singularResource": evm.SINGULAR,
                         "verbs": COLLECTION_VERBS,
                         "shortNames": list(evm.SHORT_NAMES),
+                    }
+                )
+            if with_catalog and group == evm.GROUP and version == evm.VERSION:
+                resources.append(
+                    {
+                        "resource": CATALOG_PLURAL,
+                        "responseKind": {"group": evm.GROUP, "version": evm.VERSION, "kind": CATALOG_KIND},
+                        "scope": "Cluster",
+                        "singularResource": CATALOG_SINGULAR,
+                        "verbs": ["create"],
                     }
                 )
             if group == evm.GROUP and version == evm.VERSION:
@@ -189,14 +221,21 @@ def _aggregated_version(request: web.Request) -> str | None:
     return None
 
 
-def add_routes(app: web.Application, settings: Settings, *, collection: bool = False) -> None:
-    """``collection``: the rendered VMs are served (the VM cache is on), so discovery lists them."""
+def add_routes(
+    app: web.Application, settings: Settings, *, collection: bool = False, catalog: bool = False
+) -> None:
+    """``collection``: the rendered VMs are served (the VM cache is on), so discovery lists them;
+    ``catalog``: so is the catalog change preview (the source holds the fleet)."""
     plain: dict[str, Any] = {"/apis": api_group_list(settings, collection)}
     for group, versions in _groups(settings, collection).items():
         plain[f"/apis/{group}"] = api_group(settings, group, collection)
         for version in versions:
-            plain[f"/apis/{group}/{version}"] = api_resource_list(settings, version, group, collection)
-    aggregated_bodies = {v: orjson.dumps(aggregated(settings, v, collection)) for v in DISCOVERY_VERSIONS}
+            plain[f"/apis/{group}/{version}"] = api_resource_list(
+                settings, version, group, collection, catalog
+            )
+    aggregated_bodies = {
+        v: orjson.dumps(aggregated(settings, v, collection, catalog)) for v in DISCOVERY_VERSIONS
+    }
 
     async def apis(request: web.Request) -> web.Response:
         version = _aggregated_version(request)

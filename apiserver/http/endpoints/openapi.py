@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from apiserver.http.endpoints import openapi_catalogchange as catalog_api
 from apiserver.http.endpoints import openapi_expandedvms as evm_api
 from apiserver.http.endpoints import openapi_launcher as launcher_api
 from apiserver.http.endpoints import openapi_preview as preview_api
@@ -213,10 +214,11 @@ def _collection_v2(paths: dict[str, Any]) -> None:
         }
 
 
-def _preview_v2(paths: dict[str, Any]) -> None:
-    op = preview_api.operation()
+def _preview_v2(paths: dict[str, Any], api: Any = preview_api) -> None:
+    op = api.operation()
     responses: dict[str, Any] = {"201": {"description": "Created", "schema": _ref2(op["response"])}}
-    responses.update({c: {"description": _ERRORS[c], "schema": _ref2(STATUS)} for c in preview_api.ERRORS})
+    said = {**_ERRORS, **getattr(api, "DESCRIPTIONS", {})}
+    responses.update({c: {"description": said[c], "schema": _ref2(STATUS)} for c in api.ERRORS})
     paths[op["path"]] = {
         "post": {
             "description": op["description"],
@@ -231,18 +233,19 @@ def _preview_v2(paths: dict[str, Any]) -> None:
             ],
             "responses": responses,
             "x-kubernetes-action": op["action"],
-            "x-kubernetes-group-version-kind": dict(preview_api.GVK),
+            "x-kubernetes-group-version-kind": dict(api.GVK),
         }
     }
 
 
-def _preview_v3(paths: dict[str, Any]) -> None:
-    op = preview_api.operation()
+def _preview_v3(paths: dict[str, Any], api: Any = preview_api) -> None:
+    op = api.operation()
     responses: dict[str, Any] = {
         "201": {"description": "Created", "content": _content(op["response"], MEDIA_TYPES)}
     }
-    for code in preview_api.ERRORS:
-        responses[code] = {"description": _ERRORS[code], "content": _content(STATUS, [JSON])}
+    said = {**_ERRORS, **getattr(api, "DESCRIPTIONS", {})}
+    for code in api.ERRORS:
+        responses[code] = {"description": said[code], "content": _content(STATUS, [JSON])}
     paths[op["path"]] = {
         "post": {
             "description": op["description"],
@@ -252,7 +255,7 @@ def _preview_v3(paths: dict[str, Any]) -> None:
             "requestBody": {"required": True, "content": _content(op["request"], MEDIA_TYPES)},
             "responses": responses,
             "x-kubernetes-action": op["action"],
-            "x-kubernetes-group-version-kind": dict(preview_api.GVK),
+            "x-kubernetes-group-version-kind": dict(api.GVK),
         }
     }
 
@@ -304,8 +307,9 @@ def _launcher_v3(paths: dict[str, Any], settings: Settings, version: str) -> Non
         paths[op["path"]] = {op["method"]: operation}
 
 
-def openapi_v2(settings: Settings, collection: bool = False) -> dict[str, Any]:
-    """``collection``: include ``expandedvirtualmachines`` (served only with the VM cache)."""
+def openapi_v2(settings: Settings, collection: bool = False, catalog: bool = False) -> dict[str, Any]:
+    """``collection``: include ``expandedvirtualmachines`` (served only with the VM cache); ``catalog``:
+    ``catalogchangepreviews`` (served where the source holds the fleet)."""
     paths: dict[str, Any] = {}
     for version in settings.api_versions:
         for op in _operations(settings, version):
@@ -344,6 +348,9 @@ def openapi_v2(settings: Settings, collection: bool = False) -> dict[str, Any]:
         defs.update(evm_api.definitions())
     _preview_v2(paths)
     defs.update(preview_api.definitions())
+    if catalog:
+        _preview_v2(paths, catalog_api)
+        defs.update(catalog_api.definitions())
     return {
         "swagger": "2.0",
         "info": {"title": "kubevirt-expand-apiserver", "version": package_version()},
@@ -451,7 +458,9 @@ def _collection_v3(paths: dict[str, Any]) -> None:
         }
 
 
-def openapi_v3(settings: Settings, version: str, group: str = "", collection: bool = False) -> dict[str, Any]:
+def openapi_v3(
+    settings: Settings, version: str, group: str = "", collection: bool = False, catalog: bool = False
+) -> dict[str, Any]:
     """The document of one group-version: the configured group's, and/or the collection's."""
     group = group or settings.api_group
     paths: dict[str, Any] = {}
@@ -491,6 +500,9 @@ def openapi_v3(settings: Settings, version: str, group: str = "", collection: bo
     if group == evm.GROUP and version == evm.VERSION:
         _preview_v3(paths)
         defs.update(preview_api.definitions())
+        if catalog:
+            _preview_v3(paths, catalog_api)
+            defs.update(catalog_api.definitions())
     return {
         "openapi": "3.0.0",
         "info": {"title": "kubevirt-expand-apiserver", "version": package_version()},
@@ -503,14 +515,17 @@ def openapi_v3(settings: Settings, version: str, group: str = "", collection: bo
     }
 
 
-def add_routes(app: web.Application, settings: Settings, *, collection: bool = False) -> None:
-    """``collection``: the rendered VMs are served, so the documents describe them too."""
-    v2_body = orjson.dumps(openapi_v2(settings, collection))
+def add_routes(
+    app: web.Application, settings: Settings, *, collection: bool = False, catalog: bool = False
+) -> None:
+    """``collection``: the rendered VMs are served, so the documents describe them too; ``catalog``: the
+    catalog change preview is."""
+    v2_body = orjson.dumps(openapi_v2(settings, collection, catalog))
     group_versions = [(settings.api_group, v) for v in settings.api_versions]
-    if collection and (evm.GROUP, evm.VERSION) not in group_versions:
+    if (collection or catalog) and (evm.GROUP, evm.VERSION) not in group_versions:
         group_versions.append((evm.GROUP, evm.VERSION))
     v3_bodies = {
-        f"apis/{group}/{version}": orjson.dumps(openapi_v3(settings, version, group, collection))
+        f"apis/{group}/{version}": orjson.dumps(openapi_v3(settings, version, group, collection, catalog))
         for group, version in group_versions
     }
     hashes = {path: hashlib.sha256(body).hexdigest().upper() for path, body in v3_bodies.items()}

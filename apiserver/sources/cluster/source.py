@@ -183,6 +183,35 @@ class ClusterSource:
         quotas = await self._list(kinds.RESOURCE_QUOTA, namespace)
         return found, list(quotas)
 
+    # ------------------------------------------------------------------ HoldsFleet
+
+    def holds_fleet(self) -> bool:
+        return self.vm_cache
+
+    def fleet_vms(self) -> Mapping[tuple[str, str], Mapping[str, Any]] | None:
+        """The VM cache's VMs (None without ``vm_cache``, or before it synced: no answer without a
+        list of every namespace, which the reader role grants only with the cache)."""
+        if not self.vm_cache:
+            raise SourceUnavailable("this server does not hold the fleet: run it with --vm-cache")
+        cache = self.caches.get(o.VIRTUAL_MACHINE)
+        if cache is None or not cache.synced.is_set():
+            return None
+        return dict(cache.store)
+
+    def catalog_objects(self) -> Sequence[Mapping[str, Any]] | None:
+        """The watch caches of the four instancetype and preference kinds (None until each synced)."""
+        found: list[Mapping[str, Any]] = []
+        for kind in (o.INSTANCETYPE, o.CLUSTER_INSTANCETYPE, o.PREFERENCE, o.CLUSTER_PREFERENCE):
+            cache = self.caches.get(kind)
+            if cache is None or not cache.usable:
+                return None
+            found += cache.store.values()
+        return found
+
+    async def quotas(self, namespace: str) -> Sequence[Mapping[str, Any]]:
+        """The ResourceQuotas of ``namespace``, read fresh (the caller was reviewed)."""
+        return await self._list(kinds.RESOURCE_QUOTA, namespace)
+
     async def kubevirt(self) -> Mapping[str, Any] | None:
         cache = self.caches.get(o.KUBEVIRT)
         if cache is not None and cache.usable:

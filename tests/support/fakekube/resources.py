@@ -37,6 +37,8 @@ DEFAULT_RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "namespaces", "Namespace", False, ("ns",)),
     ResourceType("", "v1", "configmaps", "ConfigMap", True, ("cm",)),
     ResourceType("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, ("pvc",)),
+    # kube-apiserver keeps a quota's status apart (its quota controller writes it through /status).
+    ResourceType("", "v1", "resourcequotas", "ResourceQuota", True, ("quota",), status_subresource=True),
     ResourceType("apps", "v1", "controllerrevisions", "ControllerRevision", True),
     # KubeVirt's VM CRD has the status subresource (virt-operator's components/crds.go): virt-controller
     # writes a VM's status, its captured revisions included, only through /status.
