@@ -12,10 +12,12 @@ so that the same ``shop/db`` in ``clusters/east`` and ``clusters/west`` is two V
         catalog: [catalogs/east.yaml]
       - name: west
         paths: [clusters/west, base]
-        catalog: [catalogs/west.yaml]
+        catalog: [common-instancetypes@v1.6.0]   # a bundled catalog, by name
+        catalogComplete: true                     # a name the catalog lacks is Missing (a typo)
         fieldValidation: Warn
 
-Without ``clusters``, top-level ``paths`` make one run. Paths are relative to the file's folder. The file
+Without ``clusters``, top-level ``paths`` make one run. Paths are relative to the file's folder; a
+``catalog`` entry that names a bundled catalog (and no file there) is that catalog. The file
 is found in the current folder or, in a git repository, the nearest one above it up to the repository's
 root (:func:`apiserver.cli.inputs.find_config`), or given with ``--config``. A file that is not what this
 module expects is a usage error naming its line (:class:`~apiserver.cli.inputs.UsageError`): a gate must
@@ -32,6 +34,7 @@ from dataclasses import dataclass, field, fields, replace
 import yaml
 from yaml import nodes
 
+from apiserver.cli import bundled
 from apiserver.cli.inputs import UsageError
 from apiserver.render.kubernetes.fieldvalidation import LEVELS
 
@@ -54,6 +57,7 @@ class Options:
     validate: bool | None = None
     presets: bool | None = None
     field_validation: str | None = None
+    catalog_complete: bool | None = None
 
     def under(self, defaults: Options) -> Options:
         """These options, each one not said taken from ``defaults``."""
@@ -82,7 +86,7 @@ class Config:
 # Keys as written in the file -> Options' members, and what each holds.
 _LISTS = {"paths": "paths", "exclude": "exclude", "catalog": "catalog", "skipKinds": "skip_kinds"}
 _STRINGS = {"kubevirt": "kubevirt", "namespace": "namespace", "fieldValidation": "field_validation"}
-_BOOLS = {"validate": "validate", "presets": "presets"}
+_BOOLS = {"validate": "validate", "presets": "presets", "catalogComplete": "catalog_complete"}
 _OPTION_KEYS = [*_LISTS, *_STRINGS, *_BOOLS]
 _RELATIVE = ("paths", "catalog", "kubevirt")  # paths of files, relative to the file's folder
 
@@ -178,7 +182,12 @@ def _options(
     for name, member in _LISTS.items():
         values = _strings(source, members, name, what)
         if values is not None:
-            said[member] = tuple(_relative(folder, v) for v in values) if name in _RELATIVE else tuple(values)
+            if name == "catalog":
+                said[member] = tuple(_catalog_entry(folder, v) for v in values)
+            elif name in _RELATIVE:
+                said[member] = tuple(_relative(folder, v) for v in values)
+            else:
+                said[member] = tuple(values)
     for name, member in _STRINGS.items():
         value = _string(source, members, name, what)
         if value is not None:
@@ -233,6 +242,15 @@ def _strings(
     ):
         raise _Problem(source, node, f"{what}: {name} should be a list of strings")
     return [str(i.value) for i in items]
+
+
+def _catalog_entry(folder: str, value: str) -> str:
+    """A ``catalog:`` entry: a path relative to the file's folder, or the name of a bundled catalog
+    (``common-instancetypes@v1.7.0``) where no file of that name is there."""
+    path = _relative(folder, value)
+    if value.partition("@")[0] == bundled.NAME and not os.path.exists(path):
+        return value
+    return path
 
 
 def _relative(folder: str, path: str) -> str:

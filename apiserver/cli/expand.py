@@ -320,6 +320,7 @@ def _runs(args: argparse.Namespace) -> list[argparse.Namespace]:
         "validate": args.validate,
         "presets": args.presets,
         "field_validation": args.field_validation,
+        "catalog_complete": args.catalog_complete or None,
     }
     path = args.config if args.config is not None else find_config()
     passes: list[tuple[str | None, dict[str, Any]]] = [(None, flags)]
@@ -350,6 +351,7 @@ def _runs(args: argparse.Namespace) -> list[argparse.Namespace]:
         one.validate = bool(options["validate"])
         one.presets = bool(options["presets"])
         one.field_validation = options["field_validation"] or DEFAULT
+        one.catalog_complete = bool(options["catalog_complete"])
         out.append(one)
     return out
 
