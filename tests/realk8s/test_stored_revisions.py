@@ -219,9 +219,11 @@ def test_resources_cluster_prices_the_revision_as_launch_spec_does(
     """``kubevirt-expand resources --cluster`` reads the revisions the status refs name, as the server."""
     kubeconfig = str(control_plane.admin_kubeconfig)
     done = resources(control_plane, "--cluster", "-n", stored.ns, "--kubeconfig", kubeconfig, "-o", "jsonl")
-    # Was: exit 2, "ControllerRevision ... is defined twice" (read once per VM naming it).
-    assert "defined twice" not in done.stderr and done.returncode == 1, done.stderr
+    # Was: exit 2, "ControllerRevision ... is defined twice" (read once per VM naming it). The VM whose
+    # revision is gone is unresolved (exit 3, as expand says it), not a quota failure.
+    assert "defined twice" not in done.stderr and done.returncode == 3, done.stderr
     vms = by_name(done.stdout)
+    assert vms["missing"].get("unresolved") is True
     refused = vms["missing"]["status"]
     assert (refused["code"], refused["details"]["causes"][0]["field"]) == (
         422,
