@@ -24,7 +24,7 @@ from apiserver.cli.inputs import (
     read_catalog,
     read_kubevirt,
 )
-from apiserver.cli.output import json_line, printable, to_yaml
+from apiserver.cli.output import change_lines, json_line, printable, to_yaml
 from apiserver.cli.report import ADMITTED, VM_KIND, Result
 from apiserver.cli.report import ERROR as ERROR_OUTCOME
 from apiserver.cli.report import REFUSED as REFUSED_OUTCOME
@@ -117,10 +117,7 @@ def _text_lines(entry: Mapping[str, Any]) -> list[str]:
     if upgrade:
         said = f" ({upgrade['message']})" if upgrade.get("message") else ""
         lines.append(printable(f"  upgraded all the same (its status): {upgrade['verdict']}{said}"))
-    for change in entry.get("changes") or (upgrade or {}).get("changes") or ():
-        old = json.dumps(change["old"]) if "old" in change else "(none)"
-        new = json.dumps(change["new"]) if "new" in change else "(none)"
-        lines.append(printable(f"  {change['path']}: {old} -> {new}"))
+    lines += change_lines(entry.get("changes") or (upgrade or {}).get("changes") or ())
     requests = entry.get("requests")
     if requests:
         moved = [

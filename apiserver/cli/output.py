@@ -30,7 +30,7 @@ import io
 import json
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
 import yaml
@@ -318,3 +318,14 @@ class _Progress:
         if self.shown:
             self.stream.write("\r\x1b[K")
             self.shown = False
+
+
+def change_lines(changes: Iterable[Mapping[str, Any]]) -> list[str]:
+    """``  /spec/path: old -> new`` per rendered change (a preview's ``changes``), ``(none)`` for a side
+    without the member."""
+    lines = []
+    for change in changes:
+        old = json.dumps(change["old"]) if "old" in change else "(none)"
+        new = json.dumps(change["new"]) if "new" in change else "(none)"
+        lines.append(printable(f"  {change['path']}: {old} -> {new}"))
+    return lines

@@ -32,9 +32,10 @@ from apiserver.cli.inputs import (
     read_catalog,
     read_kubevirt,
 )
-from apiserver.cli.output import json_line, printable, to_yaml
+from apiserver.cli.output import change_lines, json_line, printable, to_yaml
 from apiserver.documents.manifests import ManifestError, read_manifest_paths
 from apiserver.render import ExpandError, ObjectIndex, expand
+from apiserver.render.catalogchange import captured_revision
 from apiserver.render.objects import CLUSTER_SCOPED_KINDS, ref_of
 from apiserver.render.virtconfig import cluster_config
 from apiserver.render.vmcontroller.assumedvmi import assumed_vmi
@@ -224,28 +225,6 @@ def _under(side: Side, catalog: list[dict[str, Any]]) -> None:
     side.objects = [o for o in catalog if ref_of(o) not in given] + side.objects
 
 
-def _revision(namespace: str, obj: Mapping[str, Any]) -> dict[str, Any]:
-    """A ControllerRevision as the instancetype controller stores ``obj`` for a VM (the whole object),
-    one per namespace and object: what every VM of the namespace started with it captured, the same
-    content (KubeVirt names one per VM), so that it is decoded once."""
-    meta = obj.get("metadata") or {}
-    name = f"captured-{str(obj.get('kind', '')).lower()}-{meta.get('name', '')}"
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "ControllerRevision",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": {
-                "instancetype.kubevirt.io/object-name": meta.get("name", ""),
-                "instancetype.kubevirt.io/object-kind": obj.get("kind", ""),
-            },
-        },
-        "data": dict(obj),
-        "revision": 0,
-    }
-
-
 def _stored(vm: dict[str, Any], architecture: str) -> dict[str, Any]:
     """``vm`` as KubeVirt's VM mutating webhook stores it, in what the live-update rules read: the
     template's architecture defaulted to the cluster's (memory hotplug is only for amd64)."""
@@ -281,7 +260,7 @@ def _captured(
         key = (namespace, kind, str(matcher["name"]))
         revision = made.get(key)
         if revision is None:
-            revision = made[key] = _revision(namespace, obj)
+            revision = made[key] = captured_revision(namespace, obj)
         revisions.append(revision)
         status[status_ref] = {
             "name": matcher["name"],
@@ -359,12 +338,7 @@ def _text(entry: Mapping[str, Any]) -> list[str]:
         line += f" ({entry['message']})"
     elif entry.get("refusal"):
         line += f" ({entry['refusal'].get('message', '')})"
-    lines = [printable(line)]
-    for change in entry.get("changes") or ():
-        old = json.dumps(change["old"]) if "old" in change else "(none)"
-        new = json.dumps(change["new"]) if "new" in change else "(none)"
-        lines.append(printable(f"  {change['path']}: {old} -> {new}"))
-    return lines
+    return [printable(line), *change_lines(entry.get("changes") or ())]
 
 
 def _write(entries: list[dict[str, Any]], output: str) -> None:

@@ -155,7 +155,7 @@ def is_running(vm: Mapping[str, Any]) -> bool:
     return spec.get("runStrategy") in _RUNNING_STRATEGIES
 
 
-def _captured_revision(namespace: str, obj: Mapping[str, Any]) -> dict[str, Any]:
+def captured_revision(namespace: str, obj: Mapping[str, Any]) -> dict[str, Any]:
     """A ControllerRevision as the instancetype controller stores ``obj`` for the VMs of a namespace."""
     meta = obj.get("metadata") or {}
     return {
@@ -247,7 +247,7 @@ class _Fleet:
                 continue
             revision = self._revisions.get((namespace, ref))
             if revision is None:
-                revision = _captured_revision(namespace, obj)
+                revision = captured_revision(namespace, obj)
                 revision["metadata"].update(uid=f"captured-{len(self._revisions)}", resourceVersion="1")
                 self._revisions[(namespace, ref)] = revision
                 self.before.add(revision)
