@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -324,3 +324,21 @@ def _schema_failure(err: ExpandError, *, kubevirt_messages: bool) -> StatusError
         {"message": f"{c['field']}: {c['message']}" if c.get("field") else c["message"]} for c in err.causes
     ]
     return StatusError(status(400, "BadRequest", SCHEMA_FAILURE, details={"causes": causes}))
+
+
+def review_name(doc: Any, kind: str, api_version: str) -> str:
+    """The ``metadata.name`` of a review-style request (create it, read the answer in its ``status``);
+    400 for a body that is not an object of ``kind`` in ``api_version``."""
+    if not isinstance(doc, Mapping):
+        raise StatusError(status(400, "BadRequest", f"the body must be a {kind} object"))
+    given_kind, given_version = doc.get("kind"), doc.get("apiVersion")
+    if given_kind != kind or given_version != api_version:
+        raise StatusError(
+            status(
+                400,
+                "BadRequest",
+                f"expected kind {kind} of apiVersion {api_version}, got {given_kind!r} of {given_version!r}",
+            )
+        )
+    meta = doc.get("metadata") or {}
+    return str(meta.get("name", "")) if isinstance(meta, Mapping) else ""

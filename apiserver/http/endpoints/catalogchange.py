@@ -31,7 +31,7 @@ from typing import Any
 from aiohttp import web
 from multidict import CIMultiDict
 
-from apiserver.http.endpoints.bodies import field_validation, offload, parse, read_body
+from apiserver.http.endpoints.bodies import field_validation, offload, parse, read_body, review_name
 from apiserver.http.endpoints.discovery import CATALOG_KIND, CATALOG_PLURAL
 from apiserver.http.endpoints.expand import warning_header
 from apiserver.http.errors import StatusError, unavailable
@@ -260,19 +260,7 @@ def _read_token(token: str, digest: str, causes: list[Cause]) -> tuple[str, str]
 def check_request(doc: Any, level: str = STRICT) -> tuple[str, Mapping[str, Any], Proposal, list[str]]:
     """The request's name, spec, what it asks and its warnings; 400 for another kind, 422 naming every
     field at fault (``level``: kube-apiserver's fieldValidation for members this server does not know)."""
-    if not isinstance(doc, Mapping):
-        raise StatusError(status(400, "BadRequest", f"the body must be a {KIND} object"))
-    kind, api_version = doc.get("kind"), doc.get("apiVersion")
-    if kind != KIND or api_version != API_VERSION:
-        raise StatusError(
-            status(
-                400,
-                "BadRequest",
-                f"expected kind {KIND} of apiVersion {API_VERSION}, got {kind!r} of {api_version!r}",
-            )
-        )
-    meta = doc.get("metadata") or {}
-    name = str(meta.get("name", "")) if isinstance(meta, Mapping) else ""
+    name = review_name(doc, KIND, API_VERSION)
     causes: list[Cause] = []
     warnings: list[str] = []
     unknown = unknown_fields(doc) if level != IGNORE else []

@@ -30,7 +30,7 @@ from typing import Any
 from aiohttp import web
 from multidict import CIMultiDict
 
-from apiserver.http.endpoints.bodies import field_validation, parse, read_body
+from apiserver.http.endpoints.bodies import field_validation, parse, read_body, review_name
 from apiserver.http.endpoints.discovery import PREVIEW_KIND, PREVIEW_PLURAL, PREVIEW_SINGULAR
 from apiserver.http.endpoints.expand import warning_header
 from apiserver.http.errors import StatusError, unavailable
@@ -102,19 +102,7 @@ def unknown_fields(doc: Mapping[str, Any]) -> list[str]:
 def check_request(doc: Any, level: str = STRICT) -> tuple[str, Mapping[str, Any], list[str]]:
     """The request's name, spec and warnings; 400 for another kind, 422 naming every field at fault
     (``level``: kube-apiserver's fieldValidation for members this server does not know)."""
-    if not isinstance(doc, Mapping):
-        raise StatusError(status(400, "BadRequest", f"the body must be a {KIND} object"))
-    kind, api_version = doc.get("kind"), doc.get("apiVersion")
-    if kind != KIND or api_version != API_VERSION:
-        raise StatusError(
-            status(
-                400,
-                "BadRequest",
-                f"expected kind {KIND} of apiVersion {API_VERSION}, got {kind!r} of {api_version!r}",
-            )
-        )
-    meta = doc.get("metadata") or {}
-    name = meta.get("name", "") if isinstance(meta, Mapping) else ""
+    name = review_name(doc, KIND, API_VERSION)
     causes: list[Cause] = []
     warnings: list[str] = []
     unknown = unknown_fields(doc) if level != IGNORE else []
